@@ -1,0 +1,315 @@
+"""The encoder-decoder Transformer of Vaswani et al. (2017), after "The Annotated Transformer".
+
+Each class answers to a sentence of the paper; its docstring quotes or paraphrases it.
+Shapes in comments: B batch, S source length, T target length, D d_model, H heads, K d_k.
+"""
+import copy
+import math
+from contextlib import contextmanager
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def clones(module, N):
+    """Produce N identical, independent layers ("a stack of N = 6 identical layers")."""
+    return nn.ModuleList([copy.deepcopy(module) for _ in range(N)])
+
+
+class LayerNorm(nn.Module):
+    """Layer normalization (Ba et al., 2016) with a trainable gain a_2 and bias b_2."""
+
+    def __init__(self, features, eps=1e-6):
+        super().__init__()
+        self.a_2 = nn.Parameter(torch.ones(features))
+        self.b_2 = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        # a_2 * (x - mean) / sqrt(var + eps) + b_2, computed by the fused kernel
+        return F.layer_norm(x, (x.size(-1),), self.a_2, self.b_2, self.eps)
+
+
+class SublayerConnection(nn.Module):
+    """A residual connection around each sub-layer, with dropout, "followed by layer normalization"
+    (applied to the sub-layer's input here, as in The Annotated Transformer)."""
+
+    def __init__(self, size, dropout):
+        super().__init__()
+        self.norm = LayerNorm(size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, sublayer):
+        return x + self.dropout(sublayer(self.norm(x)))
+
+
+def subsequent_mask(size):
+    """Mask out subsequent positions: "prevent positions from attending to subsequent positions"."""
+    attn_shape = (1, size, size)
+    return torch.triu(torch.ones(attn_shape, dtype=torch.uint8), diagonal=1) == 0  # (1, T, T) bool
+
+
+def attention(query, key, value, mask=None, dropout=None):
+    """Scaled dot-product attention: softmax(Q K^T / sqrt(d_k)) V; returns the output and the weights."""
+    d_k = query.size(-1)
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)  # (B, H, Tq, Tk)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p_attn = scores.softmax(dim=-1)
+    if dropout is not None:
+        p_attn = dropout(p_attn)
+    return torch.matmul(p_attn, value), p_attn
+
+
+class MultiHeadedAttention(nn.Module):
+    """Multi-head attention: "h parallel attention layers, or heads", with d_k = d_v = d_model / h.
+
+    Two paths give the same result: the explicit `attention` above, used whenever the weights are kept
+    for inspection (`keep_attn`), and PyTorch's fused scaled_dot_product_attention otherwise.
+    """
+
+    def __init__(self, h, d_model, dropout=0.1):
+        super().__init__()
+        assert d_model % h == 0
+        self.d_k = d_model // h
+        self.h = h
+        self.linears = clones(nn.Linear(d_model, d_model), 4)  # W^Q, W^K, W^V, W^O
+        self.attn = None
+        self.keep_attn = False
+        self.dropout = nn.Dropout(p=dropout)
+
+    def _split(self, x, linear):
+        nbatches = x.size(0)
+        return linear(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)  # (B, H, L, K)
+
+    def forward(self, query, key, value, mask=None, cache=None, static_kv=False):
+        """`cache` (a dict) holds this layer's projected keys and values during incremental decoding:
+        appended to at each step for self-attention, computed once for the encoder memory (static_kv)."""
+        if mask is not None:
+            mask = mask.unsqueeze(1)  # same mask for all heads: (B, 1, Tq|1, Tk)
+        nbatches = query.size(0)
+        q = self._split(query, self.linears[0])
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k = self._split(key, self.linears[1])
+            v = self._split(value, self.linears[2])
+            if cache is not None:
+                if not static_kv and "k" in cache:
+                    k = torch.cat([cache["k"], k], dim=2)
+                    v = torch.cat([cache["v"], v], dim=2)
+                cache["k"], cache["v"] = k, v
+        if self.keep_attn:
+            x, attn = attention(q, k, v, mask=mask, dropout=self.dropout)
+            self.attn = attn.detach()
+        else:
+            x = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
+        x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)  # (B, Tq, D)
+        return self.linears[-1](x)
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, "applied to each position separately and identically"."""
+
+    def __init__(self, d_model, d_ff, dropout=0.1):
+        super().__init__()
+        self.w_1 = nn.Linear(d_model, d_ff)
+        self.w_2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.w_2(self.dropout(self.w_1(x).relu()))
+
+
+class EncoderLayer(nn.Module):
+    """An encoder layer: "a multi-head self-attention mechanism, and a position-wise fully connected
+    feed-forward network"."""
+
+    def __init__(self, size, self_attn, feed_forward, dropout):
+        super().__init__()
+        self.self_attn = self_attn
+        self.feed_forward = feed_forward
+        self.sublayer = clones(SublayerConnection(size, dropout), 2)
+        self.size = size
+
+    def forward(self, x, mask):
+        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, mask))
+        return self.sublayer[1](x, self.feed_forward)
+
+
+class Encoder(nn.Module):
+    """"The encoder is composed of a stack of N identical layers", followed here by a final norm."""
+
+    def __init__(self, layer, N):
+        super().__init__()
+        self.layers = clones(layer, N)
+        self.norm = LayerNorm(layer.size)
+
+    def forward(self, x, mask):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x)
+
+
+class DecoderLayer(nn.Module):
+    """A decoder layer adds "a third sub-layer, which performs multi-head attention over the output of
+    the encoder stack"."""
+
+    def __init__(self, size, self_attn, src_attn, feed_forward, dropout):
+        super().__init__()
+        self.size = size
+        self.self_attn = self_attn
+        self.src_attn = src_attn
+        self.feed_forward = feed_forward
+        self.sublayer = clones(SublayerConnection(size, dropout), 3)
+
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+        m = memory
+        self_cache = src_cache = None
+        if cache is not None:
+            self_cache, src_cache = cache.setdefault("self", {}), cache.setdefault("src", {})
+        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask, cache=self_cache))
+        x = self.sublayer[1](x, lambda x: self.src_attn(x, m, m, src_mask, cache=src_cache, static_kv=True))
+        return self.sublayer[2](x, self.feed_forward)
+
+
+class Decoder(nn.Module):
+    """"The decoder is also composed of a stack of N identical layers", with a final norm."""
+
+    def __init__(self, layer, N):
+        super().__init__()
+        self.layers = clones(layer, N)
+        self.norm = LayerNorm(layer.size)
+
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+        for i, layer in enumerate(self.layers):
+            layer_cache = None if cache is None else cache.setdefault(i, {})
+            x = layer(x, memory, src_mask, tgt_mask, cache=layer_cache)
+        return self.norm(x)
+
+
+class Embeddings(nn.Module):
+    """Learned embeddings; "in the embedding layers, we multiply those weights by sqrt(d_model)"."""
+
+    def __init__(self, d_model, vocab):
+        super().__init__()
+        self.lut = nn.Embedding(vocab, d_model)
+        self.d_model = d_model
+
+    def forward(self, x):
+        return self.lut(x) * math.sqrt(self.d_model)
+
+
+class PositionalEncoding(nn.Module):
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...), added to the embeddings,
+    followed by dropout. Computed once in log space and kept as a buffer, not a parameter."""
+
+    def __init__(self, d_model, dropout, max_len=5000):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        pe = torch.zeros(max_len, d_model)
+        position = torch.arange(0, max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe.unsqueeze(0), persistent=False)  # (1, max_len, D)
+
+    def forward(self, x, start=0):
+        x = x + self.pe[:, start:start + x.size(1)].to(x.dtype)
+        return self.dropout(x)
+
+
+class Generator(nn.Module):
+    """"The usual learned linear transformation and softmax function" to next-token log-probabilities."""
+
+    def __init__(self, d_model, vocab):
+        super().__init__()
+        self.proj = nn.Linear(d_model, vocab)
+
+    def forward(self, x):
+        return F.log_softmax(self.proj(x), dim=-1, dtype=torch.float32)  # float32 even under autocast
+
+
+class EncoderDecoder(nn.Module):
+    """The encoder maps the source to "a sequence of continuous representations z"; the decoder then
+    "generates an output sequence one element at a time", attending to z."""
+
+    def __init__(self, encoder, decoder, src_embed, tgt_embed, generator):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.src_embed = src_embed  # Sequential(Embeddings, PositionalEncoding)
+        self.tgt_embed = tgt_embed
+        self.generator = generator
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)
+
+    def encode(self, src, src_mask):
+        return self.encoder(self.src_embed(src), src_mask)  # (B, S, D)
+
+    def decode(self, memory, src_mask, tgt, tgt_mask, cache=None):
+        """With a `cache` dict, `tgt` holds only the new positions and earlier keys/values are reused."""
+        start = 0 if cache is None else cache.get("len", 0)
+        x = self.tgt_embed[1](self.tgt_embed[0](tgt), start=start)
+        if cache is not None:
+            cache["len"] = start + tgt.size(1)
+        return self.decoder(x, memory, src_mask, tgt_mask, cache=cache)  # (B, T, D)
+
+
+def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,
+               max_len=5000, tie_weights=True):
+    """Construct the model from hyperparameters, with Xavier-uniform init; "we share the same weight
+    matrix between the two embedding layers and the pre-softmax linear transformation"."""
+    c = copy.deepcopy
+    attn = MultiHeadedAttention(h, d_model, dropout)
+    ff = PositionwiseFeedForward(d_model, d_ff, dropout)
+    position = PositionalEncoding(d_model, dropout, max_len)
+    model = EncoderDecoder(
+        Encoder(EncoderLayer(d_model, c(attn), c(ff), dropout), N),
+        Decoder(DecoderLayer(d_model, c(attn), c(attn), c(ff), dropout), N),
+        nn.Sequential(Embeddings(d_model, src_vocab), c(position)),
+        nn.Sequential(Embeddings(d_model, tgt_vocab), c(position)),
+        Generator(d_model, tgt_vocab),
+    )
+    for p in model.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    if tie_weights and src_vocab == tgt_vocab:
+        shared = model.tgt_embed[0].lut.weight
+        model.src_embed[0].lut.weight = shared
+        model.generator.proj.weight = shared
+    return model
+
+
+def attention_modules(model):
+    """The model's attention sub-layers by kind: encoder self, decoder self and cross (source) attention."""
+    return {
+        "encoder": [layer.self_attn for layer in model.encoder.layers],
+        "decoder": [layer.self_attn for layer in model.decoder.layers],
+        "cross": [layer.src_attn for layer in model.decoder.layers],
+    }
+
+
+@contextmanager
+def keep_attention(model):
+    """Within this block every attention layer uses the explicit path and keeps its weights in `.attn`."""
+    mods = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
+    for m in mods:
+        m.keep_attn, m.attn = True, None
+    try:
+        yield model
+    finally:
+        for m in mods:
+            m.keep_attn = False
+
+
+def reorder_cache(cache, index):
+    """Select rows of every cached key/value tensor (beam search reorders hypotheses each step)."""
+    for key, value in cache.items():
+        if isinstance(value, dict):
+            reorder_cache(value, index)
+        elif torch.is_tensor(value):
+            cache[key] = value.index_select(0, index)

@@ -1,0 +1,131 @@
+"""The shipped model as one object: `Translator.load()`, `.translate(texts)`, `.inspect(text)`.
+
+    python -m core.translate "Ein Mann fährt Fahrrad."  [--beam 4]
+"""
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .checkpoint import load_pretrained
+from .data import ASSETS, BOS, EOS, PAD, load_tokenizer, pad_to
+from .decode import decode_batch
+from .model import attention_modules, keep_attention, subsequent_mask
+
+
+@dataclass
+class Inspection:
+    """Everything the explorer shows about one translation."""
+    text: str
+    translation: str
+    src_tokens: list          # source pieces, <s> ... </s>                     (S)
+    tgt_tokens: list          # decoder inputs, <s> y_1 ... y_n                 (T)
+    out_tokens: list          # what each decoder position predicts, y_1 ... </s> (T)
+    encoder: torch.Tensor     # encoder self-attention   (layers, heads, S, S)
+    decoder: torch.Tensor     # decoder self-attention   (layers, heads, T, T)
+    cross: torch.Tensor       # decoder-encoder attention (layers, heads, T, S)
+    token_probs: list         # probability of each output token given its prefix (T)
+    topk: list                # per step: [(piece, probability), ...] best candidates
+    truncated: bool = False
+    settings: dict = field(default_factory=dict)
+
+
+class Translator:
+    """German->English translation with the trained EncoderDecoder and its SentencePiece vocabulary."""
+
+    def __init__(self, model, tokenizer, config=None, device="cpu"):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config or {}
+        self.device = torch.device(device)
+        self.max_src_tokens = int(self.config.get("max_src_tokens", 128))
+
+    @classmethod
+    def load(cls, directory=None, device="cpu"):
+        directory = Path(directory or ASSETS)
+        model, config = load_pretrained(directory, device=device)
+        tok = load_tokenizer(directory / config.get("tokenizer", "spm.model"))
+        return cls(model, tok, config, device)
+
+    def encode_source(self, text):
+        """(<s> ids </s>, truncated?) with the source cut to the model's trained length."""
+        ids = self.tokenizer.encode(text.strip())
+        truncated = len(ids) > self.max_src_tokens - 2
+        return [BOS] + ids[: self.max_src_tokens - 2] + [EOS], truncated
+
+    def default_max_len(self, src_len):
+        return min(int(1.5 * src_len) + 10, self.max_src_tokens + 32)
+
+    @torch.no_grad()
+    def translate_ids(self, texts, method="greedy", beam=4, alpha=0.6, max_len=None, batch_size=64,
+                      temperature=1.0, top_k=0, seed=None):
+        """Output ids for each text, decoding length-sorted batches."""
+        srcs = [self.encode_source(t)[0] for t in texts]
+        order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
+        results = [None] * len(srcs)
+        for i in range(0, len(order), batch_size):
+            idx = order[i:i + batch_size]
+            src = pad_to([srcs[j] for j in idx]).to(self.device)
+            src_mask = (src != PAD).unsqueeze(-2)
+            n = max_len or self.default_max_len(src.size(1))
+            outs = decode_batch(self.model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
+                                temperature=temperature, top_k=top_k, seed=seed)
+            for j, out in zip(idx, outs):
+                results[j] = out
+        return results
+
+    def translate(self, texts, beam=1, alpha=0.6, method=None, **kw):
+        """English strings for German strings; beam > 1 uses beam search unless a method is named."""
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        method = method or ("beam" if beam > 1 else "greedy")
+        outs = [self.tokenizer.decode(ids) for ids in
+                self.translate_ids(texts, method=method, beam=beam, alpha=alpha, **kw)]
+        return outs[0] if single else outs
+
+    @torch.no_grad()
+    def inspect(self, text, method="greedy", beam=4, alpha=0.6, max_len=None, topk=5, **kw):
+        """Translate `text`, then re-run the chosen output teacher-forced with every attention map kept."""
+        src_ids, truncated = self.encode_source(text)
+        out_ids = self.translate_ids([text], method=method, beam=beam, alpha=alpha, max_len=max_len, **kw)[0]
+        src = torch.tensor([src_ids], device=self.device)
+        tgt = torch.tensor([[BOS] + out_ids], device=self.device)
+        src_mask = (src != PAD).unsqueeze(-2)
+        with keep_attention(self.model):
+            memory = self.model.encode(src, src_mask)
+            out = self.model.decode(memory, src_mask, tgt, subsequent_mask(tgt.size(1)).to(self.device))
+            logp = self.model.generator(out)[0].float()  # (T, V)
+            maps = {kind: torch.stack([m.attn[0] for m in mods]).float().cpu()
+                    for kind, mods in attention_modules(self.model).items()}
+        targets = torch.tensor(out_ids + [EOS], device=self.device)
+        probs = logp.exp()
+        token_probs = probs.gather(1, targets.unsqueeze(1)).squeeze(1).tolist()
+        top_p, top_i = probs.topk(topk, dim=-1)
+        piece = self.tokenizer.id_to_piece
+        return Inspection(
+            text=text, translation=self.tokenizer.decode(out_ids),
+            src_tokens=[piece(i) for i in src_ids], tgt_tokens=[piece(i) for i in [BOS] + out_ids],
+            out_tokens=[piece(i) for i in out_ids + [EOS]],
+            encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
+            token_probs=token_probs,
+            topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
+            truncated=truncated, settings=dict(method=method, beam=beam, alpha=alpha, **kw))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Translate German to English with the shipped model.")
+    ap.add_argument("text", nargs="*", help="German sentences (read from stdin when none)")
+    ap.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
+    ap.add_argument("--alpha", type=float, default=0.6, help="length penalty for beam search")
+    ap.add_argument("--model", default=None, help="model directory (default: assets/)")
+    args = ap.parse_args(argv)
+    texts = args.text or [line.strip() for line in sys.stdin if line.strip()]
+    t = Translator.load(args.model)
+    for out in t.translate(texts, beam=args.beam, alpha=args.alpha):
+        print(out)
+
+
+if __name__ == "__main__":
+    main()
