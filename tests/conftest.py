@@ -1,0 +1,81 @@
+"""Shared fixtures: small synthetic parallel data (never the real dataset) and paths to the real one."""
+import gzip
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SHARED_DATA = ROOT.parent / "shared" / "data" / "multi30k"
+ASSETS = ROOT / "assets"
+
+DE = {"man": "Mann", "woman": "Frau", "dog": "Hund", "child": "Kind", "cat": "Katze", "bird": "Vogel"}
+VERB = {"runs": "läuft", "sits": "sitzt", "jumps": "springt", "sleeps": "schläft", "waits": "wartet"}
+PLACE = {"on the street": "auf der Straße", "in the park": "im Park", "at the lake": "am See",
+         "in the garden": "im Garten", "on the bench": "auf der Bank"}
+COLOR = {"red": "rote", "small": "kleine", "old": "alte", "happy": "fröhliche", "": ""}
+
+
+def synthetic_pairs(n, seed=0):
+    """Made-up German/English scene descriptions with a word-for-word correspondence."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        noun, verb, place, adj = (rng.choice(list(d)) for d in (DE, VERB, PLACE, COLOR))
+        en = f"A {adj + ' ' if adj else ''}{noun} {verb} {place}."
+        de = f"Der {COLOR[adj] + ' ' if adj else ''}{DE[noun]} {VERB[verb]} {PLACE[place]}."
+        out.append((de, en))
+    return out
+
+
+def write_split(directory, split, pairs, gz=True):
+    for lang, k in (("de", 0), ("en", 1)):
+        text = "".join(p[k] + "\n" for p in pairs)
+        if gz:
+            with gzip.open(directory / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            (directory / f"{split}.{lang}").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory):
+    """A data directory shaped like Multi30k's (train/val/test_2016_flickr, gzipped) with synthetic pairs."""
+    d = tmp_path_factory.mktemp("multi30k_synthetic")
+    write_split(d, "train", synthetic_pairs(400, 1))
+    write_split(d, "val", synthetic_pairs(40, 2))
+    write_split(d, "test_2016_flickr", synthetic_pairs(40, 3), gz=False)
+    return d
+
+
+@pytest.fixture(scope="session")
+def tiny_spm(tiny_data, tmp_path_factory):
+    from core.data import load_split, train_tokenizer
+    pairs = load_split(tiny_data, "train")
+    path = tmp_path_factory.mktemp("spm") / "spm.model"
+    return train_tokenizer([s for p in pairs for s in p], path, vocab_size=64), path
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+    random.seed(0)
+
+
+def shipped_model_present():
+    return (ASSETS / "config.json").exists()
+
+
+needs_shipped = pytest.mark.skipif(not shipped_model_present(), reason="no trained model in assets/ yet")
+needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
+                                reason=f"Multi30k not found at {SHARED_DATA} (tests on the real data skipped)")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread():
+    """Small tensors: one thread avoids oversubscription when the two cores are busy."""
+    torch.set_num_threads(1)
