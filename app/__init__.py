@@ -1,0 +1,1 @@
+"""The Gradio explorer around core/: figures are plain functions, callbacks are plain functions."""

@@ -1,0 +1,99 @@
+"""bertviz's head view and model view, made to work offline inside a sandboxed iframe.
+
+bertviz writes a page that loads RequireJS, then jQuery and d3, from a CDN. Here the CDN script tag is
+replaced by a few lines that stand in for RequireJS and load jQuery (package xstatic-jquery) and d3 v5
+(shipped inside the mpld3 package) from this server. The page goes into an iframe's `srcdoc`, sandboxed
+to scripts only, so nothing it contains can reach the app around it.
+"""
+import html
+import re
+from pathlib import Path
+
+import mpld3
+import xstatic.pkg.jquery as xjquery
+from bertviz import head_view, model_view
+
+D3_JS = Path(mpld3.__file__).parent / "js" / "d3.v5.min.js"
+JQUERY_JS = Path(xjquery.BASE_DIR) / "jquery.min.js"
+STATIC_FILES = [str(D3_JS), str(JQUERY_JS)]
+
+_CDN_REQUIRE = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/[^"]*require[^"]*"></script>')
+
+# Stands in for RequireJS: load each named module from this server in order, then hand the globals
+# they define (jQuery, d3) to the callback. The CDN paths bertviz passes to require.config are ignored.
+_REQUIRE_SHIM = """<script>
+(function () {
+  var local = {jquery: "%(jquery)s", d3: "%(d3)s"};
+  var globals = {jquery: function () { return window.jQuery; }, d3: function () { return window.d3; }};
+  window.require = {config: function () {}};
+  window.requirejs = function (deps, callback) {
+    var i = 0;
+    (function next() {
+      if (i === deps.length) { callback.apply(null, deps.map(function (d) { return globals[d](); })); return; }
+      var s = document.createElement("script");
+      s.src = local[deps[i++]];
+      s.onload = next;
+      s.onerror = function () { document.body.insertAdjacentText("beforeend", "Could not load " + s.src); };
+      document.head.appendChild(s);
+    })();
+  };
+})();
+</script>"""
+
+
+def static_url(path, root=""):
+    """The URL under which Gradio serves a file registered with gr.set_static_paths."""
+    return f"{root}/gradio_api/file={path}"
+
+
+def _offline(page, root=""):
+    """Swap the CDN loader for the local shim and make the embedded JSON unable to end its <script>."""
+    shim = _REQUIRE_SHIM % {"jquery": static_url(JQUERY_JS, root), "d3": static_url(D3_JS, root)}
+    page, n = _CDN_REQUIRE.subn(lambda _: shim, page)
+    if n != 1:
+        raise RuntimeError("unexpected bertviz output: RequireJS loader not found")
+    head, sep, script = page.partition('<script type="text/javascript">')
+    return head + sep + _escape_script(script)
+
+
+def _escape_script(script):
+    """Inside the script every "</" becomes "<\\/" and "<!--" "<\\!--" (the same strings to JavaScript),
+    so no token in the embedded JSON can end the script early; its own closing tag stays."""
+    body, end, rest = script.rpartition("</script>")
+    body = body.replace("</", "<\\/").replace("<!--", "<\\!--")
+    return body + end + rest
+
+
+def _page(body):
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            "<style>body{margin:6px;background:#fff;color:#111;font-family:sans-serif}</style></head>"
+            f"<body>{body}</body></html>")
+
+
+def _iframe(page, height, title):
+    return (f'<iframe title="{html.escape(title)}" sandbox="allow-scripts" referrerpolicy="no-referrer" '
+            f'style="width:100%;height:{height}px;border:1px solid #ddd;border-radius:8px;background:#fff" '
+            f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
+
+
+def _as_layers(maps):
+    """(layers, heads, q, k) tensor -> bertviz's tuple of (1, heads, q, k) per layer."""
+    return tuple(m.unsqueeze(0) for m in maps)
+
+
+def head_view_html(ins, root=""):
+    """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe."""
+    page = head_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
+                     cross_attention=_as_layers(ins.cross), encoder_tokens=list(ins.src_tokens),
+                     decoder_tokens=list(ins.tgt_tokens), html_action="return").data
+    rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
+    return _iframe(_page(_offline(page, root)), 120 + int(rows * 22.5), "bertviz head view")
+
+
+def model_view_html(ins, root=""):
+    """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe."""
+    page = model_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
+                      cross_attention=_as_layers(ins.cross), encoder_tokens=list(ins.src_tokens),
+                      decoder_tokens=list(ins.tgt_tokens), display_mode="light", html_action="return").data
+    layers = ins.encoder.size(0)
+    return _iframe(_page(_offline(page, root)), 140 + layers * 120, "bertviz model view")

@@ -1,0 +1,79 @@
+"""The architecture of Figure 1 of the paper as an SVG, with the live tensor shapes of a sentence."""
+from html import escape
+
+# (tab name, label shown) for blocks that link to a tab
+TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = (
+    "Attention", "Masks", "Positional encoding", "Training replay", "Translate")
+
+
+def _box(x, y, w, h, title, lines, tab, fill):
+    out = [f'<g class="blk" data-tab="{escape(tab)}" style="cursor:pointer">',
+           f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="10" fill="{fill}" stroke="#333" stroke-width="1.2"/>',
+           f'<text x="{x + w / 2}" y="{y + 20}" text-anchor="middle" font-weight="bold" font-size="14">{escape(title)}</text>']
+    for i, line in enumerate(lines):
+        out.append(f'<text x="{x + w / 2}" y="{y + 40 + 17 * i}" text-anchor="middle" font-size="12.5">{escape(line)}</text>')
+    out.append(f'<text x="{x + w - 8}" y="{y + h - 7}" text-anchor="end" font-size="11" fill="#1f5fa8">'
+               f'explore in {escape(tab)} →</text></g>')
+    return "".join(out)
+
+
+def _arrow(x1, y1, x2, y2, label="", dx=8):
+    lab = (f'<text x="{(x1 + x2) / 2 + dx}" y="{(y1 + y2) / 2 + 4}" font-size="12" fill="#a33" '
+           f'font-family="monospace">{escape(label)}</text>') if label else ""
+    return (f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#333" stroke-width="1.5" '
+            f'marker-end="url(#arrow)"/>{lab}')
+
+
+def architecture_svg(config, src_len=None, tgt_len=None):
+    """SVG of the encoder-decoder; shapes use the current sentence's lengths (S, T) when given."""
+    N, D, H, F, V = config["N"], config["d_model"], config["h"], config["d_ff"], config["tgt_vocab"]
+    S = src_len if src_len else "S"
+    T = tgt_len if tgt_len else "T"
+    dk = D // H
+    p = ['<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 900 640" width="100%" style="max-width:900px" '
+         'font-family="sans-serif" role="img" aria-label="Transformer architecture">',
+         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>']
+    # encoder column (left), bottom to top
+    p.append(_box(40, 560, 320, 60, "Source: German pieces", [f"SentencePiece ids, 1 × {S}"], TAB_TRANSLATE, "#fff"))
+    p.append(_arrow(200, 560, 200, 522, f"1 × {S}"))
+    p.append(_box(40, 440, 320, 80, "Embedding × √d_model + positional encoding",
+                  [f"shared {V} × {D} table, scaled by √{D}", "sinusoids added, then dropout"], TAB_PE, "#fdf1d6"))
+    p.append(_arrow(200, 440, 200, 372, f"1 × {S} × {D}"))
+    p.append(_box(40, 210, 320, 160, f"Encoder × {N}",
+                  [f"multi-head self-attention: {H} heads × {S} × {S}", f"d_k = {D} / {H} = {dk}",
+                   f"source padding mask: 1 × 1 × {S}", f"feed-forward {D} → {F} → {D}",
+                   "residual + LayerNorm around each"], TAB_ATTENTION, "#dbe9f8"))
+    p.append(_arrow(200, 210, 200, 150))
+    p.append(f'<text x="208" y="185" font-size="12" fill="#a33" font-family="monospace">memory 1 × {S} × {D}</text>')
+    p.append(f'<path d="M200,150 L200,120 L470,120" fill="none" stroke="#333" stroke-width="1.5" marker-end="url(#arrow)"/>')
+    # decoder column (right)
+    p.append(_box(520, 560, 340, 60, "Decoder input: English so far",
+                  [f"<s> y1 … (shifted right), 1 × {T}"], TAB_MASKS, "#fff"))
+    p.append(_arrow(690, 560, 690, 522, f"1 × {T}"))
+    p.append(_box(520, 440, 340, 80, "Embedding × √d_model + positional encoding",
+                  ["the same table as the encoder's", "positions counted from 0 again"], TAB_PE, "#fdf1d6"))
+    p.append(_arrow(690, 440, 690, 372, f"1 × {T} × {D}"))
+    p.append(_box(470, 90, 390, 280, f"Decoder × {N}",
+                  [f"masked self-attention: {H} heads × {T} × {T}", f"mask = padding & subsequent: {T} × {T}",
+                   f"cross-attention: {H} heads × {T} × {S}", "queries from the decoder, keys/values from memory",
+                   f"feed-forward {D} → {F} → {D}", "residual + LayerNorm around each",
+                   "cached keys/values: one new position per step"], TAB_ATTENTION, "#e3f1df"))
+    p.append(_arrow(665, 90, 665, 52, f"1 × {T} × {D}"))
+    p.append(_box(470, 2, 390, 48, "Linear (tied to the embedding) + softmax", [], TAB_TRAIN, "#f3e1f3"))
+    p.append(f'<text x="40" y="30" font-size="13" fill="#444">next-token probabilities: 1 × {escape(str(T))} × {V}</text>')
+    p.append(f'<text x="40" y="50" font-size="12" fill="#666">trained with label smoothing and the Noam schedule</text>')
+    p.append("</svg>")
+    return "".join(p)
+
+
+# Clicking a block selects the tab named in its data-tab attribute.
+DIAGRAM_JS = """
+element.addEventListener('click', (event) => {
+  const block = event.target.closest('[data-tab]');
+  if (!block) return;
+  const tabs = Array.from(document.querySelectorAll('[role="tab"]'));
+  const tab = tabs.find((t) => t.textContent.trim() === block.dataset.tab);
+  if (tab) tab.click();
+});
+"""

@@ -1,0 +1,166 @@
+"""The Masks tab: a small batch of sentence pairs, its padded ids, its masks, and a mask at work.
+
+"We also modify the self-attention sub-layer in the decoder stack to prevent positions from attending to
+subsequent positions": the padding mask and the subsequent mask, combined with `&`.
+"""
+import html
+import json
+import math
+
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from core.data import PAD, Batch, encode_pairs, pad_to, padding_stats
+
+from .figures import _axis
+from .model import model_dir
+
+DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
+DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman reads."
+MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]
+
+
+def parse_pairs(german, english, min_pairs=2, max_pairs=4, max_chars=300):
+    """Sentence pairs from two texts, one sentence a line; raises ValueError with a readable message."""
+    de = [l.strip() for l in (german or "").splitlines() if l.strip()]
+    en = [l.strip() for l in (english or "").splitlines() if l.strip()]
+    if len(de) != len(en):
+        raise ValueError(f"{len(de)} German lines but {len(en)} English lines: give one translation per sentence.")
+    if not min_pairs <= len(de) <= max_pairs:
+        raise ValueError(f"Give between {min_pairs} and {max_pairs} sentence pairs (one per line); got {len(de)}.")
+    if any(len(s) > max_chars for s in de + en):
+        raise ValueError(f"Keep each sentence under {max_chars} characters.")
+    return list(zip(de, en))
+
+
+def make_batch(tokenizer, pairs, max_len=64):
+    """The Batch the trainer would build for these pairs, and their id lists."""
+    examples = encode_pairs(tokenizer, pairs, max_len)
+    src = pad_to([e[0] for e in examples])
+    tgt = pad_to([e[1] for e in examples])
+    return Batch(src, tgt, PAD), examples
+
+
+def _cell(piece, tid):
+    cls = "pad" if tid == PAD else ""
+    return f'<td class="{cls}" title="id {tid}">{html.escape(piece)}<br><small>{tid}</small></td>'
+
+
+def ids_table_html(tokenizer, ids, title):
+    """A padded id matrix as an HTML table: each cell the piece and its id, padding greyed (escaped)."""
+    rows = []
+    for i, row in enumerate(ids.tolist()):
+        cells = "".join(_cell(tokenizer.id_to_piece(t), t) for t in row)
+        rows.append(f"<tr><th>{i}</th>{cells}</tr>")
+    return (f'<div class="mtable"><b>{html.escape(title)}</b> ({ids.size(0)} × {ids.size(1)})'
+            f'<table>{"".join(rows)}</table></div>')
+
+
+def shift_table_html(tokenizer, batch, i):
+    """Teacher forcing for sentence i: the decoder input tgt[:, :-1] above the target tgt[:, 1:]."""
+    inp = batch.tgt[i].tolist()
+    out = batch.tgt_y[i].tolist()
+    head = "".join(f"<th>{t}</th>" for t in range(len(inp)))
+    row_in = "".join(_cell(tokenizer.id_to_piece(t), t) for t in inp)
+    row_out = "".join(_cell(tokenizer.id_to_piece(t), t) for t in out)
+    return (f'<div class="mtable"><b>Teacher forcing, sentence {i}</b>: position t reads the input and must '
+            f'predict the target<table><tr><th>t</th>{head}</tr><tr><th>decoder input tgt[:, :-1]</th>{row_in}</tr>'
+            f'<tr><th>target tgt[:, 1:]</th>{row_out}</tr></table></div>')
+
+
+def mask_panels(batch, i, src_pieces, tgt_pieces):
+    """The four masks of sentence i: source padding, subsequent, target padding, and their & ."""
+    T = batch.tgt.size(1)
+    tgt_pad = (batch.tgt[i] != PAD).unsqueeze(0).expand(T, T)
+    sub = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    panels = [("source padding mask (1 × S)", batch.src_mask[i].float(), ["query"], src_pieces),
+              ("subsequent mask (T × T)", sub.float(), tgt_pieces, tgt_pieces),
+              ("target padding mask (T × T)", tgt_pad.float(), tgt_pieces, tgt_pieces),
+              ("padding & subsequent = tgt_mask", batch.tgt_mask[i].float(), tgt_pieces, tgt_pieces)]
+    fig = make_subplots(rows=1, cols=4, subplot_titles=[p[0] for p in panels], horizontal_spacing=0.05,
+                        column_widths=[0.28, 0.24, 0.24, 0.24])
+    for c, (_, m, rows, cols) in enumerate(panels, 1):
+        fig.add_trace(go.Heatmap(z=m.numpy(), zmin=0, zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=1, ygap=1,
+                                 hovertemplate="row %{y}, column %{x}: %{z}<extra></extra>"), row=1, col=c)
+        fig.update_xaxes(_axis(cols, tickangle=-90, automargin=False), row=1, col=c)
+        fig.update_yaxes(_axis(rows, autorange="reversed", showticklabels=c in (1, 2), automargin=False), row=1, col=c)
+    fig.update_layout(height=max(330, 140 + 22 * T), margin=dict(l=90, r=10, t=60, b=90),
+                      title=f"Sentence {i}: 1 = may attend (blue), 0 = masked")
+    return fig
+
+
+def scores_at_work(model, batch, i, kind, layer, head):
+    """Raw scores QK^T/sqrt(d_k), the scores after masking, and the softmax weights of one head, for
+    sentence i of the batch, run through the trained model (teacher-forced)."""
+    mods = model.encoder.layers if kind == "encoder" else model.decoder.layers
+    mha = mods[layer].self_attn
+    captured = {}
+
+    def grab(module, args):
+        captured.setdefault("args", args)  # (query, key, value, mask)
+
+    handle = mha.register_forward_pre_hook(grab)
+    try:
+        with torch.no_grad():
+            model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
+    finally:
+        handle.remove()
+    query, key, _, mask = captured["args"]
+    with torch.no_grad():
+        q = mha._split(query[i:i + 1], mha.linears[0])[0, head]  # (Tq, d_k)
+        k = mha._split(key[i:i + 1], mha.linears[1])[0, head]  # (Tk, d_k)
+        raw = q @ k.T / math.sqrt(mha.d_k)
+    m = mask[i].expand(raw.shape)
+    masked = raw.masked_fill(m == 0, -1e9)
+    return raw, masked, masked.softmax(-1), m
+
+
+def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06, subplot_titles=(
+        "scores QKᵀ/√d_k", "after masked_fill(mask == 0, -1e9)", "softmax: exactly 0 where masked"))
+    shown = masked.clone().masked_fill(mask == 0, float("nan"))  # -1e9 drawn as empty cells
+    for c, (z, scale, label) in enumerate(((raw, "RdBu_r", "score"), (shown, "RdBu_r", "score"),
+                                           (weights, "Blues", "weight")), 1):
+        text = [[("−1e9 (masked)" if (c == 2 and not mask[r, col]) else f"{z[r, col].item():.3f}")
+                 for col in range(z.size(1))] for r in range(z.size(0))]
+        fig.add_trace(go.Heatmap(z=z.numpy(), colorscale=scale, showscale=False, text=text,
+                                 zmid=0 if c < 3 else None, zmin=0 if c == 3 else None, zmax=1 if c == 3 else None,
+                                 hovertemplate="%{y} → %{x}: %{text}<extra></extra>", xgap=1, ygap=1), row=1, col=c)
+        fig.update_xaxes(_axis(k_pieces, tickangle=-90, automargin=False), row=1, col=c)
+        fig.update_yaxes(_axis(q_pieces, autorange="reversed", showticklabels=c == 1, automargin=False), row=1, col=c)
+    fig.update_layout(title=title, height=max(330, 140 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=70, b=90))
+    return fig
+
+
+def load_batching_stats():
+    """Padding statistics of the training set, written by the training run beside the shipped model."""
+    path = model_dir() / "batching.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def batching_figure(stats, user_examples):
+    """Padding fraction of fixed sentence-count batches vs token-based batches on the training set (shipped
+    figures), beside the user's own batch as given and sorted by length."""
+    names, pads, tokens, sds = [], [], [], []
+    if stats:
+        for key, label in (("sentence_count", f"{stats['batch_size']} sentences a batch"),
+                           ("token_based", f"≤ {stats['max_tokens']} tokens a batch, by length")):
+            names.append(f"training set:<br>{label}")
+            pads.append(stats[key]["padding_fraction"])
+            tokens.append(stats[key]["tokens_per_batch_mean"])
+            sds.append(stats[key]["tokens_per_batch_std"])
+    mine = padding_stats(user_examples, [list(range(len(user_examples)))])
+    names.append("your batch")
+    pads.append(mine["padding_fraction"])
+    tokens.append(mine["tokens_per_batch_mean"])
+    sds.append(0)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("padding fraction (source + target)",
+                                                         "real tokens per batch (mean ± sd)"))
+    fig.add_trace(go.Bar(x=names, y=pads, text=[f"{p:.1%}" for p in pads], textposition="auto",
+                         marker_color="#4a7dc9", showlegend=False), row=1, col=1)
+    fig.add_trace(go.Bar(x=names, y=tokens, error_y=dict(type="data", array=sds), marker_color="#7bb36b",
+                         text=[f"{t:.0f}" for t in tokens], textposition="auto", showlegend=False), row=1, col=2)
+    fig.update_yaxes(range=[0, 1], tickformat=".0%", row=1, col=1)
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=50, b=10))
+    return fig

@@ -1,0 +1,172 @@
+"""Benchmarks, each a ratio against a reference measured side by side in the same process.
+
+    python -m core.bench [--quick] [--model DIR]
+
+1. per-sentence greedy translation: the incremental key/value cache vs the Annotated Transformer's
+   uncached loop (re-decoding the whole prefix each step), same weights, same sentences;
+2. training throughput (target tokens/s): this model vs torch.nn.Transformer of the same size on the
+   same batches, same loss and optimizer;
+3. translating test_2016_flickr in batches: sentences/s with greedy and beam search;
+4. a translation with every attention map captured (what the app shows) vs the plain translation.
+Prints a table, then one JSON line with every figure.
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+from .data import (ASSETS, PAD, collate, default_data_dir, encode_pairs, load_split, token_batches)
+from .decode import greedy_decode, greedy_decode_uncached
+from .model import PositionalEncoding, make_model
+from .train import LabelSmoothing, SimpleLossCompute
+from .translate import Translator
+
+
+class TorchTransformer(nn.Module):
+    """The reference: torch.nn.Transformer with the same embeddings, sizes, norm placement and tying."""
+
+    def __init__(self, vocab, N, d_model, d_ff, h, dropout):
+        super().__init__()
+        self.d_model = d_model
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pe = PositionalEncoding(d_model, dropout, 512)
+        self.core = nn.Transformer(d_model, h, N, N, d_ff, dropout, batch_first=True, norm_first=True)
+        self.proj = nn.Linear(d_model, vocab)
+        self.proj.weight = self.embed.weight
+
+    def forward(self, src, tgt):
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), dtype=torch.bool)
+        x = self.core(self.pe(self.embed(src) * math.sqrt(self.d_model)),
+                      self.pe(self.embed(tgt) * math.sqrt(self.d_model)),
+                      tgt_mask=causal, src_key_padding_mask=src == PAD, tgt_key_padding_mask=tgt == PAD,
+                      memory_key_padding_mask=src == PAD, tgt_is_causal=True)
+        return x
+
+    def generator(self, x):
+        return torch.log_softmax(self.proj(x), dim=-1, dtype=torch.float32)
+
+
+def time_call(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def bench_cache(tr, sentences, repeat):
+    """Median per-sentence seconds of cached and uncached greedy decoding, interleaved."""
+    cached, uncached = [], []
+    for text in sentences:
+        src_ids, _ = tr.encode_source(text)
+        src = torch.tensor([src_ids])
+        mask = (src != PAD).unsqueeze(-2)
+        n = tr.default_max_len(src.size(1))
+        assert greedy_decode(tr.model, src, mask, n) == greedy_decode_uncached(tr.model, src, mask, n)
+        cached += time_call(lambda: greedy_decode(tr.model, src, mask, n), repeat)
+        uncached += time_call(lambda: greedy_decode_uncached(tr.model, src, mask, n), repeat)
+    c, u = statistics.median(cached), statistics.median(uncached)
+    return {"greedy_cached_ms": c * 1e3, "greedy_uncached_ms": u * 1e3, "cache_speedup": u / c}
+
+
+def bench_training(config, examples, steps, max_tokens, bf16):
+    """Target tokens/s of ours vs nn.Transformer, alternating batches so both see the same load."""
+    V, N, d, ff, h = config["src_vocab"], config["N"], config["d_model"], config["d_ff"], config["h"]
+    torch.manual_seed(0)
+    ours = make_model(V, V, N, d, ff, h, 0.1)
+    ref = TorchTransformer(V, N, d, ff, h, 0.1)
+    runners = {}
+    for name, model in (("ours", ours), ("torch", ref)):
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+        runners[name] = (model, opt, SimpleLossCompute(model.generator, LabelSmoothing(V, PAD, 0.1)))
+    batches = token_batches(examples, max_tokens, seed=0)[:steps + 2]
+    seconds = {"ours": 0.0, "torch": 0.0}
+    tokens = 0
+    for i, idx in enumerate(batches):
+        b = collate([examples[j] for j in idx])
+        for name, (model, opt, loss_compute) in runners.items():
+            model.train()
+            t0 = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                out = model(b.src, b.tgt, b.src_mask, b.tgt_mask) if name == "ours" else model(b.src, b.tgt)
+                _, loss = loss_compute(out, b.tgt_y, b.ntokens)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            if i >= 2:  # the first two batches warm up
+                seconds[name] += time.perf_counter() - t0
+        if i >= 2:
+            tokens += b.ntokens
+    ours_tps, ref_tps = tokens / seconds["ours"], tokens / seconds["torch"]
+    tag = "bf16" if bf16 else "fp32"
+    return {f"train_tokens_per_s_ours_{tag}": ours_tps, f"train_tokens_per_s_torch_{tag}": ref_tps,
+            f"train_speed_ratio_{tag}": ours_tps / ref_tps}
+
+
+def bench_corpus(tr, sentences, beam):
+    t0 = time.perf_counter()
+    tr.translate(sentences, beam=beam, batch_size=64)
+    return len(sentences) / (time.perf_counter() - t0)
+
+
+def bench_capture(tr, text, repeat):
+    plain = time_call(lambda: tr.translate([text]), repeat)
+    full = time_call(lambda: tr.inspect(text), repeat)
+    return {"translate_ms": statistics.median(plain) * 1e3, "inspect_ms": statistics.median(full) * 1e3,
+            "capture_overhead": statistics.median(full) / statistics.median(plain)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=None, help="model directory (default: assets/)")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--quick", action="store_true", help="fewer sentences and steps")
+    ap.add_argument("--threads", type=int, default=0)
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    tr = Translator.load(args.model)
+    data_dir = args.data_dir or default_data_dir()
+    try:
+        test = load_split(data_dir, "test_2016_flickr")
+        train = load_split(data_dir, "train")
+    except FileNotFoundError:
+        raise SystemExit(f"benchmarks need Multi30k in {data_dir} (see --data-dir)")
+    n_sent, repeat, steps = (10, 3, 8) if args.quick else (40, 5, 30)
+    sentences = [p[0] for p in test[:n_sent]]
+    results = {"threads": torch.get_num_threads(), "model": {k: tr.config[k] for k in ("N", "d_model", "d_ff", "h")}}
+    results.update(bench_cache(tr, sentences, repeat))
+    examples = encode_pairs(tr.tokenizer, train[:4000], tr.max_src_tokens)
+    for bf16 in (False, True):
+        results.update(bench_training(tr.config, examples, steps, 3072, bf16))
+    corpus = [p[0] for p in (test[:200] if args.quick else test)]
+    results["corpus_sentences"] = len(corpus)
+    results["greedy_sentences_per_s"] = bench_corpus(tr, corpus, 1)
+    results["beam4_sentences_per_s"] = bench_corpus(tr, corpus, 4)
+    results.update(bench_capture(tr, test[0][0], repeat * 4))
+
+    rows = [
+        ("greedy, 1 sentence (ms)", results["greedy_cached_ms"], results["greedy_uncached_ms"], "uncached loop",
+         results["cache_speedup"]),
+        ("train fp32 (tgt tok/s)", results["train_tokens_per_s_ours_fp32"], results["train_tokens_per_s_torch_fp32"],
+         "nn.Transformer", results["train_speed_ratio_fp32"]),
+        ("train bf16 (tgt tok/s)", results["train_tokens_per_s_ours_bf16"], results["train_tokens_per_s_torch_bf16"],
+         "nn.Transformer", results["train_speed_ratio_bf16"]),
+        ("beam 4 vs greedy (sent/s)", results["beam4_sentences_per_s"], results["greedy_sentences_per_s"], "greedy",
+         results["beam4_sentences_per_s"] / results["greedy_sentences_per_s"]),
+        ("inspect vs translate (ms)", results["inspect_ms"], results["translate_ms"], "translate only",
+         results["capture_overhead"]),
+    ]
+    print(f"{'measure':28s} {'ours':>10s} {'reference':>10s}  {'reference is':16s} {'ratio':>7s}")
+    for name, a, b, ref, ratio in rows:
+        print(f"{name:28s} {a:10.1f} {b:10.1f}  {ref:16s} {ratio:7.2f}")
+    print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in results.items()}))
+
+
+if __name__ == "__main__":
+    main()

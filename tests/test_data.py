@@ -1,0 +1,79 @@
+"""Data pipeline: reading raw files, the tokenizer's special ids, masks, batching, padding statistics."""
+import pytest
+import torch
+
+from core.data import (BOS, EOS, PAD, UNK, Batch, MULTI30K_URL, collate, encode_pairs, load_split, pad_to,
+                       padding_stats, sentence_batches, split_file, token_batches)
+from tests.conftest import SHARED_DATA, needs_data
+
+
+def test_reads_gzipped_and_plain_splits(tiny_data):
+    train = load_split(tiny_data, "train")  # .gz
+    test = load_split(tiny_data, "test_2016_flickr")  # plain text
+    assert len(train) == 400 and len(test) == 40
+    assert all(isinstance(de, str) and isinstance(en, str) for de, en in train)
+    assert train[0][1].startswith("A ")
+
+
+def test_missing_files_name_the_download_source(tmp_path):
+    with pytest.raises(FileNotFoundError, match="multi30k/dataset"):
+        split_file(tmp_path, "train", "de")
+    assert MULTI30K_URL.endswith("/data/task1/raw/")
+
+
+def test_tokenizer_special_ids(tiny_spm):
+    sp, _ = tiny_spm
+    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD, UNK, BOS, EOS)
+    assert sp.id_to_piece(BOS) == "<s>" and sp.id_to_piece(EOS) == "</s>"
+    assert sp.decode(sp.encode("Der Hund läuft im Park.")) == "Der Hund läuft im Park."
+
+
+def test_batch_masks_and_teacher_forcing_shift():
+    src = pad_to([[2, 5, 6, 3], [2, 7, 3]])
+    tgt = pad_to([[2, 8, 9, 10, 3], [2, 11, 3]])
+    b = Batch(src, tgt, pad=PAD)
+    assert torch.equal(b.src_mask, torch.tensor([[[1, 1, 1, 1]], [[1, 1, 1, 0]]], dtype=torch.bool))
+    assert torch.equal(b.tgt, tgt[:, :-1]) and torch.equal(b.tgt_y, tgt[:, 1:])
+    assert b.ntokens == 4 + 2
+    # second sentence: decoder input <s> 11 </s> <pad>: causal, and never a padded key
+    expected = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]], dtype=torch.bool)
+    assert torch.equal(b.tgt_mask[1], expected)
+    assert torch.equal(b.tgt_mask[0], torch.tril(torch.ones(4, 4, dtype=torch.bool)))
+
+
+def test_token_batches_cover_everything_within_budget():
+    g = torch.Generator().manual_seed(0)
+    examples = [([2] * int(torch.randint(3, 40, (1,), generator=g)), [2] * int(torch.randint(3, 40, (1,), generator=g)))
+                for _ in range(500)]
+    batches = token_batches(examples, 300, seed=1)
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(500))
+    for b in batches:
+        width = max(max(len(examples[i][0]), len(examples[i][1])) for i in b)
+        assert width * len(b) <= 300 or len(b) == 1
+    fixed = sentence_batches(examples, round(500 / len(batches)), seed=1)
+    assert padding_stats(examples, batches)["padding_fraction"] < padding_stats(examples, fixed)["padding_fraction"]
+
+
+def test_padding_stats_by_hand():
+    examples = [([1, 1], [1, 1, 1]), ([1, 1, 1, 1], [1])]
+    s = padding_stats(examples, [[0, 1]])
+    # source 2x4 = 8 slots with 6 real, target 2x3 = 6 slots with 4 real
+    assert s["padding_fraction"] == pytest.approx(1 - 10 / 14)
+    assert s["tokens_per_batch_mean"] == 10 and s["batches"] == 1
+
+
+def test_encode_pairs_adds_bos_eos_and_cuts(tiny_spm):
+    sp, _ = tiny_spm
+    (src, tgt), = encode_pairs(sp, [("Der Hund läuft im Park.", "A dog runs in the park.")])
+    assert src[0] == BOS and src[-1] == EOS and tgt[0] == BOS and tgt[-1] == EOS
+    (src, _), = encode_pairs(sp, [("Der Hund läuft im Park. " * 20, "x")], max_len=10)
+    assert len(src) == 10 and src[-1] == EOS
+    b = collate(encode_pairs(sp, [("Der Hund.", "A dog."), ("Die alte Katze schläft.", "An old cat sleeps.")]))
+    assert b.src.shape[0] == 2
+
+
+@needs_data
+def test_real_multi30k_splits_have_published_sizes():
+    sizes = {s: len(load_split(SHARED_DATA, s)) for s in ("train", "val", "test_2016_flickr")}
+    assert sizes == {"train": 29000, "val": 1014, "test_2016_flickr": 1000}
