@@ -18,9 +18,10 @@ JQUERY_JS = Path(xjquery.BASE_DIR) / "jquery.min.js"
 STATIC_FILES = [str(D3_JS), str(JQUERY_JS)]
 
 _CDN_REQUIRE = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/[^"]*require[^"]*"></script>')
+_CDN_CONFIG = re.compile(r"require\.config\(\{.*?\}\);", re.DOTALL)  # CDN paths for jQuery and d3
 
 # Stands in for RequireJS: load each named module from this server in order, then hand the globals
-# they define (jQuery, d3) to the callback. The CDN paths bertviz passes to require.config are ignored.
+# they define (jQuery, d3) to the callback. bertviz's require.config call, with its CDN paths, is removed.
 _REQUIRE_SHIM = """<script>
 (function () {
   var local = {jquery: "%(jquery)s", d3: "%(d3)s"};
@@ -52,6 +53,9 @@ def _offline(page, root=""):
     page, n = _CDN_REQUIRE.subn(lambda _: shim, page)
     if n != 1:
         raise RuntimeError("unexpected bertviz output: RequireJS loader not found")
+    page, n = _CDN_CONFIG.subn("", page)
+    if n != 1:
+        raise RuntimeError("unexpected bertviz output: require.config not found")
     head, sep, script = page.partition('<script type="text/javascript">')
     return head + sep + _escape_script(script)
 

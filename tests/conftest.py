@@ -1,5 +1,6 @@
 """Shared fixtures: small synthetic parallel data (never the real dataset) and paths to the real one."""
 import gzip
+import os
 import random
 import sys
 from pathlib import Path
@@ -67,7 +68,7 @@ def _seed():
 
 
 def shipped_model_present():
-    return (ASSETS / "config.json").exists()
+    return (Path(os.environ.get("EXPLORER_MODEL_DIR", ASSETS)) / "config.json").exists()
 
 
 needs_shipped = pytest.mark.skipif(not shipped_model_present(), reason="no trained model in assets/ yet")

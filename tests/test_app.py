@@ -1,0 +1,178 @@
+"""The app's figure builders and callbacks, called without a browser, on the shipped model."""
+import html
+import math
+from html.parser import HTMLParser
+
+import pytest
+import torch
+
+from tests.conftest import needs_shipped
+
+pytestmark = needs_shipped
+
+SENTENCE = "Zwei Hunde spielen im Schnee."
+
+
+@pytest.fixture(scope="module")
+def cb():
+    from app import callbacks
+    return callbacks
+
+
+@pytest.fixture(scope="module")
+def ins(cb):
+    out, status, ins = cb.translate(SENTENCE, "greedy", 4, 0.6, 1.0, 10, 100, None)
+    assert out and ins is not None
+    return ins
+
+
+def fake_inspection(tokens_src, tokens_tgt, L=2, H=2):
+    from core.translate import Inspection
+    S, T = len(tokens_src), len(tokens_tgt)
+    rnd = lambda *s: torch.rand(*s).softmax(-1)
+    return Inspection(text="x", translation="y", src_tokens=tokens_src, tgt_tokens=tokens_tgt,
+                      out_tokens=tokens_tgt[1:] + ["</s>"], encoder=rnd(L, H, S, S), decoder=rnd(L, H, T, T),
+                      cross=rnd(L, H, T, S), token_probs=[0.5] * T, topk=[[("a", 0.5), ("b", 0.2)]] * T)
+
+
+def test_translate_returns_text_status_and_consistent_maps(cb, ins):
+    from app.model import get_translator
+    cfg = get_translator().config
+    S, T = len(ins.src_tokens), len(ins.tgt_tokens)
+    assert ins.src_tokens[0] == "<s>" and ins.src_tokens[-1] == "</s>" and ins.tgt_tokens[0] == "<s>"
+    assert ins.encoder.shape == (cfg["N"], cfg["h"], S, S)
+    assert ins.decoder.shape == (cfg["N"], cfg["h"], T, T)
+    assert ins.cross.shape == (cfg["N"], cfg["h"], T, S)
+    for maps in (ins.encoder, ins.decoder, ins.cross):
+        torch.testing.assert_close(maps.sum(-1), torch.ones(maps.shape[:-1]), atol=1e-4, rtol=1e-4)
+    # decoder self-attention never looks ahead
+    assert torch.all(torch.triu(ins.decoder, diagonal=1) == 0)
+    # the chosen tokens are the greedy ones: each is the top candidate of its step
+    assert all(step[0][0] == tok for step, tok in zip(ins.topk, ins.out_tokens))
+
+
+def test_translation_matches_the_plain_translator(cb, ins):
+    from app.model import get_translator
+    assert ins.translation == get_translator().translate(SENTENCE)
+
+
+def test_bad_input_gives_messages_not_errors(cb, ins):
+    out, status, state = cb.translate("   ", previous=ins)
+    assert out == "" and "Type a German sentence" in status and state is ins
+    out, status, state = cb.translate("Hund " * 400, previous=ins)
+    assert out == "" and "characters" in status and state is ins
+    out, status, new = cb.translate("Ein Hund " * 100)  # under the character limit, over the token limit
+    assert "cut to its first" in status and new.truncated
+    out, status, new = cb.translate(SENTENCE, method="nonsense", beam="x", max_len=-5)
+    assert isinstance(out, str) and new is not None
+
+
+def test_heatmap_shows_the_model_attention(cb, ins):
+    heat, grid, overview = cb.attention_figures(ins, "cross", 1, 3)
+    z = torch.tensor(heat.data[0].z)
+    torch.testing.assert_close(z, ins.cross[1, 3], atol=1e-6, rtol=1e-6)
+    assert list(heat.layout.yaxis.ticktext) == [html.escape(t, quote=False) for t in ins.tgt_tokens]
+    assert list(heat.layout.xaxis.ticktext) == [html.escape(t, quote=False) for t in ins.src_tokens]
+    H = ins.cross.size(1)
+    assert len(grid.data) == H
+    for h in range(H):
+        torch.testing.assert_close(torch.tensor(grid.data[h].z), ins.cross[1, h], atol=1e-6, rtol=1e-6)
+    assert len(overview.data) == ins.cross.size(0) * H
+    torch.testing.assert_close(torch.tensor(overview.data[-1].z), ins.cross[-1, -1], atol=1e-6, rtol=1e-6)
+
+
+def test_attention_maps_equal_an_independent_forward_pass(ins):
+    """The maps shown come from the model: recompute encoder layer 0 head 0 by hand from its weights."""
+    from app.model import get_translator
+    tr = get_translator()
+    model = tr.model
+    ids = torch.tensor([[tr.tokenizer.piece_to_id(p) for p in ins.src_tokens]])
+    with torch.no_grad():
+        x = model.src_embed(ids)
+        layer = model.encoder.layers[0]
+        xn = layer.sublayer[0].norm(x)
+        mha = layer.self_attn
+        q = mha._split(xn, mha.linears[0])[0, 0].double()
+        k = mha._split(xn, mha.linears[1])[0, 0].double()
+        w = torch.softmax(q @ k.T / math.sqrt(mha.d_k), -1)
+    torch.testing.assert_close(ins.encoder[0, 0].double(), w, atol=1e-5, rtol=1e-4)
+
+
+def test_decoding_step_replay(cb, ins):
+    t = min(3, len(ins.out_tokens))
+    info, mask_fig, cands = cb.decoding_step(ins, t)
+    z = torch.tensor(mask_fig.data[0].z)
+    assert torch.equal(z, torch.tril(torch.ones(t, t)))
+    assert html.escape(ins.out_tokens[t - 1]) in info
+    probs = list(cands.data[0].x)
+    assert sum(probs) <= 1 + 1e-6 and max(probs) == pytest.approx(ins.topk[t - 1][0][1])
+    assert "#e4572e" in list(cands.data[0].marker.color)  # the chosen token is marked
+    slider = cb.step_slider(ins)
+    assert slider.maximum == max(len(ins.out_tokens), 2)
+
+
+def test_token_html_is_escaped(cb):
+    from app import figures
+    evil = fake_inspection(["<s>", "<img src=x onerror=alert(1)>", "</s>"], ["<s>", "</script><b>x"])
+    page = figures.token_probs_html(evil) + figures.decoder_input_html(evil, 0)
+    assert "</script><b>" not in page and "&lt;/script&gt;&lt;b&gt;x" in page
+
+
+class ScriptCollector(HTMLParser):
+    """The text of every <script> element, as a browser's parser splits the page."""
+
+    def __init__(self):
+        super().__init__()
+        self.scripts, self._in = [], False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self._in = True
+            self.scripts.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in = False
+
+    def handle_data(self, data):
+        if self._in:
+            self.scripts[-1] += data
+
+    @classmethod
+    def scripts_of(cls, page):
+        p = cls()
+        p.feed(page)
+        return p.scripts
+
+
+def test_bertviz_views_are_offline_and_cannot_be_broken_out_of(cb):
+    from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
+    assert D3_JS.exists() and JQUERY_JS.exists()
+    evil = fake_inspection(["<s>", "</script><script>alert(1)</script>", "<!--", "</s>"],
+                           ["<s>", "</ScRiPt>", "a"])
+    for frame in (head_view_html(evil), model_view_html(evil)):
+        assert frame.startswith("<iframe") and 'sandbox="allow-scripts"' in frame
+        assert "allow-same-origin" not in frame
+        page = html.unescape(frame.split('srcdoc="', 1)[1].rsplit('"></iframe>', 1)[0])
+        assert "cdnjs" not in page and 'src="http' not in page  # nothing from a CDN
+        scripts = ScriptCollector.scripts_of(page)
+        assert len(scripts) == 2  # the RequireJS stand-in and bertviz's own: no token ended one early
+        assert "<\\/script><script>alert(1)<\\/script>" in scripts[1] and "<\\/ScRiPt>" in scripts[1]
+        assert f"/gradio_api/file={D3_JS}" in page and f"/gradio_api/file={JQUERY_JS}" in page
+
+
+def test_overview_diagram_has_live_shapes(cb, ins):
+    from app.model import get_translator
+    svg = cb.overview_svg(ins)
+    S, T = len(ins.src_tokens), len(ins.tgt_tokens)
+    D, H = get_translator().config["d_model"], get_translator().config["h"]
+    assert f"1 × {S} × {D}" in svg and f"{H} heads × {T} × {S}" in svg and f"{H} heads × {S} × {S}" in svg
+    for tab in ("Attention", "Masks", "Positional encoding", "Training replay"):
+        assert f'data-tab="{tab}"' in svg
+
+
+def test_translate_api_is_named_translate():
+    from app.ui import build_demo
+    demo = build_demo()
+    names = [d.api_name for d in demo.fns.values() if getattr(d, "api_name", None)]
+    assert "translate" in names
