@@ -260,3 +260,45 @@ def ablation_view():
             f"{a['val_confidence']:.2f}; ε = 0.1 reaches perplexity {b['val_ppl']:.2f}, BLEU "
             f"{b.get('val_bleu', float('nan')):.1f}, confidence {b['val_confidence']:.2f}.")
     return replay.ablation_figure(runs), text
+
+
+# ---- Engineering tab -------------------------------------------------------------------------------
+
+def engineering_md():
+    """How the shipped model was built and how well it does, from the files beside it."""
+    import json
+
+    from .model import model_dir
+    from .replay import shipped_log
+    tr = get_translator()
+    cfg = tr.config
+    n_params = sum(p.numel() for p in tr.model.parameters())
+    lines = [f"### The model\n{cfg['N']} + {cfg['N']} layers, d_model {cfg['d_model']}, {cfg['h']} heads "
+             f"(d_k = {cfg['d_model'] // cfg['h']}), d_ff {cfg['d_ff']}, dropout {cfg['dropout']}, shared "
+             f"{cfg['src_vocab']}-piece SentencePiece vocabulary, embeddings tied with the output projection: "
+             f"**{n_params / 1e6:.2f} M parameters**. Shipped as `config.json` + float16 safetensors"
+             + (f", the average of {len(cfg['averaged_checkpoints'])} epoch checkpoints "
+                f"({', '.join(cfg['averaged_checkpoints'])})." if cfg.get("averaged_checkpoints") else ".")]
+    config, steps, epochs = shipped_log()
+    if config and epochs:
+        a = config["args"]
+        best = max(epochs, key=lambda e: e.get("val_bleu", 0))
+        lines.append(
+            f"### Training\n{len(epochs)} epochs, {len(steps)} optimizer steps in {epochs[-1]['minutes']:.0f} minutes on "
+            f"{config['device']} ({config['world_size']} process{'es' if config['world_size'] > 1 else ''}"
+            f"{', bf16 autocast' if a.get('bf16') else ''}); batches of up to {a['max_tokens']} padded tokens a side, "
+            f"gradient accumulation {a['accum_iter']}; Adam (0.9, 0.98, 1e-9) with the Noam schedule (factor "
+            f"{a['factor']}, warmup {a['warmup']}); label smoothing ε = {a['smoothing']}. Best validation BLEU "
+            f"(greedy) during training: {best['val_bleu']:.1f} after epoch {best['epoch']}.")
+    path = model_dir() / "eval.json"
+    if path.exists():
+        rows = ["| split | decoding | BLEU | chrF | sentences/s |", "|---|---|---|---|---|"]
+        for r in json.loads(path.read_text()):
+            rows.append(f"| {r['split']} | {'greedy' if r['beam'] == 1 else 'beam ' + str(r['beam'])} | "
+                        f"{r['bleu']:.2f} | {r['chrf']:.2f} | {r['sentences_per_second']:.1f} |")
+        lines.append("### Quality (sacreBLEU, detokenized, cased)\n" + "\n".join(rows))
+    lines.append("### Decoding in this app\nEach translation is decoded with a key/value cache (one new position per "
+                 "step), then re-run once, teacher-forced, with every attention layer on its explicit path so that "
+                 "all maps and every step's candidates come from a single forward pass. Attention weights live in "
+                 "the session's state: changing layer, head or view never re-runs the model.")
+    return "\n\n".join(lines)

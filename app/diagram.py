@@ -44,9 +44,9 @@ def architecture_svg(config, src_len=None, tgt_len=None):
                   [f"multi-head self-attention: {H} heads × {S} × {S}", f"d_k = {D} / {H} = {dk}",
                    f"source padding mask: 1 × 1 × {S}", f"feed-forward {D} → {F} → {D}",
                    "residual + LayerNorm around each"], TAB_ATTENTION, "#dbe9f8"))
-    p.append(_arrow(200, 210, 200, 150))
-    p.append(f'<text x="208" y="185" font-size="12" fill="#a33" font-family="monospace">memory 1 × {S} × {D}</text>')
-    p.append(f'<path d="M200,150 L200,120 L470,120" fill="none" stroke="#333" stroke-width="1.5" marker-end="url(#arrow)"/>')
+    p.append(f'<text x="212" y="186" font-size="12" fill="#a33" font-family="monospace">memory 1 × {S} × {D}</text>')
+    p.append('<path d="M200,210 L200,195 L470,195" fill="none" stroke="#333" stroke-width="1.5" '
+             'marker-end="url(#arrow)"/>')
     # decoder column (right)
     p.append(_box(520, 560, 340, 60, "Decoder input: English so far",
                   [f"<s> y1 … (shifted right), 1 × {T}"], TAB_MASKS, "#fff"))
@@ -54,15 +54,16 @@ def architecture_svg(config, src_len=None, tgt_len=None):
     p.append(_box(520, 440, 340, 80, "Embedding × √d_model + positional encoding",
                   ["the same table as the encoder's", "positions counted from 0 again"], TAB_PE, "#fdf1d6"))
     p.append(_arrow(690, 440, 690, 372, f"1 × {T} × {D}"))
-    p.append(_box(470, 90, 390, 280, f"Decoder × {N}",
+    p.append(_box(470, 160, 390, 210, f"Decoder × {N}",
                   [f"masked self-attention: {H} heads × {T} × {T}", f"mask = padding & subsequent: {T} × {T}",
                    f"cross-attention: {H} heads × {T} × {S}", "queries from the decoder, keys/values from memory",
                    f"feed-forward {D} → {F} → {D}", "residual + LayerNorm around each",
                    "cached keys/values: one new position per step"], TAB_ATTENTION, "#e3f1df"))
-    p.append(_arrow(665, 90, 665, 52, f"1 × {T} × {D}"))
-    p.append(_box(470, 2, 390, 48, "Linear (tied to the embedding) + softmax", [], TAB_TRAIN, "#f3e1f3"))
-    p.append(f'<text x="40" y="30" font-size="13" fill="#444">next-token probabilities: 1 × {escape(str(T))} × {V}</text>')
-    p.append(f'<text x="40" y="50" font-size="12" fill="#666">trained with label smoothing and the Noam schedule</text>')
+    p.append(_arrow(665, 160, 665, 122, f"1 × {T} × {D}"))
+    p.append(_box(470, 70, 390, 50, "Linear (tied to the embedding) + softmax", [], TAB_TRAIN, "#f3e1f3"))
+    p.append(_arrow(665, 70, 665, 32, f"1 × {T} × {V}"))
+    p.append('<text x="665" y="22" text-anchor="middle" font-size="13" fill="#444">next-token probabilities</text>')
+    p.append('<text x="40" y="30" font-size="12" fill="#666">trained with label smoothing and the Noam schedule</text>')
     p.append("</svg>")
     return "".join(p)
 

@@ -4,6 +4,7 @@ import inspect
 import gradio as gr
 
 from core import data as core_data
+from core import decode as core_decode
 from core import model as core_model
 from core import train as core_train
 
@@ -56,7 +57,7 @@ def build_demo():
                     with gr.Column(scale=1):
                         src = gr.Textbox(label="German", lines=2, max_lines=6, value=examples()[0],
                                          placeholder="Ein Mann fährt Fahrrad.", elem_id="src")
-                        gr.Examples(examples(), inputs=src, label="Examples written for this demo")
+                        gr.Examples(examples(), inputs=src, label="Examples written for this demo", examples_per_page=12)
                         method = gr.Radio(list(cb.METHODS), value="beam", label="decoding")
                         with gr.Row():
                             beam = gr.Slider(1, 8, value=4, step=1, label="beam size")
@@ -167,6 +168,11 @@ def build_demo():
                 ab_note = gr.Markdown()
                 with gr.Accordion("The code", open=False):
                     gr.Code(code_of(core_train.rate, core_train.LabelSmoothing), language="python")
+
+            with gr.Tab("Engineering", id="engineering"):
+                gr.Markdown(cb.engineering_md())
+                with gr.Accordion("Greedy decoding with the cache, and beam search", open=False):
+                    gr.Code(code_of(core_decode.greedy_decode, core_decode.beam_search), language="python")
 
         # events
         inputs = [src, method, beam, alpha, temperature, top_k, max_len, state]

@@ -138,6 +138,8 @@ def export(run_dir, target, average=1):
                      ("batching.json", "batching.json")):
         if (run_dir / src).exists() and (run_dir / src).resolve() != (target / dst).resolve():
             shutil.copyfile(run_dir / src, target / dst)
+    last = torch.load(epochs[-1], map_location="cpu", weights_only=True)
+    truncate_log(target / "train_log.jsonl", last["step"], last["epoch"])  # the log ends with the model
     return model, config
 
 
@@ -232,12 +234,14 @@ def main(argv=None):
     loss_compute = SimpleLossCompute(model.generator, criterion)
 
     step, epoch, batch_pos = 0, 0, 0
+    minutes_before = 0.0  # training time of earlier processes of this run (when resumed)
     if args.resume and (out / "last.pt").exists():
         ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
         model.load_state_dict(ck["model"])
         optimizer.load_state_dict(ck["optimizer"])
         scheduler.load_state_dict(ck["scheduler"])
         step, epoch, batch_pos = ck["step"], ck["epoch"], ck["batch_pos"]
+        minutes_before = ck.get("minutes", 0.0)
         torch.set_rng_state(ck["rng"])
         if main_proc:
             truncate_log(log_path, step, epoch)
@@ -275,7 +279,8 @@ def main(argv=None):
         if main_proc:
             state = {"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
                      "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch,
-                     "batch_pos": batch_pos, "rng": torch.get_rng_state(), **(extra or {})}
+                     "batch_pos": batch_pos, "rng": torch.get_rng_state(),
+                     "minutes": minutes_before + (time.time() - t0) / 60, **(extra or {})}
             tmp = path.with_suffix(".tmp")
             torch.save(state, tmp)
             os.replace(tmp, path)
@@ -332,7 +337,8 @@ def main(argv=None):
         epoch += 1
         batch_pos = 0
         if main_proc:
-            rec = {"type": "epoch", "epoch": epoch, "step": step, "minutes": round((time.time() - t0) / 60, 2)}
+            rec = {"type": "epoch", "epoch": epoch, "step": step,
+                   "minutes": round(minutes_before + (time.time() - t0) / 60, 2)}
             rec.update(evaluate_loss(raw, val, args.max_tokens, device, autocast))
             tr = Translator(raw, sp, config, device)
             if args.bleu_every and epoch % args.bleu_every == 0:

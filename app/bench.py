@@ -1,0 +1,97 @@
+"""App benchmarks, each beside a reference measured in the same run.
+
+    python -m app.bench [--runs 3]
+
+1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
+2. a translation with every attention map captured (what the Translate tab runs), median server time,
+   beside the same translation without capture, for greedy and beam search.
+Prints a table, then one JSON line.
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTENCES = ["Ein Mann in einem roten Hemd fährt mit dem Fahrrad durch die Stadt.",
+             "Zwei Kinder spielen am Strand mit einem Ball.",
+             "Eine Frau sitzt auf einer Bank und liest eine Zeitung."]
+
+
+def _port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cold_start():
+    port = _port()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+                return time.perf_counter() - t0
+            except OSError:
+                if proc.poll() is not None or time.perf_counter() - t0 > 120:
+                    raise RuntimeError("app.py did not start")
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def import_gradio():
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import gradio"], check=True)
+    return time.perf_counter() - t0
+
+
+def capture_cost(repeat):
+    from app.callbacks import translate
+    from app.model import get_translator
+    tr = get_translator()
+    out = {}
+    for method in ("greedy", "beam"):
+        with_maps, plain = [], []
+        translate(SENTENCES[0], method)  # warm-up
+        for _ in range(repeat):
+            for s in SENTENCES:
+                t0 = time.perf_counter()
+                translate(s, method)
+                with_maps.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                tr.translate([s], beam=4 if method == "beam" else 1)
+                plain.append(time.perf_counter() - t0)
+        out[f"{method}_with_maps_ms"] = statistics.median(with_maps) * 1e3
+        out[f"{method}_plain_ms"] = statistics.median(plain) * 1e3
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    starts = [cold_start() for _ in range(args.runs)]
+    imports = [import_gradio() for _ in range(args.runs)]
+    r = {"cold_start_s": statistics.median(starts), "import_gradio_s": statistics.median(imports)}
+    r.update(capture_cost(args.runs * 5))
+    print(f"{'measure':36s} {'app':>9s} {'reference':>10s}  reference is")
+    print(f"{'cold start to first page (s)':36s} {r['cold_start_s']:9.2f} {r['import_gradio_s']:10.2f}  `import gradio` alone")
+    for m in ("greedy", "beam"):
+        print(f"{m + ' translation with all maps (ms)':36s} {r[m + '_with_maps_ms']:9.1f} "
+              f"{r[m + '_plain_ms']:10.1f}  same translation, no capture")
+    print(json.dumps({k: round(v, 4) for k, v in r.items()}))
+
+
+if __name__ == "__main__":
+    main()

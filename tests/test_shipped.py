@@ -1,0 +1,62 @@
+"""The shipped model: its files, the Python API, the command lines, and its quality on real data."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ASSETS, ROOT, SHARED_DATA, needs_data, needs_shipped
+
+pytestmark = needs_shipped
+
+
+@pytest.fixture(scope="module")
+def tr():
+    from core import Translator
+    return Translator.load()
+
+
+def test_asset_files_fit_a_space_without_lfs():
+    files = [p for p in ASSETS.iterdir() if p.is_file()]
+    assert any(p.name.endswith(".safetensors") for p in files) and (ASSETS / "config.json").exists()
+    for p in files:
+        assert p.stat().st_size < 10 * 1024 * 1024, p
+
+
+def test_python_api(tr):
+    from core.model import EncoderDecoder
+    assert isinstance(tr.model, EncoderDecoder) and not tr.model.training
+    assert tr.tokenizer.get_piece_size() == tr.config["src_vocab"]
+    out = tr.translate(["Ein Hund rennt über eine Wiese.", "Eine Frau liest ein Buch."], beam=4)
+    assert len(out) == 2 and all(o and o[0].isupper() for o in out)
+    assert "dog" in out[0].lower() and "woman" in out[1].lower()
+    ins = tr.inspect("Ein Hund rennt über eine Wiese.")
+    assert ins.translation == tr.translate("Ein Hund rennt über eine Wiese.")
+    assert ins.encoder.shape[:2] == (tr.config["N"], tr.config["h"])
+
+
+def test_translate_cli():
+    out = subprocess.run([sys.executable, "-m", "core.translate", "Ein Mann fährt Fahrrad.", "--beam", "3"],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "man" in out.stdout.lower() and out.stdout.count("\n") == 1
+
+
+def test_evaluate_cli_json(tmp_path):
+    (tmp_path / "src.de").write_text("Ein Hund rennt über eine Wiese.\nZwei Kinder spielen im Sand.\n")
+    (tmp_path / "ref.en").write_text("A dog runs across a meadow.\nTwo children play in the sand.\n")
+    out = subprocess.run([sys.executable, "-m", "core.evaluate", "--src", str(tmp_path / "src.de"),
+                          "--ref", str(tmp_path / "ref.en"), "--json"], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert {"bleu", "chrf", "sentences", "seconds"} <= result.keys() and result["sentences"] == 2
+    assert 0 <= result["bleu"] <= 100 and result["chrf"] > 20
+
+
+@needs_data
+def test_quality_on_test_2016_flickr_sample(tr):
+    """Greedy BLEU on the first 200 test sentences (the full figures are in the README)."""
+    from core.data import load_split
+    from core.evaluate import score
+    pairs = load_split(SHARED_DATA, "test_2016_flickr")[:200]
+    hyps = tr.translate([p[0] for p in pairs])
+    assert score(hyps, [p[1] for p in pairs])["bleu"] > 30
