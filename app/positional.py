@@ -96,7 +96,8 @@ def relative_figure(pe, k):
     fig.add_trace(go.Scatter(y=res64.numpy(), mode="lines", name="float64"), row=1, col=2)
     fig.update_yaxes(type="log", row=1, col=2, exponentformat="e")
     fig.update_xaxes(title_text="pos", row=1, col=2)
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10), legend=dict(x=0.45, y=1.0))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(x=0.99, xanchor="right", y=0.5, yanchor="middle"))
     return fig, res32.max().item(), res64.max().item()
 
 

@@ -34,8 +34,10 @@ def theme():
                              font_mono=["ui-monospace", "Consolas", "monospace"])
 
 
-def code_of(*objects):
-    return "\n\n".join(inspect.getsource(o) for o in objects)
+def code_accordion(title, *objects):
+    """The source of the pieces a tab explores, shown beside their pictures."""
+    with gr.Accordion(title, open=False):
+        gr.Code("\n\n".join(inspect.getsource(o) for o in objects), language="python")
 
 
 def build_demo():
@@ -98,8 +100,7 @@ def build_demo():
                         bv_head = gr.HTML(elem_id="bertviz-head")
                     with gr.Tab("bertviz model view"):
                         bv_model = gr.HTML(elem_id="bertviz-model")
-                with gr.Accordion("The code", open=False):
-                    gr.Code(code_of(core_model.attention, core_model.MultiHeadedAttention), language="python")
+                code_accordion("The code", core_model.attention, core_model.MultiHeadedAttention)
 
             with gr.Tab("Masks", id="masks"):
                 gr.Markdown("Edit a small batch (one sentence a line, 2 to 4 pairs). The trainer pads it, builds "
@@ -123,8 +124,7 @@ def build_demo():
                 gr.Markdown("### Padding and batching\nThe training set batched two ways (figures computed by the "
                             "training pipeline), and your batch as given.")
                 m_batching = gr.Plot(elem_id="m-batching")
-                with gr.Accordion("The code", open=False):
-                    gr.Code(code_of(core_model.subsequent_mask, core_data.Batch), language="python")
+                code_accordion("The code", core_model.subsequent_mask, core_data.Batch)
             with gr.Tab("Positional encoding", id="positional"):
                 with gr.Row():
                     pe_d = gr.Slider(4, 512, value=cfg["d_model"], step=2, label="d_model", elem_id="pe-d")
@@ -141,8 +141,7 @@ def build_demo():
                 gr.Markdown("### The scale of words and positions in the trained model")
                 pe_scale = gr.Plot()
                 pe_scale_note = gr.Markdown()
-                with gr.Accordion("The code", open=False):
-                    gr.Code(code_of(core_model.PositionalEncoding, core_model.Embeddings), language="python")
+                code_accordion("The code", core_model.PositionalEncoding, core_model.Embeddings)
             with gr.Tab("Training replay", id="training"):
                 n_steps = cb.replay_length()
                 with gr.Row():
@@ -166,13 +165,12 @@ def build_demo():
                 gr.Markdown("### What it did here: ε = 0 against ε = 0.1, same model, same budget")
                 ab_fig = gr.Plot()
                 ab_note = gr.Markdown()
-                with gr.Accordion("The code", open=False):
-                    gr.Code(code_of(core_train.rate, core_train.LabelSmoothing), language="python")
+                code_accordion("The code", core_train.rate, core_train.LabelSmoothing)
 
             with gr.Tab("Engineering", id="engineering"):
                 gr.Markdown(cb.engineering_md())
-                with gr.Accordion("Greedy decoding with the cache, and beam search", open=False):
-                    gr.Code(code_of(core_decode.greedy_decode, core_decode.beam_search), language="python")
+                code_accordion("Greedy decoding with the cache, and beam search", core_decode.greedy_decode,
+                               core_decode.beam_search)
 
         # events
         inputs = [src, method, beam, alpha, temperature, top_k, max_len, state]
