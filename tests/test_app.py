@@ -176,3 +176,21 @@ def test_translate_api_is_named_translate():
     demo = build_demo()
     names = [d.api_name for d in demo.fns.values() if getattr(d, "api_name", None)]
     assert "translate" in names
+
+
+def test_switching_views_never_runs_the_model(cb, ins, monkeypatch):
+    """Layer, head, kind, step and bertviz views are drawn from the kept Inspection alone."""
+    from app.model import get_translator
+    model = get_translator().model
+
+    def forbidden(*a, **k):
+        raise AssertionError("the model ran")
+
+    monkeypatch.setattr(model, "forward", forbidden)
+    monkeypatch.setattr(model, "encode", forbidden)
+    monkeypatch.setattr(model, "decode", forbidden)
+    for kind in ("encoder", "decoder", "cross"):
+        cb.attention_figures(ins, kind, 2, 5)
+    cb.decoding_step(ins, 2)
+    cb.bertviz_views(ins)
+    cb.render_translation(ins, "cross", 0, 1)
