@@ -4,14 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # torch first, pinned to a release our range admits, so pip does not pull a multi-GB CUDA build
-"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
+"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q --root-user-action=ignore "torch==2.13.0"
 if [ "${1:-}" = "--dev" ]; then
-  "$PY" -m pip install -q -r requirements-dev.txt
+  "$PY" -m pip install -q --root-user-action=ignore -r requirements-dev.txt
   # the browser test drives Debian's Chromium (Playwright cannot download browsers here)
   if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
       || echo "warning: could not install chromium; the browser test will be skipped" >&2
   fi
 else
-  "$PY" -m pip install -q -r requirements.txt
+  "$PY" -m pip install -q --root-user-action=ignore -r requirements.txt
 fi
