@@ -31,7 +31,7 @@ def empty_figure(message):
     return fig
 
 
-def translate(text, method="beam", beam=4, alpha=0.6, temperature=1.0, top_k=10, max_len=100, previous=None):
+def translate(text, method="beam", beam=4, alpha=None, temperature=1.0, top_k=10, max_len=100, previous=None):
     """Translate one German sentence and keep everything the other tabs show (returned as state).
 
     Returns (English translation, a status line in Markdown, the Inspection to keep)."""
@@ -42,11 +42,11 @@ def translate(text, method="beam", beam=4, alpha=0.6, temperature=1.0, top_k=10,
         return "", (f"That input has {len(text):,} characters; this demo takes up to {MAX_CHARS:,}. "
                     "Try a single sentence."), previous
     method = method if method in METHODS else "beam"
-    settings = dict(method=method, beam=_clamp(beam, 1, 8), alpha=_clamp(alpha, 0.0, 2.0, float),
-                    max_len=_clamp(max_len, 1, 200))
+    tr = get_translator()
+    alpha = tr.alpha if alpha is None else _clamp(alpha, 0.0, 2.0, float)
+    settings = dict(method=method, beam=_clamp(beam, 1, 8), alpha=alpha, max_len=_clamp(max_len, 1, 200))
     if method == "sample":
         settings.update(temperature=_clamp(temperature, 0.05, 5.0, float), top_k=_clamp(top_k, 0, 1000))
-    tr = get_translator()
     t0 = time.perf_counter()
     with MODEL_LOCK:
         ins = tr.inspect(text, **settings)
@@ -297,6 +297,22 @@ def engineering_md():
             rows.append(f"| {r['split']} | {'greedy' if r['beam'] == 1 else 'beam ' + str(r['beam'])} | "
                         f"{r['bleu']:.2f} | {r['chrf']:.2f} | {r['sentences_per_second']:.1f} |")
         lines.append("### Quality (sacreBLEU, detokenized, cased)\n" + "\n".join(rows))
+    path = model_dir() / "bench.json"
+    if path.exists():
+        b = json.loads(path.read_text())
+        lines.append(
+            "### Speed on this machine's kind (2 CPU cores), each beside a reference from the same run\n"
+            "| measure | ours | reference | ratio |\n|---|---|---|---|\n"
+            f"| greedy, one sentence, cached vs the uncached loop (ms) | {b['greedy_cached_ms']:.1f} | "
+            f"{b['greedy_uncached_ms']:.1f} | {b['cache_speedup']:.2f}× |\n"
+            f"| training, target tokens/s vs nn.Transformer (fp32) | {b['train_tokens_per_s_ours_fp32']:.0f} | "
+            f"{b['train_tokens_per_s_torch_fp32']:.0f} | {b['train_speed_ratio_fp32']:.2f}× |\n"
+            f"| training, target tokens/s vs nn.Transformer (bf16) | {b['train_tokens_per_s_ours_bf16']:.0f} | "
+            f"{b['train_tokens_per_s_torch_bf16']:.0f} | {b['train_speed_ratio_bf16']:.2f}× |\n"
+            f"| test set, sentences/s: beam 4 vs greedy | {b['beam4_sentences_per_s']:.1f} | "
+            f"{b['greedy_sentences_per_s']:.1f} | |\n"
+            f"| one translation with all maps vs without (ms) | {b['inspect_ms']:.1f} | {b['translate_ms']:.1f} | "
+            f"{b['capture_overhead']:.2f}× |")
     lines.append("### Decoding in this app\nEach translation is decoded with a key/value cache (one new position per "
                  "step), then re-run once, teacher-forced, with every attention layer on its explicit path so that "
                  "all maps and every step's candidates come from a single forward pass. Attention weights live in "

@@ -63,7 +63,7 @@ def build_demo():
                         method = gr.Radio(list(cb.METHODS), value="beam", label="decoding")
                         with gr.Row():
                             beam = gr.Slider(1, 8, value=4, step=1, label="beam size")
-                            alpha = gr.Slider(0.0, 2.0, value=0.6, step=0.1, label="length penalty α")
+                            alpha = gr.Slider(0.0, 2.0, value=tr.alpha, step=0.1, label="length penalty α")
                         with gr.Row():
                             temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="temperature (sampling)")
                             top_k = gr.Slider(0, 50, value=10, step=1, label="top-k (sampling, 0 = all)")

@@ -127,6 +127,7 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--quick", action="store_true", help="fewer sentences and steps")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--save", default=None, help="also write the JSON figures to this file")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -165,7 +166,11 @@ def main(argv=None):
     print(f"{'measure':28s} {'ours':>10s} {'reference':>10s}  {'reference is':16s} {'ratio':>7s}")
     for name, a, b, ref, ratio in rows:
         print(f"{name:28s} {a:10.1f} {b:10.1f}  {ref:16s} {ratio:7.2f}")
-    print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in results.items()}))
+    line = json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in results.items()})
+    print(line)
+    if args.save:
+        with open(args.save, "w") as f:
+            f.write(line + "\n")
 
 
 if __name__ == "__main__":

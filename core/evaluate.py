@@ -6,8 +6,8 @@ import argparse
 import json
 import time
 
-import sacrebleu
 import torch
+from sacrebleu.metrics import BLEU, CHRF
 
 from .data import read_lines
 from .translate import Translator
@@ -15,17 +15,17 @@ from .translate import Translator
 
 def score(hyps, refs):
     """Detokenized, cased corpus BLEU and chrF, as sacreBLEU computes them by default."""
-    bleu = sacrebleu.corpus_bleu(hyps, [refs])
-    chrf = sacrebleu.corpus_chrf(hyps, [refs])
-    return {"bleu": bleu.score, "chrf": chrf.score, "bleu_signature": str(bleu.get_signature())}
+    bleu, chrf = BLEU(), CHRF()
+    return {"bleu": bleu.corpus_score(hyps, [refs]).score, "chrf": chrf.corpus_score(hyps, [refs]).score,
+            "bleu_signature": str(bleu.get_signature())}
 
 
-def evaluate(translator, srcs, refs, beam=1, alpha=0.6, batch_size=64):
+def evaluate(translator, srcs, refs, beam=1, alpha=None, batch_size=64):
     t0 = time.perf_counter()
     hyps = translator.translate(srcs, beam=beam, alpha=alpha, batch_size=batch_size)
     seconds = time.perf_counter() - t0
     return hyps, dict(score(hyps, refs), sentences=len(srcs), seconds=round(seconds, 3), beam=beam,
-                      alpha=alpha, sentences_per_second=round(len(srcs) / seconds, 2))
+                      alpha=translator.alpha if alpha is None else alpha, sentences_per_second=round(len(srcs) / seconds, 2))
 
 
 def main(argv=None):
@@ -33,7 +33,7 @@ def main(argv=None):
     ap.add_argument("--src", required=True, help="German source file (.gz or plain)")
     ap.add_argument("--ref", required=True, help="English reference file (.gz or plain)")
     ap.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
-    ap.add_argument("--alpha", type=float, default=0.6, help="length penalty (beam search)")
+    ap.add_argument("--alpha", type=float, default=None, help="length penalty (beam search; default: the model's)")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--model", default=None, help="model directory (default: assets/)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences")

@@ -125,14 +125,17 @@ def average_checkpoints(paths):
     return {k: (v / len(paths)).float() for k, v in avg.items()}
 
 
-def export(run_dir, target, average=1):
-    """Average the last `average` epoch checkpoints and write config.json + safetensors to `target`."""
+def export(run_dir, target, average=1, length_penalty=None):
+    """Average the last `average` epoch checkpoints and write config.json + safetensors to `target`
+    (with the beam-search length penalty chosen on val, when given)."""
     run_dir, target = Path(run_dir), Path(target)
     config = json.loads((run_dir / "config.json").read_text())
     epochs = sorted(run_dir.glob("epoch_*.pt"))[-average:]
     model = model_from_config(config)
     model.load_state_dict(average_checkpoints(epochs))
     config = dict(config, averaged_checkpoints=[p.name for p in epochs])
+    if length_penalty is not None:
+        config["length_penalty"] = length_penalty
     save_pretrained(model, config, target)
     for src, dst in (("spm.model", config["tokenizer"]), ("log.jsonl", "train_log.jsonl"),
                      ("batching.json", "batching.json")):
@@ -176,6 +179,7 @@ def parse_args(argv=None):
     ap.add_argument("--resume", action="store_true", help="continue from out/last.pt")
     ap.add_argument("--export-to", default=None, help="after training, write the model here")
     ap.add_argument("--average", type=int, default=1, help="average the last N epoch checkpoints")
+    ap.add_argument("--length-penalty", type=float, default=None, help="beam-search alpha to ship (tune on val)")
     ap.add_argument("--no-progress", action="store_true")
     return ap.parse_args(argv)
 
@@ -353,7 +357,7 @@ def main(argv=None):
         if ddp:
             dist.barrier()
     if main_proc and args.export_to and epoch >= args.epochs:
-        export(out, args.export_to, args.average)
+        export(out, args.export_to, args.average, args.length_penalty)
     if ddp:
         dist.destroy_process_group()
     return raw

@@ -41,6 +41,8 @@ class Translator:
         self.config = config or {}
         self.device = torch.device(device)
         self.max_src_tokens = int(self.config.get("max_src_tokens", 128))
+        # beam search's length penalty: the one chosen on val for this model, else the paper's 0.6
+        self.alpha = float(self.config.get("length_penalty", 0.6))
 
     @classmethod
     def load(cls, directory=None, device="cpu"):
@@ -59,9 +61,10 @@ class Translator:
         return min(int(1.5 * src_len) + 10, self.max_src_tokens + 32)
 
     @torch.no_grad()
-    def translate_ids(self, texts, method="greedy", beam=4, alpha=0.6, max_len=None, batch_size=64,
+    def translate_ids(self, texts, method="greedy", beam=4, alpha=None, max_len=None, batch_size=64,
                       temperature=1.0, top_k=0, seed=None):
         """Output ids for each text, decoding length-sorted batches."""
+        alpha = self.alpha if alpha is None else alpha
         srcs = [self.encode_source(t)[0] for t in texts]
         order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
         results = [None] * len(srcs)
@@ -76,7 +79,7 @@ class Translator:
                 results[j] = out
         return results
 
-    def translate(self, texts, beam=1, alpha=0.6, method=None, **kw):
+    def translate(self, texts, beam=1, alpha=None, method=None, **kw):
         """English strings for German strings; beam > 1 uses beam search unless a method is named."""
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
@@ -86,7 +89,7 @@ class Translator:
         return outs[0] if single else outs
 
     @torch.no_grad()
-    def inspect(self, text, method="greedy", beam=4, alpha=0.6, max_len=None, topk=5, **kw):
+    def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, **kw):
         """Translate `text`, then re-run the chosen output teacher-forced with every attention map kept."""
         src_ids, truncated = self.encode_source(text)
         out_ids = self.translate_ids([text], method=method, beam=beam, alpha=alpha, max_len=max_len, **kw)[0]
@@ -118,7 +121,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="Translate German to English with the shipped model.")
     ap.add_argument("text", nargs="*", help="German sentences (read from stdin when none)")
     ap.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
-    ap.add_argument("--alpha", type=float, default=0.6, help="length penalty for beam search")
+    ap.add_argument("--alpha", type=float, default=None, help="length penalty for beam search (default: the model's)")
     ap.add_argument("--model", default=None, help="model directory (default: assets/)")
     args = ap.parse_args(argv)
     texts = args.text or [line.strip() for line in sys.stdin if line.strip()]

@@ -18,7 +18,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--model", default=str(ASSETS))
-    ap.add_argument("--alpha", type=float, default=0.6)
+    ap.add_argument("--alpha", type=float, default=None, help="default: the model's length_penalty")
     args = ap.parse_args()
     tr = Translator.load(args.model)
     rows = []
