@@ -60,7 +60,7 @@ def build_demo():
                         src = gr.Textbox(label="German", lines=2, max_lines=6, value=examples()[0],
                                          placeholder="Ein Mann fährt Fahrrad.", elem_id="src")
                         gr.Examples(examples(), inputs=src, label="Examples written for this demo", examples_per_page=12)
-                        method = gr.Radio(list(cb.METHODS), value="beam", label="decoding")
+                        method = gr.Radio(list(cb.METHODS), value="greedy", label="decoding")
                         with gr.Row():
                             beam = gr.Slider(1, 8, value=4, step=1, label="beam size")
                             alpha = gr.Slider(0.0, 2.0, value=tr.alpha, step=0.1, label="length penalty α")
