@@ -292,10 +292,10 @@ def engineering_md():
             f"(greedy) during training: {best['val_bleu']:.1f} after epoch {best['epoch']}.")
     path = model_dir() / "eval.json"
     if path.exists():
-        rows = ["| split | decoding | BLEU | chrF | sentences/s |", "|---|---|---|---|---|"]
+        rows = ["| split | decoding | BLEU | chrF |", "|---|---|---|---|"]
         for r in json.loads(path.read_text()):
             rows.append(f"| {r['split']} | {'greedy' if r['beam'] == 1 else 'beam ' + str(r['beam'])} | "
-                        f"{r['bleu']:.2f} | {r['chrf']:.2f} | {r['sentences_per_second']:.1f} |")
+                        f"{r['bleu']:.2f} | {r['chrf']:.2f} |")
         lines.append("### Quality (sacreBLEU, detokenized, cased)\n" + "\n".join(rows))
     path = model_dir() / "bench.json"
     if path.exists():
