@@ -94,13 +94,6 @@ def decoding_step(ins, step):
     return figures.decoder_input_html(ins, t), mask_fig, figures.step_candidates(ins, t)
 
 
-def layer_head_choices(ins):
-    """Dropdown updates for the layer and head of the attention tab."""
-    cfg = get_translator().config
-    return (gr.Dropdown(choices=list(range(cfg["N"])), value=0),
-            gr.Dropdown(choices=list(range(cfg["h"])), value=0))
-
-
 def attention_figures(ins, kind, layer, head):
     """Heatmap of one head, grid of the layer's heads, overview of all layers and heads."""
     if ins is None:
@@ -122,11 +115,6 @@ def bertviz_views(ins):
     return head_view_html(ins), model_view_html(ins)
 
 
-def source_html(ins):
-    """The source as the model saw it (escaped), for captions."""
-    if ins is None:
-        return ""
-    return "<code>" + " ".join(html.escape(t) for t in ins.src_tokens) + "</code>"
 
 
 def render_translation(ins, kind, layer, head):
@@ -211,8 +199,7 @@ def replay_view(step):
     from . import replay
     _, steps, epochs = replay.shipped_log()
     step = _clamp(step, 1, len(steps))
-    probes = [l.strip() for l in (replay.ASSETS / "probes.txt").read_text(encoding="utf-8").splitlines() if l.strip()]
-    return replay.replay_figure(steps, epochs, step), replay.probes_html(None, epochs, step, probes)
+    return replay.replay_figure(steps, epochs, step), replay.probes_html(epochs, step, replay.probe_sentences())
 
 
 def replay_tick(step, playing):

@@ -89,7 +89,14 @@ def replay_figure(steps, epochs, step):
     return fig
 
 
-def probes_html(config, epochs, step, probes_de):
+@lru_cache(maxsize=1)
+def probe_sentences():
+    """The German probe sentences the training run translated after each epoch (assets/probes.txt)."""
+    text = (ASSETS / "probes.txt").read_text(encoding="utf-8")
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+def probes_html(epochs, step, probes_de):
     """The probe sentences' translations at the last evaluation at or before `step` (escaped)."""
     done = [e for e in epochs if e["step"] <= step and e.get("probes")]
     if not done:

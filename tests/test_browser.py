@@ -123,7 +123,6 @@ def test_translate_and_step_replay(page):
     english = page.locator("#out textarea").input_value()
     assert re.search(r"[A-Za-z]", english)
     assert page.locator("#token-probs .tok").count() >= 2
-    step_before = page.locator("#step").inner_text()
     set_number(page, "step", 2)
     page.wait_for_function("() => document.body.innerText.includes('Step 2: next-token candidates')")
     shot(page, "translate")
