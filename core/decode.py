@@ -19,7 +19,7 @@ def _strip(row):
     return out
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     """Pick the most probable next token at each step; returns a list of id lists (no <s>, </s>)."""
     memory = model.encode(src, src_mask)
@@ -28,7 +28,7 @@ def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     cache = {}
     for _ in range(max_len):
         out = model.decode(memory, src_mask, ys[:, -1:], None, cache=cache)  # (B, 1, D)
-        next_word = model.generator(out[:, -1]).argmax(dim=-1)
+        next_word = model.generator.proj(out[:, -1]).argmax(dim=-1)  # log_softmax keeps the argmax
         next_word = next_word.masked_fill(done, eos)
         ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
         done |= next_word == eos
@@ -37,7 +37,7 @@ def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     return [_strip(r) for r in ys[:, 1:].tolist()]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_decode_uncached(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     """The Annotated Transformer's loop: re-decode the whole prefix at every step (the reference)."""
     memory = model.encode(src, src_mask)
@@ -53,7 +53,7 @@ def greedy_decode_uncached(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     return [_strip(r) for r in ys[:, 1:].tolist()]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def sample_decode(model, src, src_mask, max_len, temperature=1.0, top_k=0, seed=None, bos=BOS, eos=EOS):
     """Sample each next token from softmax(logits / temperature), optionally among the top_k only."""
     gen = torch.Generator(device=src.device)
@@ -85,7 +85,7 @@ def length_penalty(length, alpha):
     return ((5.0 + length) / 6.0) ** alpha
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS):
     """Beam search ("beam size of 4 and length penalty alpha = 0.6"), batched over sentences.
 

@@ -53,13 +53,14 @@ def subsequent_mask(size):
 def attention(query, key, value, mask=None, dropout=None):
     """Scaled dot-product attention: softmax(Q K^T / sqrt(d_k)) V; returns the output and the weights."""
     d_k = query.size(-1)
-    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)  # (B, H, Tq, Tk)
+    # scores and softmax in float32 whatever the inputs' precision (-1e9 does not fit in float16)
+    scores = torch.matmul(query, key.transpose(-2, -1)).float() / math.sqrt(d_k)  # (B, H, Tq, Tk)
     if mask is not None:
         scores = scores.masked_fill(mask == 0, -1e9)
     p_attn = scores.softmax(dim=-1)
     if dropout is not None:
         p_attn = dropout(p_attn)
-    return torch.matmul(p_attn, value), p_attn
+    return torch.matmul(p_attn.to(value.dtype), value), p_attn
 
 
 class MultiHeadedAttention(nn.Module):
@@ -78,6 +79,13 @@ class MultiHeadedAttention(nn.Module):
         self.attn = None
         self.keep_attn = False
         self.dropout = nn.Dropout(p=dropout)
+        self.qkv = None  # (W, b): W^Q, W^K, W^V stacked by fuse_qkv, for self-attention at inference
+
+    def fuse_qkv(self):
+        """Stack W^Q, W^K and W^V into one (3D, D) matrix: self-attention then projects with one product.
+        A snapshot for inference; the three linears stay the parameters."""
+        self.qkv = (torch.cat([lin.weight for lin in self.linears[:3]]).detach(),
+                    torch.cat([lin.bias for lin in self.linears[:3]]).detach())
 
     def _split(self, x, linear):
         nbatches = x.size(0)
@@ -89,12 +97,19 @@ class MultiHeadedAttention(nn.Module):
         if mask is not None:
             mask = mask.unsqueeze(1)  # same mask for all heads: (B, 1, Tq|1, Tk)
         nbatches = query.size(0)
-        q = self._split(query, self.linears[0])
-        if cache is not None and static_kv and "k" in cache:
-            k, v = cache["k"], cache["v"]
+        if self.qkv is not None and query is key is value:
+            q, k, v = F.linear(query, *self.qkv).view(nbatches, -1, 3, self.h, self.d_k).permute(2, 0, 3, 1, 4)
         else:
-            k = self._split(key, self.linears[1])
-            v = self._split(value, self.linears[2])
+            q = self._split(query, self.linears[0])
+        if cache is not None and static_kv and "k" in cache:
+            k, v, mask = cache["k"], cache["v"], cache["mask"]
+        else:
+            if cache is not None and static_kv:  # the memory's mask never changes: drop it if it hides nothing
+                cache["mask"] = mask = None if mask is None or bool(mask.all()) else mask
+            if self.qkv is None or query is not key:
+                # keys and values in the query's precision (the memory may be float32 in a float16 decoder)
+                k = self._split(key, self.linears[1]).to(q.dtype)
+                v = self._split(value, self.linears[2]).to(q.dtype)
             if cache is not None:
                 if not static_kv and "k" in cache:
                     k = torch.cat([cache["k"], k], dim=2)
@@ -282,6 +297,29 @@ def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0
         model.src_embed[0].lut.weight = shared
         model.generator.proj.weight = shared
     return model
+
+
+def half_precision_decoder(model, dtype=torch.float16):
+    """The same weights for decoding on a CPU: the encoder shared in float32, the decoder in half precision.
+
+    Each decoding step multiplies one row per hypothesis by every decoder matrix and by the 8000-word
+    output projection: matrix-vector products whose time goes into reading the weights, so storing them
+    in 16 bits halves it. Products over whole sentences (the encoder, and the keys and values projected
+    from its output once per sentence) are matrix-matrix work, faster in float32 on CPUs without native
+    float16 arithmetic, so those stay in float32. The shipped weights are float16 already: no weight
+    changes, only activations are rounded to 16 bits. Self-attention gets its fused W^Q W^K W^V.
+    """
+    tgt_embed = copy.deepcopy(model.tgt_embed).to(dtype)
+    generator = copy.deepcopy(model.generator).to(dtype)
+    if model.generator.proj.weight is model.tgt_embed[0].lut.weight:
+        generator.proj.weight = tgt_embed[0].lut.weight  # keep one copy of the tied matrix
+    decoder = copy.deepcopy(model.decoder).to(dtype)
+    for layer in decoder.layers:
+        layer.self_attn.fuse_qkv()
+        for lin in layer.src_attn.linears[1:3]:  # W^K, W^V of the memory
+            lin.float()
+    half = EncoderDecoder(model.encoder, decoder, model.src_embed, tgt_embed, generator)
+    return half.train(model.training)
 
 
 def attention_modules(model):

@@ -181,14 +181,15 @@ def test_translate_api_is_named_translate():
 def test_switching_views_never_runs_the_model(cb, ins, monkeypatch):
     """Layer, head, kind, step and bertviz views are drawn from the kept Inspection alone."""
     from app.model import get_translator
-    model = get_translator().model
+    tr = get_translator()
 
     def forbidden(*a, **k):
         raise AssertionError("the model ran")
 
-    monkeypatch.setattr(model, "forward", forbidden)
-    monkeypatch.setattr(model, "encode", forbidden)
-    monkeypatch.setattr(model, "decode", forbidden)
+    for model in {id(m): m for m in (tr.model, tr.decoding_model(1))}.values():
+        monkeypatch.setattr(model, "forward", forbidden)
+        monkeypatch.setattr(model, "encode", forbidden)
+        monkeypatch.setattr(model, "decode", forbidden)
     for kind in ("encoder", "decoder", "cross"):
         cb.attention_figures(ins, kind, 2, 5)
     cb.decoding_step(ins, 2)

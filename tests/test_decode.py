@@ -85,3 +85,11 @@ def test_sampling_with_top_k_one_is_greedy_and_seed_is_reproducible():
     a = sample_decode(model, src, mask, 10, temperature=1.5, seed=42)
     b = sample_decode(model, src, mask, 10, temperature=1.5, seed=42)
     assert a == b
+
+
+def test_half_precision_decoder_greedy_cached_equals_its_uncached_loop():
+    from core.model import half_precision_decoder
+    for seed in range(3):
+        half = half_precision_decoder(random_model(seed=seed))
+        src, mask = src_batch(seed=seed)
+        assert greedy_decode(half, src, mask, 12) == greedy_decode_uncached(half, src, mask, 12)

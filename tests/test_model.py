@@ -141,3 +141,53 @@ def test_cached_decoding_matches_full_decoding():
         for t in range(5):
             steps.append(model.decode(memory, src_mask, tgt[:, t:t + 1], None, cache=cache))
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_fused_qkv_projection_equals_three_linears():
+    torch.manual_seed(0)
+    mha = MultiHeadedAttention(4, 32, dropout=0.0).eval()
+    x = torch.randn(2, 5, 32)
+    mask = subsequent_mask(5)
+    with torch.no_grad():
+        plain = mha(x, x, x, mask)
+        mha.fuse_qkv()
+        W, b = mha.qkv
+        torch.testing.assert_close(W[32:64], mha.linears[1].weight, rtol=0, atol=0)
+        torch.testing.assert_close(b[64:], mha.linears[2].bias, rtol=0, atol=0)
+        fused = mha(x, x, x, mask)
+        other = torch.randn(2, 3, 32)  # cross-attention keeps the separate K, V projections
+        cross_fused = mha(x, other, other)
+        mha.qkv = None
+        cross_plain = mha(x, other, other)
+    torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(cross_fused, cross_plain, atol=1e-6, rtol=1e-6)
+
+
+def test_half_precision_decoder_shares_the_encoder_and_stays_close_to_float32():
+    from core.model import half_precision_decoder
+    torch.manual_seed(0)
+    model = make_model(40, 40, N=2, d_model=32, d_ff=64, h=4, dropout=0.0).eval()
+    half = half_precision_decoder(model)
+    # the encoder and source embedding are the same modules; the decoder is a float16 copy
+    assert half.encoder is model.encoder and half.src_embed is model.src_embed
+    assert half.decoder.layers[0].feed_forward.w_1.weight.dtype == torch.float16
+    assert half.generator.proj.weight is half.tgt_embed[0].lut.weight  # still tied, one matrix
+    assert half.generator.proj.weight.dtype == torch.float16 and model.generator.proj.weight.dtype == torch.float32
+    # keys and values of the memory are projected in float32, once per sentence
+    assert half.decoder.layers[1].src_attn.linears[1].weight.dtype == torch.float32
+    src = torch.randint(4, 40, (2, 7))
+    src[1, -2:] = 0
+    src_mask = (src != 0).unsqueeze(-2)
+    tgt = torch.randint(4, 40, (2, 6))
+    with torch.no_grad():
+        ref = model.generator(model.decode(model.encode(src, src_mask), src_mask, tgt, subsequent_mask(6)))
+        memory = half.encode(src, src_mask)
+        full = half.generator(half.decode(memory, src_mask, tgt, subsequent_mask(6)))
+        cache, steps = {}, []
+        for t in range(6):  # incremental steps with the fused projection and the cached memory keys
+            steps.append(half.generator(half.decode(memory, src_mask, tgt[:, t:t + 1], None, cache=cache)))
+    assert full.dtype == torch.float32  # log-probabilities in float32
+    # float16 activations: within a few 1e-3 of the float32 model, incremental = full in float16 too
+    torch.testing.assert_close(full, ref, atol=2e-2, rtol=0)
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-2, rtol=0)
+    assert (full - ref).abs().max() > 0  # it did run in half precision

@@ -30,6 +30,11 @@ def test_python_api(tr):
     out = tr.translate(["Ein Hund rennt über eine Wiese.", "Eine Frau liest ein Buch."], beam=4)
     assert len(out) == 2 and all(o and o[0].isupper() for o in out)
     assert "dog" in out[0].lower() and "woman" in out[1].lower()
+    # one sentence decodes with the float16 decoder, a batch of them in float32
+    assert tr.decoding_model(1) is tr.half_model and tr.decoding_model(4) is tr.half_model
+    assert tr.decoding_model(16) is tr.model
+    assert tr.translate(["Ein Hund rennt über eine Wiese."] * 5, batch_size=5)[0] == \
+        tr.translate("Ein Hund rennt über eine Wiese.")
     ins = tr.inspect("Ein Hund rennt über eine Wiese.")
     assert ins.translation == tr.translate("Ein Hund rennt über eine Wiese.")
     assert ins.encoder.shape[:2] == (tr.config["N"], tr.config["h"])
@@ -58,5 +63,11 @@ def test_quality_on_test_2016_flickr_sample(tr):
     from core.data import load_split
     from core.evaluate import score
     pairs = load_split(SHARED_DATA, "test_2016_flickr")[:200]
-    hyps = tr.translate([p[0] for p in pairs])
-    assert score(hyps, [p[1] for p in pairs])["bleu"] > 30
+    hyps = tr.translate([p[0] for p in pairs])  # batches of 64: float32
+    bleu = score(hyps, [p[1] for p in pairs])["bleu"]
+    assert bleu > 30
+    # one sentence at a time (the float16 decoder) translates as well: same BLEU within half a point
+    singles = tr.translate([p[0] for p in pairs[:100]], batch_size=1)
+    assert tr.decoding_model(1) is tr.half_model
+    assert abs(score(singles, [p[1] for p in pairs[:100]])["bleu"] - score(hyps[:100], [p[1] for p in pairs[:100]])["bleu"]) < 0.5
+    assert sum(a == b for a, b in zip(singles, hyps)) >= 95
