@@ -153,11 +153,11 @@ def main(argv=None):
         train = load_split(data_dir, "train")
     except FileNotFoundError:
         raise SystemExit(f"benchmarks need Multi30k in {data_dir} (see --data-dir)")
-    n_sent, repeat, steps = (10, 3, 8) if args.quick else (40, 5, 30)
+    n_sent, repeat, steps = (10, 3, 8) if args.quick else (40, 5, 60)
     sentences = [p[0] for p in test[:n_sent]]
     results = {"threads": torch.get_num_threads(), "model": {k: tr.config[k] for k in ("N", "d_model", "d_ff", "h")}}
     results.update(bench_cache(tr, sentences, repeat))
-    examples = encode_pairs(tr.tokenizer, train[:4000], tr.max_src_tokens)
+    examples = encode_pairs(tr.tokenizer, train[:250 * (steps + 2)], tr.max_src_tokens)  # enough batches
     for bf16 in (False, True):
         results.update(bench_training(tr.config, examples, steps, 3072, bf16))
     corpus = [p[0] for p in (test[:200] if args.quick else test)]
