@@ -4,8 +4,9 @@
 
 1. per-sentence greedy translation: the incremental key/value cache vs the Annotated Transformer's
    uncached loop (re-decoding the whole prefix each step), same weights, same sentences; the cached loop
-   runs as `Translator` runs it (float16 decoder on a CPU), the reference with whichever of float32 and
-   the float16 decoder is faster for it, and a second row shows both loops in float32;
+   runs as `Translator` runs it (float16 decoder on a CPU, `IncrementalDecoder`), the reference with
+   whichever of float32 and the float16 decoder is faster for it; further rows: cold caches, the cache
+   kept by the modules (`model.decode(..., cache)`), and both loops in float32;
 2. training throughput (target tokens/s): this model vs torch.nn.Transformer of the same size on the
    same batches, same loss and optimizer;
 3. translating test_2016_flickr in batches: sentences/s with greedy and beam search;
@@ -22,7 +23,7 @@ import torch
 import torch.nn as nn
 
 from .data import (ASSETS, PAD, collate, default_data_dir, encode_pairs, load_split, token_batches)
-from .decode import greedy_decode, greedy_decode_uncached
+from .decode import greedy_decode, greedy_decode_modules, greedy_decode_uncached
 from .model import PositionalEncoding, make_model
 from .train import LabelSmoothing, SimpleLossCompute
 from .translate import Translator
@@ -62,30 +63,40 @@ def time_call(fn, repeat):
 
 
 def bench_cache(tr, sentences, repeat):
-    """Median per-sentence seconds of greedy decoding, interleaved: the cached loop with the model the
-    Translator decodes one sentence with (float16 decoder on a CPU) and in plain float32, against the
-    uncached loop with both models; the headline ratio is against the faster uncached one."""
+    """Per-sentence greedy decoding, median ms: the cached loop with the model the Translator decodes one
+    sentence with (float16 decoder on a CPU), the same loop through the modules' own cache, and both in
+    plain float32, against the uncached loop with either model; the headline ratio is against the faster
+    uncached one. Warm: each variant's `repeat` calls back to back, weights in the CPU caches. Cold:
+    single calls of all variants interleaved, each starting after the others have run."""
     models = {"fp32": tr.model, "half": tr.decoding_model(1)}
-    times = {f"{loop}_{name}": [] for loop in ("cached", "uncached") for name in models}
-    same = {name: 0 for name in models}  # sentences where both loops give the same output
+    loops = {"cached": greedy_decode, "modules": greedy_decode_modules, "uncached": greedy_decode_uncached}
+    warm = {f"{loop}_{name}": [] for loop in loops for name in models}
+    cold = {key: [] for key in warm}
+    same = {name: 0 for name in models}  # sentences where all loops give the same output
     for text in sentences:
         src_ids, _ = tr.encode_source(text)
         src = torch.tensor([src_ids])
         mask = (src != PAD).unsqueeze(-2)
         n = tr.default_max_len(src.size(1))
         for name, model in models.items():
-            same[name] += greedy_decode(model, src, mask, n) == greedy_decode_uncached(model, src, mask, n)
+            outs = [fn(model, src, mask, n) for fn in loops.values()]
+            same[name] += all(o == outs[0] for o in outs)
         for _ in range(repeat):
+            for loop, fn in loops.items():
+                for name, model in models.items():
+                    cold[f"{loop}_{name}"] += time_call(lambda: fn(model, src, mask, n), 1)
+        for loop, fn in loops.items():
             for name, model in models.items():
-                times[f"cached_{name}"] += time_call(lambda: greedy_decode(model, src, mask, n), 1)
-                times[f"uncached_{name}"] += time_call(lambda: greedy_decode_uncached(model, src, mask, n), 1)
-    ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    best_ref = min(ms["uncached_fp32"], ms["uncached_half"])
-    out = {f"greedy_{k}_ms": v for k, v in ms.items()}
-    out.update(half_decoder=models["half"] is not models["fp32"], sentences_timed=len(sentences),
-               same_output_fp32=same["fp32"], same_output_half=same["half"],
-               cache_speedup_fp32=ms["uncached_fp32"] / ms["cached_fp32"],
-               cache_speedup=best_ref / ms["cached_half"])
+                warm[f"{loop}_{name}"] += time_call(lambda: fn(model, src, mask, n), repeat)
+    out = {"sentences_timed": len(sentences), "half_decoder": models["half"] is not models["fp32"],
+           "same_output_fp32": same["fp32"], "same_output_half": same["half"]}
+    for tag, times in (("", warm), ("_cold", cold)):
+        ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        out.update({f"greedy_{k}{tag}_ms": v for k, v in ms.items()})
+        ref = min(ms["uncached_fp32"], ms["uncached_half"])
+        out[f"cache_speedup{tag}"] = ref / ms["cached_half"]
+        out[f"cache_speedup_fp32{tag}"] = ms["uncached_fp32"] / ms["cached_fp32"]
+        out[f"cache_speedup_modules{tag}"] = ref / ms["modules_half"]
     return out
 
 
@@ -170,10 +181,14 @@ def main(argv=None):
         ("greedy, 1 sentence (ms)", results["greedy_cached_half_ms"],
          min(results["greedy_uncached_fp32_ms"], results["greedy_uncached_half_ms"]), "uncached loop",
          results["cache_speedup"]),
-        ("  same, both float32 (ms)", results["greedy_cached_fp32_ms"], results["greedy_uncached_fp32_ms"],
+        ("  cold (ms)", results["greedy_cached_half_cold_ms"],
+         min(results["greedy_uncached_fp32_cold_ms"], results["greedy_uncached_half_cold_ms"]), "uncached loop",
+         results["cache_speedup_cold"]),
+        ("  cache in the modules (ms)", results["greedy_modules_half_ms"],
+         min(results["greedy_uncached_fp32_ms"], results["greedy_uncached_half_ms"]), "uncached loop",
+         results["cache_speedup_modules"]),
+        ("  both in float32 (ms)", results["greedy_cached_fp32_ms"], results["greedy_uncached_fp32_ms"],
          "uncached loop", results["cache_speedup_fp32"]),
-        ("  uncached, f16 decoder (ms)", results["greedy_uncached_half_ms"], results["greedy_uncached_fp32_ms"],
-         "uncached fp32", results["greedy_uncached_half_ms"] / results["greedy_uncached_fp32_ms"]),
         ("train fp32 (tgt tok/s)", results["train_tokens_per_s_ours_fp32"], results["train_tokens_per_s_torch_fp32"],
          "nn.Transformer", results["train_speed_ratio_fp32"]),
         ("train bf16 (tgt tok/s)", results["train_tokens_per_s_ours_bf16"], results["train_tokens_per_s_torch_bf16"],

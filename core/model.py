@@ -80,6 +80,7 @@ class MultiHeadedAttention(nn.Module):
         self.keep_attn = False
         self.dropout = nn.Dropout(p=dropout)
         self.qkv = None  # (W, b): W^Q, W^K, W^V stacked by fuse_qkv, for self-attention at inference
+        self.attn_dtype = None  # precision of softmax(QK^T/sqrt(d_k))V when not the projections' own
 
     def fuse_qkv(self):
         """Stack W^Q, W^K and W^V into one (3D, D) matrix: self-attention then projects with one product.
@@ -97,6 +98,7 @@ class MultiHeadedAttention(nn.Module):
         if mask is not None:
             mask = mask.unsqueeze(1)  # same mask for all heads: (B, 1, Tq|1, Tk)
         nbatches = query.size(0)
+        k = v = None
         if self.qkv is not None and query is key is value:
             q, k, v = F.linear(query, *self.qkv).view(nbatches, -1, 3, self.h, self.d_k).permute(2, 0, 3, 1, 4)
         else:
@@ -106,15 +108,18 @@ class MultiHeadedAttention(nn.Module):
         else:
             if cache is not None and static_kv:  # the memory's mask never changes: drop it if it hides nothing
                 cache["mask"] = mask = None if mask is None or bool(mask.all()) else mask
-            if self.qkv is None or query is not key:
-                # keys and values in the query's precision (the memory may be float32 in a float16 decoder)
-                k = self._split(key, self.linears[1]).to(q.dtype)
-                v = self._split(value, self.linears[2]).to(q.dtype)
+            if k is None:
+                k = self._split(key, self.linears[1])
+                v = self._split(value, self.linears[2])
+            if self.attn_dtype is not None:  # keys and values are kept in the attention's precision
+                k, v = k.to(self.attn_dtype), v.to(self.attn_dtype)
             if cache is not None:
                 if not static_kv and "k" in cache:
                     k = torch.cat([cache["k"], k], dim=2)
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
+        if self.attn_dtype is not None:
+            q = q.to(self.attn_dtype)
         if self.keep_attn:
             x, attn = attention(q, k, v, mask=mask, dropout=self.dropout)
             self.attn = attn.detach()
@@ -122,6 +127,8 @@ class MultiHeadedAttention(nn.Module):
             x = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
         x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)  # (B, Tq, D)
+        if self.attn_dtype is not None:
+            x = x.to(query.dtype)
         return self.linears[-1](x)
 
 
@@ -306,8 +313,9 @@ def half_precision_decoder(model, dtype=torch.float16):
     output projection: matrix-vector products whose time goes into reading the weights, so storing them
     in 16 bits halves it. Products over whole sentences (the encoder, and the keys and values projected
     from its output once per sentence) are matrix-matrix work, faster in float32 on CPUs without native
-    float16 arithmetic, so those stay in float32. The shipped weights are float16 already: no weight
-    changes, only activations are rounded to 16 bits. Self-attention gets its fused W^Q W^K W^V.
+    float16 arithmetic, so those stay in float32, and so does attention itself (softmax(QK^T)V over the
+    cached keys and values). The shipped weights are float16 already: no weight changes, only
+    activations are rounded to 16 bits. Self-attention gets its fused W^Q W^K W^V.
     """
     tgt_embed = copy.deepcopy(model.tgt_embed).to(dtype)
     generator = copy.deepcopy(model.generator).to(dtype)
@@ -318,6 +326,7 @@ def half_precision_decoder(model, dtype=torch.float16):
         layer.self_attn.fuse_qkv()
         for lin in layer.src_attn.linears[1:3]:  # W^K, W^V of the memory
             lin.float()
+        layer.self_attn.attn_dtype = layer.src_attn.attn_dtype = torch.float32
     half = EncoderDecoder(model.encoder, decoder, model.src_embed, tgt_embed, generator)
     return half.train(model.training)
 
@@ -342,12 +351,3 @@ def keep_attention(model):
     finally:
         for m in mods:
             m.keep_attn = False
-
-
-def reorder_cache(cache, index):
-    """Select rows of every cached key/value tensor (beam search reorders hypotheses each step)."""
-    for key, value in cache.items():
-        if isinstance(value, dict):
-            reorder_cache(value, index)
-        elif torch.is_tensor(value):
-            cache[key] = value.index_select(0, index)

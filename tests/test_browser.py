@@ -122,6 +122,10 @@ def test_translate_and_step_replay(page):
     wait_change(page, lambda: page.locator("#status").inner_text(), before)
     english = page.locator("#out textarea").input_value()
     assert re.search(r"[A-Za-z]", english)
+    # the rendering event runs after the translation: wait until it shows the new sentence's tokens
+    # (it also resets the step slider to 1, so the step is set after it)
+    word = re.findall(r"[A-Za-z]+", english)[-1]
+    page.wait_for_function(f"() => document.querySelector('#token-probs')?.innerText.includes({word!r})")
     assert page.locator("#token-probs .tok").count() >= 2
     set_number(page, "step", 2)
     page.wait_for_function("() => document.body.innerText.includes('Step 2: next-token candidates')")

@@ -5,7 +5,8 @@ import itertools
 import torch
 
 from core.data import BOS, EOS
-from core.decode import (beam_search, greedy_decode, greedy_decode_uncached, length_penalty, sample_decode)
+from core.decode import (IncrementalDecoder, beam_search, greedy_decode, greedy_decode_modules,
+                         greedy_decode_uncached, length_penalty, sample_decode)
 from core.model import make_model, subsequent_mask
 
 
@@ -28,7 +29,34 @@ def test_cached_greedy_equals_uncached_reference():
     for seed in range(3):
         model = random_model(seed=seed)
         src, mask = src_batch(seed=seed)
-        assert greedy_decode(model, src, mask, 12) == greedy_decode_uncached(model, src, mask, 12)
+        ref = greedy_decode_uncached(model, src, mask, 12)
+        assert greedy_decode(model, src, mask, 12) == ref
+        assert greedy_decode_modules(model, src, mask, 12) == ref
+
+
+def test_incremental_decoder_equals_the_modules_teacher_forced():
+    """Each flat step gives the decoder's output at that position, as the full masked decode computes it."""
+    from core.model import half_precision_decoder
+    model = random_model(vocab=30, seed=5)
+    src, mask = src_batch(vocab=30, B=3, S=6, seed=6)  # padding in the first sentence
+    tgt = torch.randint(4, 30, (3, 7), generator=torch.Generator().manual_seed(7))
+    for m, tol in ((model, 1e-5), (half_precision_decoder(model), 1e-2)):
+        with torch.no_grad():
+            memory = m.encode(src, mask)
+            full = m.decode(memory, mask, tgt, subsequent_mask(7))  # (B, T, D)
+            dec = IncrementalDecoder(m, memory, mask, 7)
+            steps = torch.stack([dec.step(tgt[:, t]) for t in range(7)], 1)
+        torch.testing.assert_close(steps.float(), full.float(), atol=tol, rtol=tol)
+    with torch.no_grad():  # reordering rows = decoding the reordered batch
+        memory = model.encode(src, mask)
+        dec = IncrementalDecoder(model, memory, mask, 7)
+        for t in range(3):
+            dec.step(tgt[:, t])
+        index = torch.tensor([2, 2, 0])
+        dec.reorder(index)
+        got = dec.step(tgt[index, 3])
+        full = model.decode(memory[index], mask[index], tgt[index, :4], subsequent_mask(4))[:, -1]
+    torch.testing.assert_close(got, full, atol=1e-5, rtol=1e-5)
 
 
 def sequence_logprob(model, src, mask, ids):
