@@ -169,8 +169,9 @@ def build_demo():
 
             with gr.Tab("Engineering", id="engineering"):
                 gr.Markdown(cb.engineering_md())
-                code_accordion("Greedy decoding with the cache, and beam search", core_decode.greedy_decode,
-                               core_decode.beam_search)
+                code_accordion("Greedy decoding with the cache, one decoder step written out, and beam search",
+                               core_decode.greedy_decode, core_decode.IncrementalDecoder, core_decode.beam_search)
+                code_accordion("The float16 decoder for one sentence on a CPU", core_model.half_precision_decoder)
 
         # events
         inputs = [src, method, beam, alpha, temperature, top_k, max_len, state]
