@@ -344,7 +344,7 @@ def main(argv=None):
             rec = {"type": "epoch", "epoch": epoch, "step": step,
                    "minutes": round(minutes_before + (time.time() - t0) / 60, 2)}
             rec.update(evaluate_loss(raw, val, args.max_tokens, device, autocast))
-            tr = Translator(raw, sp, config, device)
+            tr = Translator(raw, sp, config, device, half_rows=0)  # batched: float32 throughout
             if args.bleu_every and epoch % args.bleu_every == 0:
                 rec["val_bleu"] = bleu(tr.translate([p[0] for p in val_pairs]), [p[1] for p in val_pairs])
             if probes:
