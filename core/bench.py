@@ -73,6 +73,7 @@ def bench_cache(tr, sentences, repeat):
     warm = {f"{loop}_{name}": [] for loop in loops for name in models}
     cold = {key: [] for key in warm}
     same = {name: 0 for name in models}  # sentences where all loops give the same output
+    per_sentence = []  # (output length, warm cached ms, warm uncached ms, both with the float16 decoder)
     for text in sentences:
         src_ids, _ = tr.encode_source(text)
         src = torch.tensor([src_ids])
@@ -88,8 +89,19 @@ def bench_cache(tr, sentences, repeat):
         for loop, fn in loops.items():
             for name, model in models.items():
                 warm[f"{loop}_{name}"] += time_call(lambda: fn(model, src, mask, n), repeat)
+        per_sentence.append((len(greedy_decode(models["half"], src, mask, n)[0]),
+                             statistics.median(warm["cached_half"][-repeat:]),
+                             statistics.median(warm["uncached_half"][-repeat:])))
     out = {"sentences_timed": len(sentences), "half_decoder": models["half"] is not models["fp32"],
            "same_output_fp32": same["fp32"], "same_output_half": same["half"]}
+    # the cache's gain by output length: the shorter and the longer half of the sentences
+    per_sentence.sort()
+    half = len(per_sentence) // 2
+    for tag, part in (("short", per_sentence[:half]), ("long", per_sentence[half:])):
+        out[f"output_pieces_{tag}"] = statistics.mean(p[0] for p in part)
+        out[f"greedy_cached_half_{tag}_ms"] = statistics.mean(p[1] for p in part) * 1e3
+        out[f"greedy_uncached_half_{tag}_ms"] = statistics.mean(p[2] for p in part) * 1e3
+        out[f"cache_speedup_half_{tag}"] = sum(p[2] for p in part) / sum(p[1] for p in part)
     for tag, times in (("", warm), ("_cold", cold)):
         ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         out.update({f"greedy_{k}{tag}_ms": v for k, v in ms.items()})
@@ -189,6 +201,9 @@ def main(argv=None):
          results["cache_speedup_modules"]),
         ("  both in float32 (ms)", results["greedy_cached_fp32_ms"], results["greedy_uncached_fp32_ms"],
          "uncached loop", results["cache_speedup_fp32"]),
+        *((f"  outputs of ~{results[f'output_pieces_{tag}']:.0f} pieces (ms)", results[f"greedy_cached_half_{tag}_ms"],
+           results[f"greedy_uncached_half_{tag}_ms"], "uncached, f16", results[f"cache_speedup_half_{tag}"])
+          for tag in ("short", "long")),
         ("train fp32 (tgt tok/s)", results["train_tokens_per_s_ours_fp32"], results["train_tokens_per_s_torch_fp32"],
          "nn.Transformer", results["train_speed_ratio_fp32"]),
         ("train bf16 (tgt tok/s)", results["train_tokens_per_s_ours_bf16"], results["train_tokens_per_s_torch_bf16"],
