@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The accelerator checks of the training and decoding code, as one short script for a GPU machine.
+#
+#   MULTI30K_DIR=DIR OUT=DIR bash scripts/device_check.sh          # on a machine with CUDA
+#   DEVICE=cpu NPROC=2 OUT=/tmp/dc bash scripts/device_check.sh    # the same steps on a CPU (gloo)
+#
+# 1. one process, bf16 autocast: two epochs of a small model on Multi30k, validation loss and BLEU
+#    logged, exported as config.json + safetensors, reloaded and used on the CPU;
+# 2. the same through torchrun with DistributedDataParallel (NCCL on CUDA), one process per GPU
+#    (NPROC to override): a finite loss that falls, and the world size it ran with;
+# 3. decoding on the device: greedy and beam 4 with the shipped model on the probe sentences, compared
+#    with the CPU's output.
+# Everything lands in $OUT (logs, summary.json). The data directory comes from $MULTI30K_DIR; on the
+# project's device machine `../shared` is not there, so copy the gzipped files into an ignored folder
+# of the checkout and carry it, for instance (about 3 minutes of device time):
+#   mkdir -p .devdata && cp ../shared/data/multi30k/*.gz .devdata/ && echo /.devdata/ >> .git/info/exclude
+#   device run: command "MULTI30K_DIR=.devdata bash scripts/device_check.sh", carry [".devdata"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-runs/device_check}
+DEVICE=${DEVICE:-cuda}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+
+if [ "$DEVICE" = cuda ]; then
+    python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; \
+print(torch.__version__, torch.cuda.get_device_name(0), torch.cuda.device_count())" | tee "$OUT/device.txt"
+    NPROC=${NPROC:-$(python3 -c "import torch; print(torch.cuda.device_count())")}
+else
+    NPROC=${NPROC:-2}
+fi
+
+common=(--layers 2 --d-model 128 --d-ff 512 --heads 4 --dropout 0.1 --max-tokens 4096 --warmup 100
+        --factor 1.0 --bf16 --epochs 2 --val-limit 300 --no-progress --device "$DEVICE")
+if [ "$DEVICE" = cpu ]; then common+=(--train-limit 600 --val-limit 20 --threads 1); fi
+
+echo "== 1. one process, $DEVICE, bf16"
+python3 -m core.train --out "$OUT/single" "${common[@]}" --export-to "$OUT/single_model" 2>&1 | tee "$OUT/single.txt"
+
+echo "== 2. torchrun, $NPROC processes"
+python3 -m torch.distributed.run --standalone --nproc_per_node="$NPROC" -m core.train --out "$OUT/ddp" \
+    "${common[@]}" 2>&1 | tee "$OUT/ddp.txt"
+
+echo "== 3. decoding on $DEVICE against the CPU, and the summary"
+python3 - "$OUT" "$DEVICE" <<'EOF'
+import json, sys, time
+from pathlib import Path
+import torch
+from core import Translator
+
+out, device = Path(sys.argv[1]), sys.argv[2]
+summary = {"device": device, "torch": torch.__version__}
+for run in ("single", "ddp"):
+    log = [json.loads(line) for line in (out / run / "log.jsonl").read_text().splitlines()]
+    steps = [r for r in log if r.get("type") == "step"]
+    epochs = [r for r in log if r.get("type") == "epoch"]
+    config = next(r for r in log if r.get("type") == "config")
+    first, last = steps[0]["loss"], steps[-1]["loss"]
+    assert all(map(lambda r: r["loss"] == r["loss"], steps)), f"{run}: a NaN loss"
+    assert last < first, f"{run}: the loss did not fall ({first} -> {last})"
+    summary[run] = {"steps": len(steps), "first_loss": first, "last_loss": last,
+                    "world_size": config.get("world_size"), "device": config.get("device"),
+                    "val": {k: v for k, v in epochs[-1].items() if k in ("val_loss", "val_ppl", "val_bleu")}}
+# the exported model reloads on the CPU and translates
+cpu_small = Translator.load(out / "single_model")
+summary["single"]["exported_translation"] = cpu_small.translate("Ein Hund rennt über eine Wiese.")
+# the shipped model decodes on the device as on the CPU
+probes = [l.strip() for l in Path("assets/probes.txt").read_text().splitlines() if l.strip()]
+cpu, dev = Translator.load(), Translator.load(device=device)
+for beam in (1, 4):
+    t0 = time.perf_counter()
+    a = dev.translate(probes, beam=beam, batch_size=1)
+    seconds = time.perf_counter() - t0
+    b = cpu.translate(probes, beam=beam, batch_size=1)
+    summary[f"decode_beam{beam}"] = {"same_as_cpu": sum(x == y for x, y in zip(a, b)), "sentences": len(probes),
+                                     "seconds_on_device": round(seconds, 3)}
+(out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+print(json.dumps(summary, indent=2))
+EOF
