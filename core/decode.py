@@ -69,20 +69,21 @@ class IncrementalDecoder:
         if t >= self.capacity:
             raise ValueError(f"the decoder was set up for {self.capacity} steps")
         x = (F.embedding(tokens, self.lut) * self.scale + self.pe[t].to(dt)).unsqueeze(1)  # (B, 1, D)
+        # with one position, (B, 1, H, K) and (B, H, 1, K) share a memory layout: heads split by views
         for c in self.layers:
             (g0, b0, e0), (g1, b1, e1), (g2, b2, e2) = c["norms"]
             # self-attention over the prefix: this position's q, k, v in one product
             y = F.layer_norm(x, (D,), g0, b0, e0)
-            q, k, v = F.linear(y, *c["qkv"]).view(B, 1, 3, H, K).permute(2, 0, 3, 1, 4)  # 3 x (B, H, 1, K)
-            c["k"][:, :, t:t + 1] = k
-            c["v"][:, :, t:t + 1] = v
-            y = F.scaled_dot_product_attention(q.to(adt), c["k"][:, :, :t + 1], c["v"][:, :, :t + 1])
-            x = x + F.linear(y.to(dt).transpose(1, 2).reshape(B, 1, D), *c["self_out"])
+            qkv = F.linear(y, *c["qkv"]).to(adt).view(B, 3, H, 1, K)
+            c["k"][:, :, t:t + 1] = qkv[:, 1]
+            c["v"][:, :, t:t + 1] = qkv[:, 2]
+            y = F.scaled_dot_product_attention(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1])  # (B,H,1,K)
+            x = x + F.linear(y.reshape(B, 1, D).to(dt), *c["self_out"])
             # attention over the memory, whose keys and values were projected once
             y = F.layer_norm(x, (D,), g1, b1, e1)
-            q = F.linear(y, *c["src_q"]).view(B, 1, H, K).transpose(1, 2)
-            y = F.scaled_dot_product_attention(q.to(adt), c["mk"], c["mv"], attn_mask=self.mask)
-            x = x + F.linear(y.to(dt).transpose(1, 2).reshape(B, 1, D), *c["src_out"])
+            q = F.linear(y, *c["src_q"]).to(adt).view(B, H, 1, K)
+            y = F.scaled_dot_product_attention(q, c["mk"], c["mv"], attn_mask=self.mask)
+            x = x + F.linear(y.reshape(B, 1, D).to(dt), *c["src_out"])
             # position-wise feed-forward
             y = F.layer_norm(x, (D,), g2, b2, e2)
             x = x + F.linear(F.linear(y, *c["w_1"]).relu_(), *c["w_2"])
