@@ -29,7 +29,7 @@ class IncrementalDecoder:
     dropout): x += W^O Attn(LN(x)) over the target prefix, x += W^O Attn(LN(x)) over the memory,
     x += FFN(LN(x)), then the final LN. `model.decode(memory, src_mask, tgt, None, cache)` computes the
     same through the modules and is the reference in the tests; this form skips their per-call Python
-    work (about a third of a step for one sentence on a CPU), projects Q, K and V with one product,
+    work (about a quarter of a step for one sentence on a CPU), projects Q, K and V with one product,
     writes keys and values into buffers allocated once, and runs attention in the precision the model
     asks for (`attn_dtype`, float32 in `half_precision_decoder`).
     """
@@ -46,8 +46,7 @@ class IncrementalDecoder:
         self.layers = []
         for layer in layers:  # the weights each step reads, looked up once
             sa, ca, ff = layer.self_attn, layer.src_attn, layer.feed_forward
-            qkv = sa.qkv or (torch.cat([lin.weight for lin in sa.linears[:3]]),
-                             torch.cat([lin.bias for lin in sa.linears[:3]]))
+            qkv = sa.qkv or sa.stacked_qkv()
             mk = ca.linears[1](memory).view(B, -1, self.h, self.d_k).transpose(1, 2).to(self.adtype)  # (B,H,S,K)
             mv = ca.linears[2](memory).view(B, -1, self.h, self.d_k).transpose(1, 2).to(self.adtype)
             k = memory.new_empty(B, self.h, max_len, self.d_k, dtype=self.adtype)  # (B, H, max_len, K)

@@ -82,11 +82,15 @@ class MultiHeadedAttention(nn.Module):
         self.qkv = None  # (W, b): W^Q, W^K, W^V stacked by fuse_qkv, for self-attention at inference
         self.attn_dtype = None  # precision of softmax(QK^T/sqrt(d_k))V when not the projections' own
 
+    def stacked_qkv(self):
+        """W^Q, W^K and W^V stacked into one (3D, D) matrix, with their biases: one product for all three."""
+        return (torch.cat([lin.weight for lin in self.linears[:3]]),
+                torch.cat([lin.bias for lin in self.linears[:3]]))
+
     def fuse_qkv(self):
-        """Stack W^Q, W^K and W^V into one (3D, D) matrix: self-attention then projects with one product.
-        A snapshot for inference; the three linears stay the parameters."""
-        self.qkv = (torch.cat([lin.weight for lin in self.linears[:3]]).detach(),
-                    torch.cat([lin.bias for lin in self.linears[:3]]).detach())
+        """Keep the stacked matrix for self-attention at inference: a snapshot; the three linears stay
+        the parameters."""
+        self.qkv = tuple(t.detach() for t in self.stacked_qkv())
 
     def _split(self, x, linear):
         nbatches = x.size(0)
