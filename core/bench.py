@@ -8,7 +8,7 @@
    whichever of float32 and the float16 decoder is faster for it; further rows: cold caches, the cache
    kept by the modules (`model.decode(..., cache)`), and both loops in float32;
 2. training throughput (target tokens/s): this model vs torch.nn.Transformer of the same size on the
-   same batches, same loss and optimizer;
+   same batches, same loss and optimizer, and this model with nn.Dropout in place of its own;
 3. translating test_2016_flickr in batches: sentences/s with greedy and beam search;
 4. a translation with every attention map captured (what the app shows) vs the plain translation.
 Prints a table, then one JSON line with every figure.
@@ -18,13 +18,14 @@ import json
 import math
 import statistics
 import time
+import warnings
 
 import torch
 import torch.nn as nn
 
 from .data import (ASSETS, PAD, collate, default_data_dir, encode_pairs, load_split, token_batches)
 from .decode import greedy_decode, greedy_decode_modules, greedy_decode_uncached
-from .model import PositionalEncoding, make_model
+from .model import Dropout, PositionalEncoding, make_model
 from .train import LabelSmoothing, SimpleLossCompute
 from .translate import Translator
 
@@ -37,7 +38,9 @@ class TorchTransformer(nn.Module):
         self.d_model = d_model
         self.embed = nn.Embedding(vocab, d_model)
         self.pe = PositionalEncoding(d_model, dropout, 512)
-        self.core = nn.Transformer(d_model, h, N, N, d_ff, dropout, batch_first=True, norm_first=True)
+        with warnings.catch_warnings():  # the nested-tensor fast path is for inference; training never takes it
+            warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+            self.core = nn.Transformer(d_model, h, N, N, d_ff, dropout, batch_first=True, norm_first=True)
         self.proj = nn.Linear(d_model, vocab)
         self.proj.weight = self.embed.weight
 
@@ -113,26 +116,39 @@ def bench_cache(tr, sentences, repeat):
     return out
 
 
+def with_stock_dropout(model):
+    """The same model with nn.Dropout in place of core.model.Dropout (to measure what the latter gains)."""
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, Dropout):
+                setattr(module, name, nn.Dropout(child.p).train(child.training))
+    return model
+
+
 def bench_training(config, examples, steps, max_tokens, bf16):
-    """Target tokens/s of ours vs nn.Transformer, alternating batches so both see the same load."""
+    """Target tokens/s of ours vs nn.Transformer (and vs ours with nn.Dropout), every model on every batch;
+    the order in which they run rotates from batch to batch so that none always follows the same one."""
     V, N, d, ff, h = config["src_vocab"], config["N"], config["d_model"], config["d_ff"], config["h"]
     torch.manual_seed(0)
-    ours = make_model(V, V, N, d, ff, h, 0.1)
-    ref = TorchTransformer(V, N, d, ff, h, 0.1)
+    models = {"ours": make_model(V, V, N, d, ff, h, 0.1),
+              "stock": with_stock_dropout(make_model(V, V, N, d, ff, h, 0.1)),
+              "torch": TorchTransformer(V, N, d, ff, h, 0.1)}
     runners = {}
-    for name, model in (("ours", ours), ("torch", ref)):
+    for name, model in models.items():
         opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
         runners[name] = (model, opt, SimpleLossCompute(model.generator, LabelSmoothing(V, PAD, 0.1)))
     batches = token_batches(examples, max_tokens, seed=0)[:steps + 2]
-    seconds = {"ours": 0.0, "torch": 0.0}
+    seconds = {name: 0.0 for name in runners}
     tokens = 0
+    names = list(runners)
     for i, idx in enumerate(batches):
         b = collate([examples[j] for j in idx])
-        for name, (model, opt, loss_compute) in runners.items():
+        for name in names[i % 3:] + names[:i % 3]:
+            model, opt, loss_compute = runners[name]
             model.train()
             t0 = time.perf_counter()
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                out = model(b.src, b.tgt, b.src_mask, b.tgt_mask) if name == "ours" else model(b.src, b.tgt)
+                out = model(b.src, b.tgt) if name == "torch" else model(b.src, b.tgt, b.src_mask, b.tgt_mask)
                 _, loss = loss_compute(out, b.tgt_y, b.ntokens)
             loss.backward()
             opt.step()
@@ -141,10 +157,12 @@ def bench_training(config, examples, steps, max_tokens, bf16):
                 seconds[name] += time.perf_counter() - t0
         if i >= 2:
             tokens += b.ntokens
-    ours_tps, ref_tps = tokens / seconds["ours"], tokens / seconds["torch"]
+    tps = {name: tokens / s for name, s in seconds.items()}
     tag = "bf16" if bf16 else "fp32"
-    return {f"train_tokens_per_s_ours_{tag}": ours_tps, f"train_tokens_per_s_torch_{tag}": ref_tps,
-            f"train_speed_ratio_{tag}": ours_tps / ref_tps}
+    return {f"train_tokens_per_s_ours_{tag}": tps["ours"], f"train_tokens_per_s_torch_{tag}": tps["torch"],
+            f"train_tokens_per_s_stock_dropout_{tag}": tps["stock"],
+            f"train_speed_ratio_{tag}": tps["ours"] / tps["torch"],
+            f"train_speed_ratio_stock_dropout_{tag}": tps["stock"] / tps["torch"]}
 
 
 def bench_corpus(tr, sentences, beam):
@@ -205,10 +223,12 @@ def main(argv=None):
         *((f"  outputs of ~{results[f'output_pieces_{tag}']:.0f} pieces (ms)", results[f"greedy_cached_half_{tag}_ms"],
            results[f"greedy_uncached_half_{tag}_ms"], "uncached, f16", results[f"cache_speedup_half_{tag}"])
           for tag in ("short", "long")),
-        ("train fp32 (tgt tok/s)", results["train_tokens_per_s_ours_fp32"], results["train_tokens_per_s_torch_fp32"],
-         "nn.Transformer", results["train_speed_ratio_fp32"]),
-        ("train bf16 (tgt tok/s)", results["train_tokens_per_s_ours_bf16"], results["train_tokens_per_s_torch_bf16"],
-         "nn.Transformer", results["train_speed_ratio_bf16"]),
+        *(row for tag in ("fp32", "bf16") for row in (
+            (f"train {tag} (tgt tok/s)", results[f"train_tokens_per_s_ours_{tag}"],
+             results[f"train_tokens_per_s_torch_{tag}"], "nn.Transformer", results[f"train_speed_ratio_{tag}"]),
+            ("  ours with nn.Dropout", results[f"train_tokens_per_s_stock_dropout_{tag}"],
+             results[f"train_tokens_per_s_torch_{tag}"], "nn.Transformer",
+             results[f"train_speed_ratio_stock_dropout_{tag}"]))),
         ("beam 4 vs greedy (sent/s)", results["beam4_sentences_per_s"], results["greedy_sentences_per_s"], "greedy",
          results["beam4_sentences_per_s"] / results["greedy_sentences_per_s"]),
         ("inspect vs translate (ms)", results["inspect_ms"], results["translate_ms"], "translate only",

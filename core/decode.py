@@ -56,7 +56,8 @@ class IncrementalDecoder:
                 src_out=(ca.linears[3].weight, ca.linears[3].bias), w_1=(ff.w_1.weight, ff.w_1.bias),
                 w_2=(ff.w_2.weight, ff.w_2.bias), mk=mk, mv=mv, k=k, v=torch.empty_like(k)))
         emb = model.tgt_embed[0]
-        self.lut, self.scale, self.pe = emb.lut.weight, math.sqrt(emb.d_model), model.tgt_embed[1].pe[0]
+        self.lut, self.scale = emb.lut.weight, math.sqrt(emb.d_model)
+        self.pe = model.tgt_embed[1].pe[0, :max_len].to(self.dtype)  # (max_len, D), rounded once
         norm = model.decoder.norm
         self.final_norm = (norm.a_2, norm.b_2, norm.eps)
         self.capacity = max_len
@@ -67,8 +68,8 @@ class IncrementalDecoder:
         D = H * K
         if t >= self.capacity:
             raise ValueError(f"the decoder was set up for {self.capacity} steps")
-        x = (F.embedding(tokens, self.lut) * self.scale + self.pe[t].to(dt)).unsqueeze(1)  # (B, 1, D)
-        # with one position, (B, 1, H, K) and (B, H, 1, K) share a memory layout: heads split by views
+        x = torch.add(self.pe[t], F.embedding(tokens, self.lut), alpha=self.scale)  # (B, D): PE + sqrt(D) emb
+        # one position per row: (B, H, 1, K) and (B, D) share a memory layout, so heads split by views
         for c in self.layers:
             (g0, b0, e0), (g1, b1, e1), (g2, b2, e2) = c["norms"]
             # self-attention over the prefix: this position's q, k, v in one product
@@ -77,17 +78,17 @@ class IncrementalDecoder:
             c["k"][:, :, t:t + 1] = qkv[:, 1]
             c["v"][:, :, t:t + 1] = qkv[:, 2]
             y = F.scaled_dot_product_attention(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1])  # (B,H,1,K)
-            x = x + F.linear(y.reshape(B, 1, D).to(dt), *c["self_out"])
+            x = x + F.linear(y.view(B, D).to(dt), *c["self_out"])
             # attention over the memory, whose keys and values were projected once
             y = F.layer_norm(x, (D,), g1, b1, e1)
             q = F.linear(y, *c["src_q"]).to(adt).view(B, H, 1, K)
             y = F.scaled_dot_product_attention(q, c["mk"], c["mv"], attn_mask=self.mask)
-            x = x + F.linear(y.reshape(B, 1, D).to(dt), *c["src_out"])
+            x = x + F.linear(y.view(B, D).to(dt), *c["src_out"])
             # position-wise feed-forward
             y = F.layer_norm(x, (D,), g2, b2, e2)
             x = x + F.linear(F.linear(y, *c["w_1"]).relu_(), *c["w_2"])
         self.t += 1
-        return F.layer_norm(x[:, 0], (D,), *self.final_norm)
+        return F.layer_norm(x, (D,), *self.final_norm)
 
     def reorder(self, index):
         """Keep rows `index` of every buffer (beam search reorders its hypotheses each step)."""
@@ -107,7 +108,8 @@ def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     out = []
     for _ in range(max_len):
-        next_word = model.generator.proj(dec.step(next_word)).argmax(dim=-1)  # log_softmax keeps the argmax
+        # log_softmax keeps the argmax; argmax over float16 has no fast CPU kernel, float32 does
+        next_word = model.generator.proj(dec.step(next_word)).float().argmax(dim=-1)
         next_word = next_word.masked_fill(done, eos)
         out.append(next_word)
         done |= next_word == eos

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from core.model import (Embeddings, LayerNorm, MultiHeadedAttention, PositionalEncoding, attention, clones,
+from core.model import (Dropout, Embeddings, LayerNorm, MultiHeadedAttention, PositionalEncoding, attention, clones,
                         keep_attention, make_model, subsequent_mask)
 
 
@@ -31,6 +31,41 @@ def test_layernorm_matches_float64_formula():
     ref = ln.a_2.double() * (x64 - mu) / torch.sqrt(var + ln.eps) + ln.b_2.double()
     torch.testing.assert_close(ln(x).double(), ref, atol=1e-5, rtol=1e-5)
     assert {n for n, _ in ln.named_parameters()} == {"a_2", "b_2"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_zeroes_with_probability_p_and_scales_the_rest(dtype):
+    p, n = 0.1, 400_000
+    drop = Dropout(p).train()
+    torch.manual_seed(0)
+    x = (torch.rand(n) + 0.5).to(dtype).requires_grad_()
+    y = drop(x)
+    assert y.dtype == dtype
+    kept = y != 0
+    # kept elements are exactly x / (1 - p), rounded as nn.Dropout rounds them
+    assert torch.equal(y[kept], x.detach().mul(1 / (1 - p))[kept])
+    # P(keep) = 1 - p: the kept fraction lies within 5 standard deviations of a Binomial(n, 1 - p) mean
+    assert abs(kept.double().mean().item() - (1 - p)) < 5 * math.sqrt(p * (1 - p) / n)
+    # the gradient passes through the kept elements only, scaled by 1 / (1 - p)
+    y.sum().backward()
+    grad = torch.full((n,), 1 / (1 - p), dtype=dtype) * kept
+    assert torch.equal(x.grad, grad)
+    # the same seed gives the same mask; eval mode is the identity; p = 0 and p = 1 are the limits
+    torch.manual_seed(1)
+    a = drop(x.detach())
+    torch.manual_seed(1)
+    assert torch.equal(a, drop(x.detach()))
+    assert torch.equal(drop.eval()(x.detach()), x.detach())
+    assert torch.equal(Dropout(0.0).train()(x.detach()), x.detach())
+    assert not Dropout(1.0).train()(x.detach()).any()
+
+
+def test_model_dropout_is_core_dropout_everywhere():
+    model = make_model(50, 50, N=2, d_model=32, d_ff=64, h=4, dropout=0.2)
+    drops = [m for m in model.modules() if isinstance(m, nn.Dropout)]
+    # positional encodings 2, encoder layers 2 x (2 sub-layers + FFN + attention), decoder 2 x (3 + 1 + 2)
+    assert len(drops) == 2 + 2 * 4 + 2 * 6
+    assert all(type(m) is Dropout and m.p == 0.2 for m in drops)
 
 
 def test_subsequent_mask_is_lower_triangular():
