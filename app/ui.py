@@ -172,6 +172,7 @@ def build_demo():
                 code_accordion("Greedy decoding with the cache, one decoder step written out, and beam search",
                                core_decode.greedy_decode, core_decode.IncrementalDecoder, core_decode.beam_search)
                 code_accordion("The float16 decoder for one sentence on a CPU", core_model.half_precision_decoder)
+                code_accordion("Dropout with a cheaper mask on a CPU (training)", core_model.Dropout)
 
         # events
         inputs = [src, method, beam, alpha, temperature, top_k, max_len, state]

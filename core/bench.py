@@ -8,7 +8,8 @@
    whichever of float32 and the float16 decoder is faster for it; further rows: cold caches, the cache
    kept by the modules (`model.decode(..., cache)`), and both loops in float32;
 2. training throughput (target tokens/s): this model vs torch.nn.Transformer of the same size on the
-   same batches, same loss and optimizer, and this model with nn.Dropout in place of its own;
+   same batches, same loss and optimizer, and this model with nn.Dropout in place of its own; dropout
+   alone (forward and backward on one feed-forward activation) against nn.Dropout;
 3. translating test_2016_flickr in batches: sentences/s with greedy and beam search;
 4. a translation with every attention map captured (what the app shows) vs the plain translation.
 Prints a table, then one JSON line with every figure.
@@ -165,6 +166,19 @@ def bench_training(config, examples, steps, max_tokens, bf16):
             f"train_speed_ratio_stock_dropout_{tag}": tps["stock"] / tps["torch"]}
 
 
+def bench_dropout(shape, dtype, repeat):
+    """Forward and backward of core.model.Dropout vs nn.Dropout on one activation tensor, median ms."""
+    x = torch.randn(shape).to(dtype).requires_grad_()
+    grad = torch.ones(shape, dtype=dtype)
+    times = {"ours": [], "stock": []}
+    for _ in range(repeat):
+        for name, drop in (("ours", Dropout(0.1)), ("stock", nn.Dropout(0.1))):
+            times[name] += time_call(lambda: drop(x).backward(grad), 1)
+    tag = str(dtype).removeprefix("torch.")
+    ours, stock = (statistics.median(times[k]) * 1e3 for k in ("ours", "stock"))
+    return {f"dropout_ours_{tag}_ms": ours, f"dropout_stock_{tag}_ms": stock, f"dropout_speedup_{tag}": stock / ours}
+
+
 def bench_corpus(tr, sentences, beam):
     t0 = time.perf_counter()
     tr.translate(sentences, beam=beam, batch_size=64)
@@ -202,6 +216,8 @@ def main(argv=None):
     examples = encode_pairs(tr.tokenizer, train[:250 * (steps + 2)], tr.max_src_tokens)  # enough batches
     for bf16 in (False, True):
         results.update(bench_training(tr.config, examples, steps, 3072, bf16))
+    for dtype in (torch.float32, torch.bfloat16):  # one feed-forward activation of a 3,072-token batch
+        results.update(bench_dropout((3072, tr.config["d_ff"]), dtype, repeat * 4))
     corpus = [p[0] for p in (test[:200] if args.quick else test)]
     results["corpus_sentences"] = len(corpus)
     results["greedy_sentences_per_s"] = bench_corpus(tr, corpus, 1)
@@ -229,6 +245,8 @@ def main(argv=None):
             ("  ours with nn.Dropout", results[f"train_tokens_per_s_stock_dropout_{tag}"],
              results[f"train_tokens_per_s_torch_{tag}"], "nn.Transformer",
              results[f"train_speed_ratio_stock_dropout_{tag}"]))),
+        *((f"dropout fwd+bwd {tag} (ms)", results[f"dropout_ours_{tag}_ms"], results[f"dropout_stock_{tag}_ms"],
+           "nn.Dropout", results[f"dropout_speedup_{tag}"]) for tag in ("float32", "bfloat16")),
         ("beam 4 vs greedy (sent/s)", results["beam4_sentences_per_s"], results["greedy_sentences_per_s"], "greedy",
          results["beam4_sentences_per_s"] / results["greedy_sentences_per_s"]),
         ("inspect vs translate (ms)", results["inspect_ms"], results["translate_ms"], "translate only",

@@ -35,8 +35,8 @@ class Dropout(nn.Dropout):
     """Dropout, "P_drop = 0.1": each element is zeroed with probability p and the rest scaled by 1/(1-p).
 
     On a CPU the mask is drawn as uniform numbers compared with p: the same distribution as nn.Dropout's
-    Bernoulli draws, whose CPU kernel costs about 1.6x as much for the same mask (a tenth of a training
-    step here; `python -m core.bench` measures it). On other devices nn.Dropout's fused kernel is used.
+    Bernoulli draws, whose CPU kernel costs about 1.4-1.5x as much for the same tensor; about 5% of a training
+    step here (`python -m core.bench`). On other devices nn.Dropout's fused kernel is used.
     """
 
     def forward(self, x):

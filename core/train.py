@@ -247,6 +247,8 @@ def main(argv=None):
         step, epoch, batch_pos = ck["step"], ck["epoch"], ck["batch_pos"]
         minutes_before = ck.get("minutes", 0.0)
         torch.set_rng_state(ck["rng"])
+        if device.type == "cuda" and ck.get("cuda_rng") is not None:  # dropout masks on the GPU
+            torch.cuda.set_rng_state(ck["cuda_rng"], device)
         if main_proc:
             truncate_log(log_path, step, epoch)
     elif main_proc:
@@ -284,6 +286,7 @@ def main(argv=None):
             state = {"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
                      "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch,
                      "batch_pos": batch_pos, "rng": torch.get_rng_state(),
+                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                      "minutes": minutes_before + (time.time() - t0) / 60, **(extra or {})}
             tmp = path.with_suffix(".tmp")
             torch.save(state, tmp)
@@ -318,7 +321,7 @@ def main(argv=None):
             i += n_acc
             batch_pos = i
             bar.update(n_acc)
-            stats = torch.tensor([acc_loss, acc_tokens])
+            stats = torch.tensor([acc_loss, acc_tokens], device=device)  # NCCL reduces device tensors only
             if ddp:
                 dist.all_reduce(stats)
             now = time.time()
