@@ -127,7 +127,7 @@ def greedy_decode_modules(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     cache = {}
     for _ in range(max_len):
         out = model.decode(memory, src_mask, ys[:, -1:], None, cache=cache)  # (B, 1, D)
-        next_word = model.generator.proj(out[:, -1]).argmax(dim=-1).masked_fill(done, eos)
+        next_word = model.generator.proj(out[:, -1]).float().argmax(dim=-1).masked_fill(done, eos)  # as above
         ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
         done |= next_word == eos
         if done.all():
