@@ -35,7 +35,7 @@ class Dropout(nn.Dropout):
     """Dropout, "P_drop = 0.1": each element is zeroed with probability p and the rest scaled by 1/(1-p).
 
     On a CPU the mask is drawn as uniform numbers compared with p: the same distribution as nn.Dropout's
-    Bernoulli draws, whose CPU kernel costs 1.3-1.7x as much for the same tensor: 6-7% of a training step
+    Bernoulli draws, whose CPU kernel costs 1.2-1.7x as much for the same tensor: 4-7% of a training step
     here (`python -m core.bench`). On other devices nn.Dropout's fused kernel is used.
     """
 
