@@ -99,6 +99,15 @@ def set_number(page, elem_id, value):
     box.press("Enter")
 
 
+def wait_settled(page, elem_id):
+    """Wait until no event that writes to this component is pending (its status tracker is hidden again).
+
+    Gradio applies an event's outputs one property at a time, each behind an await, and marks the event
+    complete only after all of them; a value typed before then can be overwritten by the event's own."""
+    page.wait_for_function(f"() => document.querySelector('#{elem_id} [data-testid=status-tracker]')"
+                           "?.classList.contains('hide')")
+
+
 def plot_text(page, elem_id):
     return page.locator(f"#{elem_id} .js-plotly-plot").first.inner_text()
 
@@ -122,11 +131,15 @@ def test_translate_and_step_replay(page):
     wait_change(page, lambda: page.locator("#status").inner_text(), before)
     english = page.locator("#out textarea").input_value()
     assert re.search(r"[A-Za-z]", english)
-    # the rendering event runs after the translation: wait until it shows the new sentence's tokens
-    # (it also resets the step slider to 1, so the step is set after it)
+    # the rendering event runs after the translation: wait until it shows the new sentence's tokens and
+    # has finished (it also resets the step slider to 1, so the step is set after it)
     word = re.findall(r"[A-Za-z]+", english)[-1]
     page.wait_for_function(f"() => document.querySelector('#token-probs')?.innerText.includes({word!r})")
-    assert page.locator("#token-probs .tok").count() >= 2
+    wait_settled(page, "step")
+    n = page.locator("#token-probs .tok").count()
+    assert n >= 2
+    assert page.locator("#step input[type=number]").input_value() == "1"
+    assert f"(1 to {n})" in page.locator("#step label").inner_text()
     set_number(page, "step", 2)
     page.wait_for_function("() => document.body.innerText.includes('Step 2: next-token candidates')")
     shot(page, "translate")
