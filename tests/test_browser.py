@@ -150,6 +150,7 @@ def test_attention_heatmap_and_bertviz_render(page):
     page.wait_for_selector("#heatmap .js-plotly-plot svg")
     # the maps of the sentence translated in the Translate tab, with its tokens on the axes
     page.wait_for_function("() => document.querySelector('#heatmap').innerText.includes('Hunde')")
+    wait_settled(page, "heatmap")
     page.get_by_role("radio", name="Cross-attention (decoder → encoder)").check()
     page.wait_for_function("() => document.querySelector('#heatmap').innerText.includes('Cross-attention')")
     shot(page, "attention")
