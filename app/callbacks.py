@@ -115,8 +115,6 @@ def bertviz_views(ins):
     return head_view_html(ins), model_view_html(ins)
 
 
-
-
 def render_translation(ins, kind, layer, head):
     """Every view of a new translation: token probabilities, the step replay (at step 1), the diagram's
     shapes, bertviz's views and the attention figures."""
@@ -254,8 +252,6 @@ def ablation_view():
 def speed_table(b):
     """The figures of `python -m core.bench` (bench.json) as a Markdown table: measure, ours, reference,
     ratio; rows whose figures the file lacks (an older benchmark) are left out."""
-    if "greedy_uncached_fp32_ms" in b and "greedy_uncached_half_ms" in b:  # the faster uncached loop
-        b = dict(b, greedy_uncached_ms=min(b["greedy_uncached_fp32_ms"], b["greedy_uncached_half_ms"]))
     spec = [  # (measure, ours, reference, ratio, decimals)
         ("greedy, one sentence, cached (float16 decoder) vs the uncached loop (ms)", "greedy_cached_half_ms",
          "greedy_uncached_ms", "cache_speedup", 1),
