@@ -94,6 +94,22 @@ def decoding_step(ins, step):
     return figures.decoder_input_html(ins, t), mask_fig, figures.step_candidates(ins, t)
 
 
+def _step_by(ins, step, delta):
+    """The replay moved one step back or forward, kept within 1..n: the slider's value and that step's views."""
+    if ins is None:
+        return 1, *decoding_step(None, 1)
+    k = _clamp(_clamp(step, 1, len(ins.out_tokens)) + delta, 1, len(ins.out_tokens))
+    return k, *decoding_step(ins, k)
+
+
+def previous_step(ins, step):
+    return _step_by(ins, step, -1)
+
+
+def next_step(ins, step):
+    return _step_by(ins, step, +1)
+
+
 def attention_figures(ins, kind, layer, head):
     """Heatmap of one head, grid of the layer's heads, overview of all layers and heads."""
     if ins is None:

@@ -76,7 +76,11 @@ def build_demo():
                 gr.Markdown("### Decoding, one step at a time\nThe decoder is auto-regressive: at each step it "
                             "sees the tokens so far (the subsequent mask hides the rest) and scores every "
                             "piece of the vocabulary for the next position.")
-                step = gr.Slider(1, 2, value=1, step=1, label="decoding step", interactive=False, elem_id="step")
+                with gr.Row(equal_height=True):
+                    step = gr.Slider(1, 2, value=1, step=1, label="decoding step", interactive=False, elem_id="step",
+                                     scale=6)
+                    prev_btn = gr.Button("◀ previous step", size="sm", scale=1, min_width=120, elem_id="step-prev")
+                    next_btn = gr.Button("next step ▶", size="sm", scale=1, min_width=120, elem_id="step-next")
                 step_info = gr.HTML()
                 with gr.Row():
                     step_mask = gr.Plot(label="mask")
@@ -184,7 +188,15 @@ def build_demo():
             cb.render_translation, [state, kind, layer, head], rendered, api_visibility="private")
         demo.load(cb.translate, inputs, [out, status, state], api_visibility="private").then(
             cb.render_translation, [state, kind, layer, head], rendered, api_visibility="private")
-        step.change(cb.decoding_step, [state, step], [step_info, step_mask, step_cands], api_visibility="private")
+        # the slider's own event fires on the user's input only: a new translation (the render) and the
+        # buttons send the step's views with the slider's new value, so nothing is drawn twice
+        step_views = [step_info, step_mask, step_cands]
+        step.input(cb.decoding_step, [state, step], step_views, trigger_mode="always_last",
+                   api_visibility="private")
+        for button, move in ((prev_btn, cb.previous_step), (next_btn, cb.next_step)):
+            # a click while the last one runs waits for it, then moves on from the step it reached
+            button.click(move, [state, step], [step, *step_views], trigger_mode="always_last",
+                         api_visibility="private")
         for control in (kind, layer, head):
             control.change(cb.attention_figures, [state, kind, layer, head], attention_outputs,
                            api_visibility="private")

@@ -111,6 +111,19 @@ def test_decoding_step_replay(cb, ins):
     assert slider.maximum == max(len(ins.out_tokens), 2)
 
 
+def test_step_buttons_move_one_step_within_the_sentence(cb, ins):
+    n = len(ins.out_tokens)
+    k, info, _, cands = cb.next_step(ins, 1)
+    assert k == 2 and cands.layout.title.text.startswith("Step 2:") and html.escape(ins.out_tokens[1]) in info
+    assert cb.previous_step(ins, 2)[0] == 1
+    assert cb.previous_step(ins, 1)[0] == 1  # kept within 1..n
+    k, _, _, cands = cb.next_step(ins, n)
+    assert k == n and cands.layout.title.text.startswith(f"Step {n}:")
+    assert cb.next_step(ins, "not a number")[0] == 2  # an unreadable value counts as step 1
+    k, info, *_ = cb.next_step(None, 1)
+    assert k == 1 and info == ""  # nothing translated yet: the views say so
+
+
 def test_token_html_is_escaped(cb):
     from app import figures
     evil = fake_inspection(["<s>", "<img src=x onerror=alert(1)>", "</s>"], ["<s>", "</script><b>x"])
