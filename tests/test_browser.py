@@ -2,6 +2,7 @@
 
 Needs Debian's chromium at /usr/bin/chromium (scripts/install.sh --dev installs it) and the shipped model.
 """
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import pytest
 from tests.conftest import ROOT, needs_shipped
 
 CHROMIUM = "/usr/bin/chromium"
+APP_LOG = {}  # the app's log file, for failure messages
 pytestmark = [needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
 
 
@@ -28,7 +30,7 @@ def free_port():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     port = free_port()
-    log = tmp_path_factory.mktemp("app") / "app.log"
+    log = APP_LOG["path"] = tmp_path_factory.mktemp("app") / "app.log"
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
@@ -60,7 +62,7 @@ def browser():
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run", "--disable-sync"])
+            "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"])
         yield b
         b.close()
 
@@ -68,9 +70,11 @@ def browser():
 @pytest.fixture(scope="module")
 def page(server, browser, tmp_path_factory):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.requests, page.errors = [], []
+    page.requests, page.errors, page.events = [], [], []
     page.shots = tmp_path_factory.mktemp("screenshots")
     page.on("request", lambda r: page.requests.append(r.url))
+    # every event the page sends to the server (which function, with what inputs), for failure messages
+    page.on("request", lambda r: page.events.append(event_line(r)) if "queue/join" in r.url else None)
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.goto(server)
@@ -81,6 +85,14 @@ def page(server, browser, tmp_path_factory):
     shot(page, "overview")
     yield page
     page.close()
+
+
+def event_line(request):
+    try:
+        body = json.loads(request.post_data or "{}")
+    except ValueError:
+        body = {}
+    return f"{time.strftime('%X')} fn {body.get('fn_index')}: {str(body.get('data'))[:80]}"
 
 
 def shot(page, name):
@@ -108,6 +120,29 @@ def wait_settled(page, elem_id):
                            "?.classList.contains('hide')")
 
 
+def diagnostics(page):
+    """What the page and the server were doing, for a failure message."""
+    state = page.evaluate("""() => { const s = document.querySelector('#step');
+        return {box: s?.querySelector('input[type=number]')?.value, label: s?.querySelector('label')?.innerText,
+                trackers: [...document.querySelectorAll('[data-testid=status-tracker]:not(.hide)')]
+                          .map(t => t.closest('[id]')?.id + ': ' + t.innerText.slice(0, 40)),
+                steps_shown: document.body.innerText.match(/Step \\d+: next-token/g),
+                tokens: [...document.querySelectorAll('#token-probs')].map(e => e.innerText.slice(0, 60)),
+                toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200))}; }""")
+    log = APP_LOG["path"].read_text(errors="replace")[-2500:] if APP_LOG.get("path") else ""
+    return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nlast events sent: {page.events[-6:]}\n"
+            f"app log (end):\n{log}")
+
+
+def wait_text(page, text, timeout=30000):
+    """Wait until the page shows `text`; on timeout, fail with what the page and the server were doing."""
+    try:
+        page.wait_for_function(f"() => document.body.innerText.includes({text!r})", timeout=timeout)
+    except Exception as e:
+        raise AssertionError(f"{text!r} not shown within {timeout / 1000:.0f} s ({e.__class__.__name__})\n"
+                             + diagnostics(page)) from None
+
+
 def plot_text(page, elem_id):
     return page.locator(f"#{elem_id} .js-plotly-plot").first.inner_text()
 
@@ -126,10 +161,12 @@ def test_translate_and_step_replay(page):
     open_tab(page, "Translate")  # tabs render when first opened
     page.wait_for_function("() => document.querySelector('#status')?.innerText.includes('ms on the server')")
     page.locator("#src textarea").fill("Zwei Hunde spielen im Schnee.")
-    before = page.locator("#status").inner_text()
+    before = page.locator("#out textarea").input_value()
     page.locator("#translate-btn").click()
-    wait_change(page, lambda: page.locator("#status").inner_text(), before)
-    english = page.locator("#out textarea").input_value()
+    # the translation is done when the English box holds a new text (the status line is no signal: while
+    # the event runs, its progress text shows inside it) and the event has completed
+    english = wait_change(page, lambda: page.locator("#out textarea").input_value(), before)
+    wait_settled(page, "out")
     assert re.search(r"[A-Za-z]", english)
     # the rendering event runs after the translation: wait until it shows the new sentence's tokens and
     # has finished (it also resets the step slider to 1, so the step is set after it)
@@ -137,11 +174,25 @@ def test_translate_and_step_replay(page):
     page.wait_for_function(f"() => document.querySelector('#token-probs')?.innerText.includes({word!r})")
     wait_settled(page, "step")
     n = page.locator("#token-probs .tok").count()
-    assert n >= 2
-    assert page.locator("#step input[type=number]").input_value() == "1"
+    assert n >= 3
+    box = page.locator("#step input[type=number]")
+    assert box.input_value() == "1"
     assert f"(1 to {n})" in page.locator("#step label").inner_text()
-    set_number(page, "step", 2)
-    page.wait_for_function("() => document.body.innerText.includes('Step 2: next-token candidates')")
+    wait_text(page, "Step 1: next-token candidates")
+    # the buttons move the replay one step at a time, and the slider follows
+    page.locator("#step-next").click()
+    wait_text(page, "Step 2: next-token candidates")
+    page.locator("#step-next").click()
+    wait_text(page, "Step 3: next-token candidates")
+    assert box.input_value() == "3"
+    page.locator("#step-prev").click()
+    wait_text(page, "Step 2: next-token candidates")
+    assert box.input_value() == "2"
+    wait_settled(page, "step")
+    # a step typed into the slider's box: the last one, where the decoder chose the end of the sentence
+    set_number(page, "step", n)
+    wait_text(page, f"Step {n}: next-token candidates")
+    assert "&lt;/s&gt;" in page.locator(".step code.chosen").inner_html()
     shot(page, "translate")
 
 
