@@ -206,6 +206,8 @@ def test_switching_views_never_runs_the_model(cb, ins, monkeypatch):
     for kind in ("encoder", "decoder", "cross"):
         cb.attention_figures(ins, kind, 2, 5)
     cb.decoding_step(ins, 2)
+    cb.next_step(ins, 2)
+    cb.previous_step(ins, 2)
     cb.bertviz_views(ins)
     cb.render_translation(ins, "cross", 0, 1)
 
