@@ -28,6 +28,11 @@ def default_data_dir():
     return shared if shared.is_dir() else CACHE_DIR
 
 
+def nonblank_lines(text):
+    """The lines of a text that hold anything, stripped (example files, user input, probe sentences)."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
 def read_lines(path):
     """Lines of a text file, gzipped or plain, without their line ends."""
     path = Path(path)

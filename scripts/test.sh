@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: install, then pytest. Extra arguments go to pytest.
+# The whole test suite on a fresh machine: install, lint (ruff), then pytest. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --dev
+"${PYTHON:-python3}" -m ruff check .
 exec "${PYTHON:-python3}" -m pytest -q "$@"
