@@ -4,7 +4,7 @@
 """
 import argparse
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -18,7 +18,6 @@ from .model import attention_modules, half_precision_decoder, keep_attention, su
 @dataclass
 class Inspection:
     """Everything the explorer shows about one translation."""
-    text: str
     translation: str
     src_tokens: list          # source pieces, <s> ... </s>                     (S)
     tgt_tokens: list          # decoder inputs, <s> y_1 ... y_n                 (T)
@@ -29,7 +28,6 @@ class Inspection:
     token_probs: list         # probability of each output token given its prefix (T)
     topk: list                # per step: [(piece, probability), ...] best candidates
     truncated: bool = False
-    settings: dict = field(default_factory=dict)
 
 
 class Translator:
@@ -119,13 +117,13 @@ class Translator:
         top_p, top_i = probs.topk(topk, dim=-1)
         piece = self.tokenizer.id_to_piece
         return Inspection(
-            text=text, translation=self.tokenizer.decode(out_ids),
+            translation=self.tokenizer.decode(out_ids),
             src_tokens=[piece(i) for i in src_ids], tgt_tokens=[piece(i) for i in [BOS] + out_ids],
             out_tokens=[piece(i) for i in out_ids + [EOS]],
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
-            truncated=truncated, settings=dict(method=method, beam=beam, alpha=alpha, **kw))
+            truncated=truncated)
 
 
 def main(argv=None):

@@ -30,7 +30,7 @@ def fake_inspection(tokens_src, tokens_tgt, L=2, H=2):
     from core.translate import Inspection
     S, T = len(tokens_src), len(tokens_tgt)
     rnd = lambda *s: torch.rand(*s).softmax(-1)
-    return Inspection(text="x", translation="y", src_tokens=tokens_src, tgt_tokens=tokens_tgt,
+    return Inspection(translation="y", src_tokens=tokens_src, tgt_tokens=tokens_tgt,
                       out_tokens=tokens_tgt[1:] + ["</s>"], encoder=rnd(L, H, S, S), decoder=rnd(L, H, T, T),
                       cross=rnd(L, H, T, S), token_probs=[0.5] * T, topk=[[("a", 0.5), ("b", 0.2)]] * T)
 
