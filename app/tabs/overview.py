@@ -6,7 +6,7 @@ import gradio as gr
 
 from ..shared import get_translator
 
-# (tab name, label shown) for blocks that link to a tab
+# the labels of the tabs the diagram's blocks open (as app/ui.py writes them)
 TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = (
     "Attention", "Masks", "Positional encoding", "Training replay", "Translate")
 
