@@ -42,14 +42,14 @@ _REQUIRE_SHIM = """<script>
 </script>"""
 
 
-def static_url(path, root=""):
+def static_url(path):
     """The URL under which Gradio serves a file registered with gr.set_static_paths."""
-    return f"{root}/gradio_api/file={path}"
+    return f"/gradio_api/file={path}"
 
 
-def _offline(page, root=""):
+def _offline(page):
     """Swap the CDN loader for the local shim and make the embedded JSON unable to end its <script>."""
-    shim = _REQUIRE_SHIM % {"jquery": static_url(JQUERY_JS, root), "d3": static_url(D3_JS, root)}
+    shim = _REQUIRE_SHIM % {"jquery": static_url(JQUERY_JS), "d3": static_url(D3_JS)}
     page, n = _CDN_REQUIRE.subn(lambda _: shim, page)
     if n != 1:
         raise RuntimeError("unexpected bertviz output: RequireJS loader not found")
@@ -85,19 +85,19 @@ def _as_layers(maps):
     return tuple(m.unsqueeze(0) for m in maps)
 
 
-def head_view_html(ins, root=""):
+def head_view_html(ins):
     """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe."""
     page = head_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
                      cross_attention=_as_layers(ins.cross), encoder_tokens=list(ins.src_tokens),
                      decoder_tokens=list(ins.tgt_tokens), html_action="return").data
     rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
-    return _iframe(_page(_offline(page, root)), 120 + int(rows * 22.5), "bertviz head view")
+    return _iframe(_page(_offline(page)), 120 + int(rows * 22.5), "bertviz head view")
 
 
-def model_view_html(ins, root=""):
+def model_view_html(ins):
     """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe."""
     page = model_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
                       cross_attention=_as_layers(ins.cross), encoder_tokens=list(ins.src_tokens),
                       decoder_tokens=list(ins.tgt_tokens), display_mode="light", html_action="return").data
     layers = ins.encoder.size(0)
-    return _iframe(_page(_offline(page, root)), 140 + layers * 120, "bertviz model view")
+    return _iframe(_page(_offline(page)), 140 + layers * 120, "bertviz model view")

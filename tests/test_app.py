@@ -1,4 +1,5 @@
-"""The app's figure builders and callbacks, called without a browser, on the shipped model."""
+"""The Translate, Attention, Overview and Engineering tabs' figure builders and callbacks, and the page's
+events, called without a browser, on the shipped model."""
 import html
 import math
 from html.parser import HTMLParser
@@ -6,6 +7,12 @@ from html.parser import HTMLParser
 import pytest
 import torch
 
+from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
+from app.common import token_heatmap
+from app.shared import get_translator
+from app.tabs import attention, engineering, overview, translate
+from app.ui import build_demo
+from core.translate import Inspection
 from tests.conftest import needs_shipped
 
 pytestmark = needs_shipped
@@ -14,20 +21,13 @@ SENTENCE = "Zwei Hunde spielen im Schnee."
 
 
 @pytest.fixture(scope="module")
-def cb():
-    from app import callbacks
-    return callbacks
-
-
-@pytest.fixture(scope="module")
-def ins(cb):
-    out, status, ins = cb.translate(SENTENCE, "greedy", 4, 0.6, 1.0, 10, 100, None)
+def ins():
+    out, status, ins = translate.translate(SENTENCE, "greedy", 4, 0.6, 1.0, 10, 100, None)
     assert out and ins is not None
     return ins
 
 
 def fake_inspection(tokens_src, tokens_tgt, L=2, H=2):
-    from core.translate import Inspection
     S, T = len(tokens_src), len(tokens_tgt)
     rnd = lambda *s: torch.rand(*s).softmax(-1)
     return Inspection(translation="y", src_tokens=tokens_src, tgt_tokens=tokens_tgt,
@@ -35,8 +35,7 @@ def fake_inspection(tokens_src, tokens_tgt, L=2, H=2):
                       cross=rnd(L, H, T, S), token_probs=[0.5] * T, topk=[[("a", 0.5), ("b", 0.2)]] * T)
 
 
-def test_translate_returns_text_status_and_consistent_maps(cb, ins):
-    from app.model import get_translator
+def test_translate_returns_text_status_and_consistent_maps(ins):
     cfg = get_translator().config
     S, T = len(ins.src_tokens), len(ins.tgt_tokens)
     assert ins.src_tokens[0] == "<s>" and ins.src_tokens[-1] == "</s>" and ins.tgt_tokens[0] == "<s>"
@@ -51,24 +50,23 @@ def test_translate_returns_text_status_and_consistent_maps(cb, ins):
     assert all(step[0][0] == tok for step, tok in zip(ins.topk, ins.out_tokens))
 
 
-def test_translation_matches_the_plain_translator(cb, ins):
-    from app.model import get_translator
+def test_translation_matches_the_plain_translator(ins):
     assert ins.translation == get_translator().translate(SENTENCE)
 
 
-def test_bad_input_gives_messages_not_errors(cb, ins):
-    out, status, state = cb.translate("   ", previous=ins)
+def test_bad_input_gives_messages_not_errors(ins):
+    out, status, state = translate.translate("   ", previous=ins)
     assert out == "" and "Type a German sentence" in status and state is ins
-    out, status, state = cb.translate("Hund " * 400, previous=ins)
+    out, status, state = translate.translate("Hund " * 400, previous=ins)
     assert out == "" and "characters" in status and state is ins
-    out, status, new = cb.translate("Ein Hund " * 100)  # under the character limit, over the token limit
+    out, status, new = translate.translate("Ein Hund " * 100)  # under the character limit, over the token limit
     assert "cut to its first" in status and new.truncated
-    out, status, new = cb.translate(SENTENCE, method="nonsense", beam="x", max_len=-5)
+    out, status, new = translate.translate(SENTENCE, method="nonsense", beam="x", max_len=-5)
     assert isinstance(out, str) and new is not None
 
 
-def test_heatmap_shows_the_model_attention(cb, ins):
-    heat, grid, overview = cb.attention_figures(ins, "cross", 1, 3)
+def test_heatmap_shows_the_model_attention(ins):
+    heat, grid, overview = attention.attention_figures(ins, "cross", 1, 3)
     z = torch.tensor(heat.data[0].z)
     torch.testing.assert_close(z, ins.cross[1, 3], atol=1e-6, rtol=1e-6)
     assert list(heat.layout.yaxis.ticktext) == [html.escape(t, quote=False) for t in ins.tgt_tokens]
@@ -83,7 +81,6 @@ def test_heatmap_shows_the_model_attention(cb, ins):
 
 def test_attention_maps_equal_an_independent_forward_pass(ins):
     """The maps shown come from the model: recompute encoder layer 0 head 0 by hand from its weights."""
-    from app.model import get_translator
     tr = get_translator()
     model = tr.model
     ids = torch.tensor([[tr.tokenizer.piece_to_id(p) for p in ins.src_tokens]])
@@ -98,37 +95,46 @@ def test_attention_maps_equal_an_independent_forward_pass(ins):
     torch.testing.assert_close(ins.encoder[0, 0].double(), w, atol=1e-5, rtol=1e-4)
 
 
-def test_decoding_step_replay(cb, ins):
+def test_decoding_step_replay(ins):
     t = min(3, len(ins.out_tokens))
-    info, mask_fig, cands = cb.decoding_step(ins, t)
+    info, mask_fig, cands = translate.decoding_step(ins, t)
     z = torch.tensor(mask_fig.data[0].z)
     assert torch.equal(z, torch.tril(torch.ones(t, t)))
     assert html.escape(ins.out_tokens[t - 1]) in info
     probs = list(cands.data[0].x)
     assert sum(probs) <= 1 + 1e-6 and max(probs) == pytest.approx(ins.topk[t - 1][0][1])
     assert "#e4572e" in list(cands.data[0].marker.color)  # the chosen token is marked
-    slider = cb.step_slider(ins)
+    slider = translate.step_slider(ins)
     assert slider.maximum == max(len(ins.out_tokens), 2)
 
 
-def test_step_buttons_move_one_step_within_the_sentence(cb, ins):
+def test_step_buttons_move_one_step_within_the_sentence(ins):
     n = len(ins.out_tokens)
-    k, info, _, cands = cb.next_step(ins, 1)
+    k, info, _, cands = translate.next_step(ins, 1)
     assert k == 2 and cands.layout.title.text.startswith("Step 2:") and html.escape(ins.out_tokens[1]) in info
-    assert cb.previous_step(ins, 2)[0] == 1
-    assert cb.previous_step(ins, 1)[0] == 1  # kept within 1..n
-    k, _, _, cands = cb.next_step(ins, n)
+    assert translate.previous_step(ins, 2)[0] == 1
+    assert translate.previous_step(ins, 1)[0] == 1  # kept within 1..n
+    k, _, _, cands = translate.next_step(ins, n)
     assert k == n and cands.layout.title.text.startswith(f"Step {n}:")
-    assert cb.next_step(ins, "not a number")[0] == 2  # an unreadable value counts as step 1
-    k, info, *_ = cb.next_step(None, 1)
+    assert translate.next_step(ins, "not a number")[0] == 2  # an unreadable value counts as step 1
+    k, info, *_ = translate.next_step(None, 1)
     assert k == 1 and info == ""  # nothing translated yet: the views say so
 
 
-def test_token_html_is_escaped(cb):
-    from app import figures
+def test_token_html_is_escaped():
     evil = fake_inspection(["<s>", "<img src=x onerror=alert(1)>", "</s>"], ["<s>", "</script><b>x"])
-    page = figures.token_probs_html(evil) + figures.decoder_input_html(evil, 0)
+    page = translate.token_probs_html(evil) + translate.decoder_input_html(evil, 0)
     assert "</script><b>" not in page and "&lt;/script&gt;&lt;b&gt;x" in page
+
+
+def test_token_heatmap_keeps_repeated_tokens_apart():
+    """Numeric axes with the tokens as tick labels: two rows of the same token stay two rows."""
+    fig = token_heatmap([[1.0, 0.0], [0.0, 1.0]], ["a", "a"], ["<s>", "a"], colorscale="Blues")
+    assert list(fig.layout.yaxis.tickvals) == [0, 1] and list(fig.layout.yaxis.ticktext) == ["a", "a"]
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "a"]  # escaped: plotly reads HTML in labels
+    assert fig.layout.yaxis.autorange == "reversed"  # the first token on top, as in the paper's figures
+    with pytest.raises(AssertionError):
+        token_heatmap([[1.0]], ["a", "b"], ["c"])
 
 
 class ScriptCollector(HTMLParser):
@@ -158,8 +164,7 @@ class ScriptCollector(HTMLParser):
         return p.scripts
 
 
-def test_bertviz_views_are_offline_and_cannot_be_broken_out_of(cb):
-    from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
+def test_bertviz_views_are_offline_and_cannot_be_broken_out_of():
     assert D3_JS.exists() and JQUERY_JS.exists()
     evil = fake_inspection(["<s>", "</script><script>alert(1)</script>", "<!--", "</s>"],
                            ["<s>", "</ScRiPt>", "a"])
@@ -174,9 +179,8 @@ def test_bertviz_views_are_offline_and_cannot_be_broken_out_of(cb):
         assert f"/gradio_api/file={D3_JS}" in page and f"/gradio_api/file={JQUERY_JS}" in page
 
 
-def test_overview_diagram_has_live_shapes(cb, ins):
-    from app.model import get_translator
-    svg = cb.overview_svg(ins)
+def test_overview_diagram_has_live_shapes(ins):
+    svg = overview.overview_svg(ins)
     S, T = len(ins.src_tokens), len(ins.tgt_tokens)
     D, H = get_translator().config["d_model"], get_translator().config["h"]
     assert f"1 × {S} × {D}" in svg and f"{H} heads × {T} × {S}" in svg and f"{H} heads × {S} × {S}" in svg
@@ -185,15 +189,24 @@ def test_overview_diagram_has_live_shapes(cb, ins):
 
 
 def test_translate_api_is_named_translate():
-    from app.ui import build_demo
     demo = build_demo()
     names = [d.api_name for d in demo.fns.values() if getattr(d, "api_name", None)]
     assert "translate" in names
+    # the only public endpoint: one event that the button, Enter in the German box and the page load run
+    public = [d for d in demo.fns.values() if d.api_visibility == "public"]
+    assert [d.api_name for d in public] == ["translate"]
+    assert sorted(event for _, event in public[0].targets) == ["click", "load", "submit"]
+    assert len(public[0].inputs) == 8  # the text, six decoding settings, the state
+    # after it, one event draws the translation in the Translate tab, the Overview diagram and the Attention tab
+    (render,) = [d for d in demo.fns.values() if d.trigger_after == public[0]._id]
+    drawn = {getattr(c, "elem_id", None) for c in render.outputs}
+    assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",
+            "bertviz-model"} <= drawn
+    assert len(render.outputs) == len(translate.render_translation(None, "encoder", 0, 0))
 
 
-def test_switching_views_never_runs_the_model(cb, ins, monkeypatch):
+def test_switching_views_never_runs_the_model(ins, monkeypatch):
     """Layer, head, kind, step and bertviz views are drawn from the kept Inspection alone."""
-    from app.model import get_translator
     tr = get_translator()
 
     def forbidden(*a, **k):
@@ -204,22 +217,22 @@ def test_switching_views_never_runs_the_model(cb, ins, monkeypatch):
         monkeypatch.setattr(model, "encode", forbidden)
         monkeypatch.setattr(model, "decode", forbidden)
     for kind in ("encoder", "decoder", "cross"):
-        cb.attention_figures(ins, kind, 2, 5)
-    cb.decoding_step(ins, 2)
-    cb.next_step(ins, 2)
-    cb.previous_step(ins, 2)
-    cb.bertviz_views(ins)
-    cb.render_translation(ins, "cross", 0, 1)
+        attention.attention_figures(ins, kind, 2, 5)
+    translate.decoding_step(ins, 2)
+    translate.next_step(ins, 2)
+    translate.previous_step(ins, 2)
+    attention.bertviz_views(ins)
+    translate.render_translation(ins, "cross", 0, 1)
 
 
-def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks(cb):
+def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     full = {"greedy_cached_half_ms": 15.04, "greedy_uncached_ms": 48.0, "cache_speedup": 3.19, "train_tokens_per_s_ours_bf16": 2175.4, "train_tokens_per_s_torch_bf16": 2106.3,
             "train_speed_ratio_bf16": 1.0328}
-    rows = cb.speed_table(full).splitlines()[2:]
+    rows = engineering.speed_table(full).splitlines()[2:]
     assert rows == ["| greedy, one sentence, cached (float16 decoder) vs the uncached loop (ms) | 15.0 | 48.0 | 3.19× |",
                     "| training, target tokens/s vs nn.Transformer (bf16) | 2175 | 2106 | 1.03× |"]
     # an older or damaged file: rows with a missing or non-numeric figure are left out, nothing raises
-    assert len(cb.speed_table(dict(full, train_speed_ratio_bf16="n/a")).splitlines()) == 3
-    assert cb.speed_table({"threads": 2}) == ""
-    assert "Speed on this machine" in cb.engineering_md()  # the shipped bench.json has every row
-    assert cb.engineering_md().count("×") >= 10
+    assert len(engineering.speed_table(dict(full, train_speed_ratio_bf16="n/a")).splitlines()) == 3
+    assert engineering.speed_table({"threads": 2}) == ""
+    assert "Speed on this machine" in engineering.engineering_md()  # the shipped bench.json has every row
+    assert engineering.engineering_md().count("×") >= 10

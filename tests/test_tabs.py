@@ -1,18 +1,30 @@
-"""What the Masks, Positional-encoding and Training-replay tabs show, checked against hand-built
+"""What the Masks, Positional encoding and Training replay tabs show, checked against hand-built
 expectations, a float64 reference, and the formulas."""
+import json
 import math
 
 import pytest
 import torch
 
+from app.shared import get_translator
+from app.tabs import masks, positional, training
+from app.tabs.masks import DEFAULT_DE, DEFAULT_EN, batching_figure, make_batch, mask_panels, parse_pairs, scores_at_work
+from app.tabs.positional import encoding, encoding_f64, relative_residual, rotation
+from app.tabs.training import (
+    ablation_runs,
+    noam_figure,
+    penalization_figure,
+    replay_figure,
+    shipped_log,
+    smoothing_figure,
+)
+from core.model import attention_modules, keep_attention
 from core.train import rate
 from tests.conftest import ASSETS, needs_shipped
-
 
 # ---- masks -----------------------------------------------------------------------------------------
 
 def test_parse_pairs_messages():
-    from app.masks import parse_pairs
     assert parse_pairs("a\nb", "c\nd") == [("a", "c"), ("b", "d")]
     with pytest.raises(ValueError, match="2 German lines but 1 English"):
         parse_pairs("a\nb", "c")
@@ -23,7 +35,6 @@ def test_parse_pairs_messages():
 
 
 def test_mask_panels_match_hand_built_masks(tiny_spm):
-    from app.masks import make_batch, mask_panels
     sp, _ = tiny_spm
     batch, examples = make_batch(sp, [("Der Hund.", "A dog."), ("Die alte Katze schläft im Park.", "An old cat sleeps in the park.")])
     T = batch.tgt.size(1)
@@ -42,9 +53,6 @@ def test_mask_panels_match_hand_built_masks(tiny_spm):
 
 @needs_shipped
 def test_mask_at_work_zeroes_masked_weights():
-    from app import callbacks as cb
-    from app.masks import DEFAULT_DE, DEFAULT_EN, make_batch, scores_at_work
-    from app.model import get_translator
     tr = get_translator()
     batch, _ = make_batch(tr.tokenizer, list(zip(DEFAULT_DE.splitlines(), DEFAULT_EN.splitlines())))
     for kind in ("decoder", "encoder"):
@@ -54,18 +62,16 @@ def test_mask_at_work_zeroes_masked_weights():
         torch.testing.assert_close(masked[mask.bool()], raw[mask.bool()])
         assert torch.all(masked[mask == 0] == -1e9)
         # the weights are the model's own: same as its attention with weights kept
-        from core.model import attention_modules, keep_attention
         with torch.no_grad(), keep_attention(tr.model):
             tr.model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
             kept = attention_modules(tr.model)[kind][0].attn[0, 1]
         torch.testing.assert_close(weights, kept, atol=1e-5, rtol=1e-4)
-    out = cb.masks_view(DEFAULT_DE, DEFAULT_EN, 1, "decoder", 0, 0)
+    out = masks.masks_view(DEFAULT_DE, DEFAULT_EN, 1, "decoder", 0, 0)
     assert out[0].startswith("Batch of 3 pairs")
-    assert "Give between" in cb.masks_view("a", "b", 0, "decoder", 0, 0)[0]
+    assert "Give between" in masks.masks_view("a", "b", 0, "decoder", 0, 0)[0]
 
 
 def test_batching_figure_shows_training_and_user_batch():
-    from app.masks import batching_figure
     stats = {"batch_size": 10, "max_tokens": 100,
              "sentence_count": {"padding_fraction": 0.5, "tokens_per_batch_mean": 90, "tokens_per_batch_std": 5},
              "token_based": {"padding_fraction": 0.05, "tokens_per_batch_mean": 88, "tokens_per_batch_std": 9}}
@@ -74,7 +80,6 @@ def test_batching_figure_shows_training_and_user_batch():
 
 
 def test_shipped_batching_stats_favour_token_batches():
-    import json
     path = ASSETS / "batching.json"
     if not path.exists():
         pytest.skip("no batching.json in assets/ yet")
@@ -85,7 +90,6 @@ def test_shipped_batching_stats_favour_token_batches():
 # ---- positional encoding ---------------------------------------------------------------------------
 
 def test_encoding_matches_float64_reference():
-    from app.positional import encoding, encoding_f64
     for d in (16, 256):
         torch.testing.assert_close(encoding(d, 200).double(), encoding_f64(d, 200), atol=2e-5, rtol=0)
     ref = encoding_f64(8, 3)
@@ -94,7 +98,6 @@ def test_encoding_matches_float64_reference():
 
 @pytest.mark.parametrize("k", [1, 7, 40])
 def test_rotation_maps_pos_to_pos_plus_k(k):
-    from app.positional import encoding_f64, relative_residual, rotation
     pe = encoding_f64(64, 120)
     assert relative_residual(pe, k).max() < 1e-10
     M = rotation(64, k)
@@ -103,21 +106,18 @@ def test_rotation_maps_pos_to_pos_plus_k(k):
 
 
 def test_positional_view_and_errors():
-    from app import callbacks as cb
-    curves, heat, sim, rel, note = cb.positional_view(32, 50, "0, 1, 9", 3)
+    curves, heat, sim, rel, note = positional.positional_view(32, 50, "0, 1, 9", 3)
     assert [t.name.split()[1] for t in curves.data] == ["0", "1", "9"]
     assert len(heat.data[0].z) == 50 and len(heat.data[0].z[0]) == 32
     assert "largest residual" in note
-    assert "must lie in" in cb.positional_view(32, 50, "40", 3)[-1]
+    assert "must lie in" in positional.positional_view(32, 50, "40", 3)[-1]
     # odd d_model is made even, k is kept inside the range
-    assert len(cb.positional_view(33, 20, "", 999)[1].data[0].z[0]) == 32
+    assert len(positional.positional_view(33, 20, "", 999)[1].data[0].z[0]) == 32
 
 
 @needs_shipped
 def test_embedding_scale_uses_trained_weights():
-    from app import callbacks as cb
-    from app.model import get_translator
-    fig, note = cb.embedding_scale()
+    fig, note = positional.embedding_scale()
     w = get_translator().model.src_embed[0].lut.weight
     assert len(fig.data[0].x) == w.size(0)
     assert fig.data[1].x[3] == pytest.approx(w[3].norm().item() * math.sqrt(w.size(1)), rel=1e-5)
@@ -126,7 +126,6 @@ def test_embedding_scale_uses_trained_weights():
 # ---- training replay -------------------------------------------------------------------------------
 
 def test_noam_figure_overlays_the_three_annotated_schedules():
-    from app.replay import noam_figure
     fig = noam_figure(256, 0.8, 1000)
     assert [t.name for t in fig.data[:3]] == ["512:4000", "512:8000", "256:4000"]
     x, y = fig.data[3].x, fig.data[3].y
@@ -134,7 +133,6 @@ def test_noam_figure_overlays_the_three_annotated_schedules():
 
 
 def test_smoothed_distribution():
-    from app.replay import smoothing_figure
     _, td = smoothing_figure(0.3, targets=(2, 1, 0), vocab=6)
     torch.testing.assert_close(td[:2].sum(-1), torch.ones(2))
     assert td[0, 2] == pytest.approx(0.7) and td[1, 1] == pytest.approx(0.7)
@@ -142,7 +140,6 @@ def test_smoothed_distribution():
 
 
 def test_penalization_curve_has_interior_minimum_with_smoothing():
-    from app.replay import penalization_figure
     fig = penalization_figure((0.0, 0.4))
     plain, smooth = fig.data
     assert min(plain.y) == plain.y[-1]  # no smoothing: more confidence is always better
@@ -150,19 +147,17 @@ def test_penalization_curve_has_interior_minimum_with_smoothing():
 
 
 def test_replay_tick_advances_and_stops(monkeypatch):
-    from app import callbacks as cb
-    monkeypatch.setattr(cb, "replay_length", lambda: 120)
-    slider, timer, playing = cb.replay_tick(10, True)
+    monkeypatch.setattr(training, "replay_length", lambda: 120)
+    slider, timer, playing = training.replay_tick(10, True)
     assert slider.value == 12 and playing
-    slider, timer, playing = cb.replay_tick(119, True)
+    slider, timer, playing = training.replay_tick(119, True)
     assert slider.value == 120 and not playing and timer.active is False
-    button, timer, playing, slider = cb.replay_toggle(False, 120)
+    button, timer, playing, slider = training.replay_toggle(False, 120)
     assert playing and slider.value == 1 and button.value == "Pause"
 
 
 @needs_shipped
 def test_replayed_learning_rates_follow_noam():
-    from app.replay import replay_figure, shipped_log
     config, steps, epochs = shipped_log()
     a = config["args"]
     for r in steps:
@@ -174,7 +169,6 @@ def test_replayed_learning_rates_follow_noam():
 
 
 def test_ablation_logs_when_shipped():
-    from app.replay import ablation_runs
     runs = ablation_runs()
     if not runs:
         pytest.skip("no ablation logs in assets/ yet")

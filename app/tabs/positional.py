@@ -4,13 +4,18 @@
 relative positions, since for any fixed offset k, PE_{pos+k} can be represented as a linear function of
 PE_{pos}."
 """
+import html
 import math
 
+import gradio as gr
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from core.model import PositionalEncoding
+from core.model import Embeddings, PositionalEncoding
+
+from ..common import clamp, code_panel, empty_figure
+from ..shared import get_translator
 
 
 def encoding(d_model, positions):
@@ -127,3 +132,58 @@ def scale_figure(model):
                       xaxis_title="L2 norm", yaxis_title="pieces", height=360, margin=dict(l=10, r=10, t=50, b=10))
     stats = {"raw_median": raw.median().item(), "scaled_median": scaled.median().item(), "pe_norm": pe_norm}
     return fig, stats
+
+
+# ---- callbacks -------------------------------------------------------------------------------------
+
+def positional_view(d_model, positions, dims, k):
+    """The curves of the chosen dimensions, the encoding and its similarities, and M_k for offset k."""
+    d_model = clamp(d_model, 4, 1024)
+    d_model -= d_model % 2
+    positions = clamp(positions, 2, 1000)
+    k = clamp(k, 1, positions - 1)
+    try:
+        dims = parse_dims(dims, d_model)
+    except ValueError as e:
+        msg = str(e)
+        return empty_figure(msg), empty_figure(msg), empty_figure(msg), empty_figure(msg), f"**{html.escape(msg)}**"
+    pe = encoding(d_model, positions)
+    rel, res32, res64 = relative_figure(pe, k)
+    note = (f"For k = {k}, M_k reproduces PE(pos + k) from PE(pos) at every position: largest residual "
+            f"{res32:.1e} with the model's float32 buffer, {res64:.1e} in float64.")
+    return curves_figure(pe, dims), heatmap_figure(pe), similarity_figure(pe), rel, note
+
+
+def embedding_scale():
+    fig, s = scale_figure(get_translator().model)
+    note = (f"Median norm of a trained embedding: {s['raw_median']:.2f} as stored, {s['scaled_median']:.1f} after "
+            f"× √d_model; every positional encoding has norm {s['pe_norm']:.1f}. Without the factor the position "
+            "signal would dominate the word signal.")
+    return fig, note
+
+
+# ---- layout and events -----------------------------------------------------------------------------
+
+def build(demo, cfg):
+    """Lay out the tab and wire its controls; the first view and the trained model's scales are drawn on
+    page load."""
+    with gr.Row():
+        d_model = gr.Slider(4, 512, value=cfg["d_model"], step=2, label="d_model", elem_id="pe-d")
+        positions = gr.Slider(10, 500, value=100, step=1, label="positions")
+        dims = gr.Textbox(value="4, 5, 6, 7", label="dimensions to plot", elem_id="pe-dims")
+        k = gr.Slider(1, 50, value=5, step=1, label="offset k")
+    curves = gr.Plot(elem_id="pe-curves")
+    with gr.Row():
+        heat = gr.Plot()
+        sim = gr.Plot()
+    gr.Markdown("### Relative positions: PE(pos + k) = M_k · PE(pos)")
+    rel = gr.Plot(elem_id="pe-rel")
+    note = gr.Markdown()
+    gr.Markdown("### The scale of words and positions in the trained model")
+    scale = gr.Plot()
+    scale_note = gr.Markdown()
+    code_panel("The code", PositionalEncoding, Embeddings)
+    inputs = [d_model, positions, dims, k]
+    gr.on([*(c.change for c in inputs), demo.load], positional_view, inputs, [curves, heat, sim, rel, note],
+          api_visibility="private")
+    demo.load(embedding_scale, None, [scale, scale_note], api_visibility="private")

@@ -1,10 +1,10 @@
-"""The shipped model, loaded once per process and shared by every request."""
+"""The shipped Translator, loaded once per process and shared by every request, and the lock around it."""
 import os
 import threading
 from functools import lru_cache
 from pathlib import Path
 
-from core.data import ASSETS
+from core.data import ASSETS, nonblank_lines
 from core.translate import Translator
 
 # Attention capture sets flags on the shared modules: one model call at a time.
@@ -23,5 +23,4 @@ def get_translator():
 @lru_cache(maxsize=1)
 def examples():
     """German example sentences written for this project (assets/examples.txt)."""
-    path = ASSETS / "examples.txt"
-    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return nonblank_lines((ASSETS / "examples.txt").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""The Training-replay tab: the shipped run's log, the Noam schedule and label smoothing.
+"""The Training replay tab: the shipped run's log, the Noam schedule and label smoothing.
 
 "We used the Adam optimizer ... and varied the learning rate over the course of training" (the Noam
 schedule), and "during training, we employed label smoothing of value eps_ls = 0.1. This hurts perplexity,
@@ -9,14 +9,16 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+import gradio as gr
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from core.data import ASSETS
+from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
-from .model import model_dir
+from ..common import clamp, code_panel, empty_figure
+from ..shared import model_dir
 
 ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
@@ -92,8 +94,7 @@ def replay_figure(steps, epochs, step):
 @lru_cache(maxsize=1)
 def probe_sentences():
     """The German probe sentences the training run translated after each epoch (assets/probes.txt)."""
-    text = (ASSETS / "probes.txt").read_text(encoding="utf-8")
-    return tuple(line.strip() for line in text.splitlines() if line.strip())
+    return tuple(nonblank_lines((ASSETS / "probes.txt").read_text(encoding="utf-8")))
 
 
 def probes_html(epochs, step, probes_de):
@@ -181,3 +182,107 @@ def ablation_figure(runs):
     fig.update_xaxes(title_text="epoch")
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+# ---- callbacks -------------------------------------------------------------------------------------
+
+def replay_length():
+    return len(shipped_log()[1])
+
+
+def replay_view(step):
+    _, steps, epochs = shipped_log()
+    step = clamp(step, 1, len(steps))
+    return replay_figure(steps, epochs, step), probes_html(epochs, step, probe_sentences())
+
+
+def replay_tick(step, playing):
+    """One tick of Play: advance about 1/60 of the run; stop at the end."""
+    n = replay_length()
+    if not playing:
+        return gr.Slider(value=step), gr.Timer(active=False), False
+    nxt = min(n, int(step or 1) + max(1, n // 60))
+    done = nxt >= n
+    return gr.Slider(value=nxt), gr.Timer(active=not done), not done
+
+
+def replay_toggle(playing, step):
+    n = replay_length()
+    playing = not playing
+    start = 1 if playing and int(step or 1) >= n else step  # Play at the end starts over
+    return (gr.Button(value="Pause" if playing else "Play"), gr.Timer(active=playing), playing,
+            gr.Slider(value=start))
+
+
+def noam_view(d_model, factor, warmup):
+    config, steps, _ = shipped_log()
+    run = (config["args"], steps) if config else None
+    return noam_figure(clamp(d_model, 8, 4096), clamp(factor, 0.01, 10.0, float), clamp(warmup, 1, 100000), run)
+
+
+def smoothing_view(eps):
+    fig, _ = smoothing_figure(clamp(eps, 0.0, 0.9, float))
+    return fig
+
+
+def ablation_view():
+    """The label-smoothing ablation, and a sentence stating what its logs show."""
+    runs = ablation_runs()
+    if len(runs) < 2:
+        return empty_figure("The ablation logs are not in assets/."), ""
+    last = {label: r[2][-1] for label, r in runs.items()}
+    a, b = last["ε = 0"], last["ε = 0.1"]
+    text = (f"After {a['epoch']} epochs each on the same budget: ε = 0 reaches validation perplexity "
+            f"{a['val_ppl']:.2f}, BLEU {a.get('val_bleu', float('nan')):.1f}, mean top-token confidence "
+            f"{a['val_confidence']:.2f}; ε = 0.1 reaches perplexity {b['val_ppl']:.2f}, BLEU "
+            f"{b.get('val_bleu', float('nan')):.1f}, confidence {b['val_confidence']:.2f}.")
+    return ablation_figure(runs), text
+
+
+# ---- layout and events -----------------------------------------------------------------------------
+
+def _replay(demo):
+    """The run replayed: Play/Pause, the optimizer step, the curves up to it and the probe sentences."""
+    n_steps = replay_length()
+    with gr.Row():
+        play = gr.Button("Play", elem_id="play", scale=0)
+        step = gr.Slider(1, n_steps, value=n_steps, step=1, label="optimizer step", elem_id="r-step")
+    playing = gr.State(False)
+    timer = gr.Timer(0.6, active=False)
+    fig = gr.Plot(elem_id="r-fig")
+    probes = gr.HTML(elem_id="r-probes")
+    gr.on([step.change, demo.load], replay_view, step, [fig, probes], api_visibility="private")
+    play.click(replay_toggle, [playing, step], [play, timer, playing, step], api_visibility="private")
+    timer.tick(replay_tick, [step, playing], [step, timer, playing], api_visibility="private")
+
+
+def _noam(demo):
+    gr.Markdown("### The Noam schedule")
+    with gr.Row():
+        d_model = gr.Slider(64, 1024, value=512, step=64, label="d_model")
+        warmup = gr.Slider(100, 16000, value=4000, step=100, label="warmup steps", elem_id="n-warm")
+        factor = gr.Slider(0.1, 3.0, value=1.0, step=0.1, label="factor")
+    fig = gr.Plot(elem_id="n-fig")
+    inputs = [d_model, factor, warmup]
+    gr.on([*(c.change for c in inputs), demo.load], noam_view, inputs, fig, api_visibility="private")
+
+
+def _smoothing(demo):
+    gr.Markdown("### Label smoothing")
+    eps = gr.Slider(0.0, 0.8, value=0.1, step=0.05, label="ε", elem_id="ls-eps")
+    with gr.Row():
+        fig = gr.Plot(elem_id="ls-fig")
+        gr.Plot(value=penalization_figure())
+    gr.on([eps.change, demo.load], smoothing_view, eps, fig, api_visibility="private")
+    gr.Markdown("### What it did here: ε = 0 against ε = 0.1, same model, same budget")
+    ablation = gr.Plot()
+    note = gr.Markdown()
+    demo.load(ablation_view, None, [ablation, note], api_visibility="private")
+
+
+def build(demo):
+    """Lay out the tab and wire its controls; every figure is first drawn on page load."""
+    _replay(demo)
+    _noam(demo)
+    _smoothing(demo)
+    code_panel("The code", rate, LabelSmoothing)

@@ -7,24 +7,24 @@ import html
 import json
 import math
 
+import gradio as gr
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from core.data import PAD, Batch, encode_pairs, pad_to, padding_stats
+from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_stats
+from core.model import subsequent_mask
 
-from .figures import _axis
-from .model import model_dir
+from ..common import MASK_SCALE, clamp, code_panel, empty_figure, token_axis
+from ..shared import MODEL_LOCK, get_translator, model_dir
 
 DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
 DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman reads."
-MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]
 
 
 def parse_pairs(german, english, min_pairs=2, max_pairs=4, max_chars=300):
     """Sentence pairs from two texts, one sentence a line; raises ValueError with a readable message."""
-    de = [l.strip() for l in (german or "").splitlines() if l.strip()]
-    en = [l.strip() for l in (english or "").splitlines() if l.strip()]
+    de, en = nonblank_lines(german), nonblank_lines(english)
     if len(de) != len(en):
         raise ValueError(f"{len(de)} German lines but {len(en)} English lines: give one translation per sentence.")
     if not min_pairs <= len(de) <= max_pairs:
@@ -83,8 +83,8 @@ def mask_panels(batch, i, src_pieces, tgt_pieces):
     for c, (_, m, rows, cols) in enumerate(panels, 1):
         fig.add_trace(go.Heatmap(z=m.numpy(), zmin=0, zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=1, ygap=1,
                                  hovertemplate="row %{y}, column %{x}: %{z}<extra></extra>"), row=1, col=c)
-        fig.update_xaxes(_axis(cols, tickangle=-90, automargin=False), row=1, col=c)
-        fig.update_yaxes(_axis(rows, autorange="reversed", showticklabels=c in (1, 2), automargin=False), row=1, col=c)
+        fig.update_xaxes(token_axis(cols, tickangle=-90, automargin=False), row=1, col=c)
+        fig.update_yaxes(token_axis(rows, autorange="reversed", showticklabels=c in (1, 2), automargin=False), row=1, col=c)
     fig.update_layout(height=max(330, 140 + 22 * T), margin=dict(l=90, r=10, t=60, b=90),
                       title=f"Sentence {i}: 1 = may attend (blue), 0 = masked")
     return fig
@@ -127,8 +127,8 @@ def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
         fig.add_trace(go.Heatmap(z=z.numpy(), colorscale=scale, showscale=False, text=text,
                                  zmid=0 if c < 3 else None, zmin=0 if c == 3 else None, zmax=1 if c == 3 else None,
                                  hovertemplate="%{y} → %{x}: %{text}<extra></extra>", xgap=1, ygap=1), row=1, col=c)
-        fig.update_xaxes(_axis(k_pieces, tickangle=-90, automargin=False), row=1, col=c)
-        fig.update_yaxes(_axis(q_pieces, autorange="reversed", showticklabels=c == 1, automargin=False), row=1, col=c)
+        fig.update_xaxes(token_axis(k_pieces, tickangle=-90, automargin=False), row=1, col=c)
+        fig.update_yaxes(token_axis(q_pieces, autorange="reversed", showticklabels=c == 1, automargin=False), row=1, col=c)
     fig.update_layout(title=title, height=max(330, 140 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=70, b=90))
     return fig
 
@@ -164,3 +164,67 @@ def batching_figure(stats, user_examples):
     fig.update_yaxes(range=[0, 1], tickformat=".0%", row=1, col=1)
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+# ---- callback --------------------------------------------------------------------------------------
+
+def masks_view(german, english, sentence, kind, layer, head):
+    """Tokenization, padded ids, the masks of one sentence, teacher forcing, and a mask at work."""
+    tr = get_translator()
+    try:
+        pairs = parse_pairs(german, english)
+    except ValueError as e:
+        msg = str(e)
+        return f"**{html.escape(msg)}**", "", empty_figure(msg), "", empty_figure(msg), empty_figure(msg)
+    batch, examples = make_batch(tr.tokenizer, pairs)
+    i = clamp(sentence, 0, len(pairs) - 1)
+    piece = tr.tokenizer.id_to_piece
+    src_p = [piece(t) for t in batch.src[i].tolist()]
+    tgt_p = [piece(t) for t in batch.tgt[i].tolist()]
+    ids = (ids_table_html(tr.tokenizer, batch.src, "source ids (German), padded") +
+           ids_table_html(tr.tokenizer, batch.tgt, "decoder input ids tgt[:, :-1] (English), padded"))
+    kind = kind if kind in ("encoder", "decoder") else "decoder"
+    layer = clamp(layer, 0, tr.config["N"] - 1)
+    head = clamp(head, 0, tr.config["h"] - 1)
+    with MODEL_LOCK:
+        raw, masked, weights, m = scores_at_work(tr.model, batch, i, kind, layer, head)
+    q = src_p if kind == "encoder" else tgt_p
+    title = (f"{'Encoder' if kind == 'encoder' else 'Decoder'} self-attention, layer {layer}, head {head}, "
+             f"sentence {i}")
+    scores = scores_figure(raw, masked, weights, m, q, q, title)
+    n_pad = int((batch.src == 0).sum() + (batch.tgt == 0).sum())
+    summary = (f"Batch of {len(pairs)} pairs: source {tuple(batch.src.shape)}, decoder input "
+               f"{tuple(batch.tgt.shape)}, {n_pad} padding positions. Showing sentence {i}.")
+    return (summary, ids, mask_panels(batch, i, src_p, tgt_p), shift_table_html(tr.tokenizer, batch, i),
+            scores, batching_figure(load_batching_stats(), examples))
+
+
+# ---- layout and events -----------------------------------------------------------------------------
+
+def build(demo, cfg):
+    """Lay out the tab and wire its controls; the first view is drawn on page load."""
+    gr.Markdown("Edit a small batch (one sentence a line, 2 to 4 pairs). The trainer pads it, builds "
+                "the source padding mask, and for the decoder the target padding mask `&` the "
+                "subsequent mask.")
+    with gr.Row():
+        de = gr.Textbox(label="German (one per line)", lines=4, value=DEFAULT_DE, elem_id="m-de")
+        en = gr.Textbox(label="English (one per line)", lines=4, value=DEFAULT_EN, elem_id="m-en")
+    with gr.Row():
+        sentence = gr.Slider(0, 3, value=1, step=1, label="sentence of the batch", elem_id="m-sent")
+        kind = gr.Radio([("decoder self-attention", "decoder"), ("encoder self-attention", "encoder")],
+                        value="decoder", label="mask at work in")
+        layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer")
+        head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head")
+    summary = gr.Markdown(elem_id="m-summary")
+    ids = gr.HTML()
+    panels = gr.Plot(elem_id="m-masks")
+    shift = gr.HTML()
+    gr.Markdown("### A mask at work in the trained model")
+    scores = gr.Plot(elem_id="m-scores")
+    gr.Markdown("### Padding and batching\nThe training set batched two ways (figures computed by the "
+                "training pipeline), and your batch as given.")
+    batching = gr.Plot(elem_id="m-batching")
+    code_panel("The code", subsequent_mask, Batch)
+    inputs = [de, en, sentence, kind, layer, head]
+    gr.on([*(c.change for c in inputs), demo.load], masks_view, inputs,
+          [summary, ids, panels, shift, scores, batching], api_visibility="private")

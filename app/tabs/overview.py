@@ -1,7 +1,12 @@
-"""The architecture of Figure 1 of the paper as an SVG, with the live tensor shapes of a sentence."""
+"""The Overview tab: the architecture of Figure 1 of the paper as an SVG, with the tensor shapes of the last
+translation; clicking a block opens the tab that explores it."""
 from html import escape
 
-# (tab name, label shown) for blocks that link to a tab
+import gradio as gr
+
+from ..shared import get_translator
+
+# the labels of the tabs the diagram's blocks open (as app/ui.py writes them)
 TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = (
     "Attention", "Masks", "Positional encoding", "Training replay", "Translate")
 
@@ -78,3 +83,20 @@ element.addEventListener('click', (event) => {
   if (tab) tab.click();
 });
 """
+
+
+def overview_svg(ins):
+    """The architecture diagram with the shapes of the last translation (S and T before the first)."""
+    cfg = get_translator().config
+    if ins is None:
+        return architecture_svg(cfg)
+    return architecture_svg(cfg, len(ins.src_tokens), len(ins.tgt_tokens))
+
+
+def build(cfg):
+    """Lay out the tab; returns the diagram, which each new translation redraws (see app/ui.py)."""
+    gr.Markdown(f"**The model:** {cfg['N']} encoder and {cfg['N']} decoder layers, d_model = "
+                f"{cfg['d_model']}, {cfg['h']} heads, d_ff = {cfg['d_ff']}, a shared vocabulary of "
+                f"{cfg['src_vocab']} SentencePiece pieces. The shapes on the arrows are those of the "
+                "current sentence. Click a block to explore it.")
+    return gr.HTML(overview_svg(None), js_on_load=DIAGRAM_JS, elem_id="diagram")

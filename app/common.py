@@ -1,0 +1,57 @@
+"""What several tabs use: values from the browser kept in range, token axes, a heatmap of a matrix with a
+token on each row and column, the empty-figure placeholder, and the code panel.
+
+Token axes are numeric with the pieces as tick labels: a categorical axis would merge repeated tokens.
+"""
+import html
+import inspect
+
+import gradio as gr
+import plotly.graph_objects as go
+
+MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]  # 0 = masked (grey), 1 = may attend (blue)
+
+
+def clamp(x, lo, hi, cast=int):
+    """x as a number within lo..hi; lo for anything unreadable (the browser can send any value)."""
+    try:
+        return max(lo, min(hi, cast(x)))
+    except (TypeError, ValueError):
+        return lo
+
+
+def label(token):
+    """A token as plotly text: plotly reads a subset of HTML in labels, so "<s>" would strike through."""
+    return html.escape(str(token), quote=False)
+
+
+def token_axis(tokens, **kw):
+    """A plotly axis with one tick per token, labelled with the token."""
+    return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[label(t) for t in tokens], **kw)
+
+
+def token_heatmap(z, row_tokens, col_tokens, title="", height=None, **trace):
+    """A matrix (rows × cols, values in 0..1) as a heatmap, a token on each row and column, the first row on
+    top; `trace` goes to go.Heatmap (colour scale, hover text)."""
+    assert len(z) == len(row_tokens) and len(z[0]) == len(col_tokens), (len(z), len(row_tokens), len(col_tokens))
+    fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, **trace))
+    fig.update_layout(title=title, height=height or max(340, 170 + 26 * len(row_tokens)),
+                      margin=dict(l=110, r=10, t=50, b=110),
+                      xaxis=token_axis(col_tokens, tickangle=-90, automargin=False),
+                      yaxis=token_axis(row_tokens, autorange="reversed", automargin=False))
+    return fig
+
+
+def empty_figure(message):
+    """A blank figure that says why there is nothing to show."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, font=dict(size=15, color="#777"))
+    fig.update_layout(height=220, xaxis=dict(visible=False), yaxis=dict(visible=False),
+                      margin=dict(l=10, r=10, t=10, b=10))
+    return fig
+
+
+def code_panel(title, *objects):
+    """The source of the pieces a tab explores, shown beside their pictures (closed at first)."""
+    with gr.Accordion(title, open=False):
+        gr.Code("\n\n".join(inspect.getsource(o) for o in objects), language="python")

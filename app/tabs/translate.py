@@ -1,0 +1,219 @@
+"""The Translate tab: a German sentence in, its English translation, each chosen token's probability, and
+the decoding replayed one step at a time.
+
+`translate` keeps the Inspection of the translation (every attention map, every step's candidates) in the
+session's state; the other views draw from it. `render_translation` draws a new translation in every tab that
+shows it: this tab's token probabilities and step replay, the Overview diagram's shapes and the Attention tab.
+"""
+import html
+import time
+from types import SimpleNamespace
+
+import gradio as gr
+import plotly.graph_objects as go
+
+from core.model import subsequent_mask
+
+from ..common import MASK_SCALE, clamp, empty_figure, label, token_axis, token_heatmap
+from ..shared import MODEL_LOCK, examples, get_translator
+from . import attention, overview
+
+MAX_CHARS = 1000
+METHODS = ("greedy", "beam", "sample")
+
+
+# ---- figures ---------------------------------------------------------------------------------------
+
+def _prob_color(p):
+    """White (p = 0) to a saturated green (p = 1)."""
+    r, g, b = (int(255 - (255 - c) * p) for c in (46, 160, 67))
+    return f"rgb({r},{g},{b})"
+
+
+def token_probs_html(ins):
+    """The output tokens, each on a background coloured by the model's probability for it (escaped)."""
+    spans = []
+    for tok, p in zip(ins.out_tokens, ins.token_probs):
+        text = html.escape(tok.replace("▁", " ").strip() or tok)
+        spans.append(f'<span class="tok" title="p = {p:.3f}" style="background:{_prob_color(p)};'
+                     f'color:{"#fff" if p > 0.6 else "#111"}">{text}<sub>{p:.2f}</sub></span>')
+    legend = '<div class="tok-legend">probability of each chosen token given the tokens before it</div>'
+    return f'<div class="tok-row">{"".join(spans)}</div>{legend}'
+
+
+def decoder_input_html(ins, step):
+    """Decoder input at `step` (what the decoder has seen so far) and the token it produces."""
+    seen = " ".join(html.escape(t) for t in ins.tgt_tokens[:step + 1])
+    out = html.escape(ins.out_tokens[step])
+    return (f'<div class="step"><b>decoder input</b> <code>{seen}</code> &nbsp;→&nbsp; '
+            f'<b>next token</b> <code class="chosen">{out}</code> '
+            f'(p = {ins.token_probs[step]:.3f})</div>')
+
+
+def mask_matrix(mask, row_tokens, col_tokens, title="", highlight_row=None):
+    """A boolean mask (rows x cols) as a heatmap: 1 = may attend, 0 = blocked."""
+    m = mask.float().cpu().numpy()
+    fig = token_heatmap(m, row_tokens, col_tokens, title, height=max(280, 160 + 26 * len(row_tokens)),
+                        colorscale=MASK_SCALE, showscale=False, xgap=1, ygap=1,
+                        text=[[("allowed" if v else "masked") for v in row] for row in m],
+                        hovertemplate="row %{y} → col %{x}: %{text}<extra></extra>")
+    if highlight_row is not None:
+        fig.add_shape(type="rect", x0=-0.5, x1=len(col_tokens) - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
+                      line=dict(color="#e4572e", width=3))
+    return fig
+
+
+def step_candidates(ins, step):
+    """Bar chart of the top candidates for the token at decoding step `step`, the chosen one marked."""
+    cands = ins.topk[step]
+    chosen = ins.out_tokens[step]
+    labels = [c[0] for c in cands][::-1]
+    probs = [c[1] for c in cands][::-1]
+    colors = ["#e4572e" if c == chosen else "#4a7dc9" for c in labels]
+    fig = go.Figure(go.Bar(x=probs, y=list(range(len(labels))), orientation="h", marker_color=colors,
+                           text=[f"{p:.1%}" for p in probs], textposition="auto",
+                           hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
+                           customdata=[label(c) for c in labels]))
+    fig.update_layout(title=f"Step {step + 1}: next-token candidates (chosen in red)", height=300,
+                      xaxis=dict(range=[0, 1], title="probability"), yaxis=token_axis(labels),
+                      margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+# ---- callbacks -------------------------------------------------------------------------------------
+
+def translate(text, method="beam", beam=4, alpha=None, temperature=1.0, top_k=10, max_len=100, previous=None):
+    """Translate one German sentence and keep everything the other tabs show (returned as state).
+
+    Returns (English translation, a status line in Markdown, the Inspection to keep)."""
+    text = (text or "").strip()
+    if not text:
+        return "", "Type a German sentence (or pick an example) and press Translate.", previous
+    if len(text) > MAX_CHARS:
+        return "", (f"That input has {len(text):,} characters; this demo takes up to {MAX_CHARS:,}. "
+                    "Try a single sentence."), previous
+    method = method if method in METHODS else "beam"
+    tr = get_translator()
+    alpha = tr.alpha if alpha is None else clamp(alpha, 0.0, 2.0, float)
+    settings = dict(method=method, beam=clamp(beam, 1, 8), alpha=alpha, max_len=clamp(max_len, 1, 200))
+    if method == "sample":
+        settings.update(temperature=clamp(temperature, 0.05, 5.0, float), top_k=clamp(top_k, 0, 1000))
+    t0 = time.perf_counter()
+    with MODEL_LOCK:
+        ins = tr.inspect(text, **settings)
+    ms = (time.perf_counter() - t0) * 1e3
+    decoding = {"greedy": "greedy", "beam": f"beam search (k = {settings['beam']}, α = {settings['alpha']:g})",
+             "sample": f"sampling (T = {settings.get('temperature', 1):g}, top-k = {settings.get('top_k', 0)})"}[method]
+    status = (f"{decoding} · {len(ins.src_tokens)} source pieces → {len(ins.out_tokens)} output pieces · "
+              f"{ms:.0f} ms on the server, attention maps included")
+    if ins.truncated:
+        status += (f"\n\n**Notice:** the input was longer than the model's limit and was cut to its first "
+                   f"{tr.max_src_tokens - 2} pieces.")
+    if len(ins.out_tokens) >= settings["max_len"] and ins.out_tokens[-1] != "</s>":
+        status += "\n\n**Notice:** the output reached the maximum length before the end-of-sentence token."
+    return ins.translation, status, ins
+
+
+def token_probs(ins):
+    return token_probs_html(ins) if ins is not None else ""
+
+
+def step_slider(ins):
+    n = len(ins.out_tokens) if ins is not None else 1
+    return gr.Slider(minimum=1, maximum=max(n, 2), value=1, step=1, interactive=ins is not None,
+                     label=f"decoding step (1 to {n})")
+
+
+def decoding_step(ins, step):
+    """What the decoder saw and chose at step `step` (1-based): input so far, mask in effect, candidates."""
+    if ins is None:
+        msg = "Translate a sentence to replay its decoding."
+        return "", empty_figure(msg), empty_figure(msg)
+    t = clamp(step, 1, len(ins.out_tokens)) - 1
+    seen = ins.tgt_tokens[:t + 1]
+    mask = subsequent_mask(len(seen))[0]
+    mask_fig = mask_matrix(mask, seen, seen, title=f"Subsequent mask in effect ({t + 1} × {t + 1}); "
+                           "the last row is this step's query", highlight_row=t)
+    return decoder_input_html(ins, t), mask_fig, step_candidates(ins, t)
+
+
+def _step_by(ins, step, delta):
+    """The replay moved one step back or forward, kept within 1..n: the slider's value and that step's views."""
+    if ins is None:
+        return 1, *decoding_step(None, 1)
+    k = clamp(clamp(step, 1, len(ins.out_tokens)) + delta, 1, len(ins.out_tokens))
+    return k, *decoding_step(ins, k)
+
+
+def previous_step(ins, step):
+    return _step_by(ins, step, -1)
+
+
+def next_step(ins, step):
+    return _step_by(ins, step, +1)
+
+
+def render_translation(ins, kind, layer, head):
+    """Every view of a new translation: token probabilities, the step replay (at step 1), the diagram's
+    shapes, then the Attention tab's views (bertviz's and the figures of `kind`, `layer`, `head`)."""
+    return (token_probs(ins), step_slider(ins), *decoding_step(ins, 1), overview.overview_svg(ins),
+            *attention.render(ins, kind, layer, head))
+
+
+# ---- layout and events -----------------------------------------------------------------------------
+
+def _settings(default_alpha):
+    """The decoding controls, in the order `translate` takes them after the text."""
+    method = gr.Radio(list(METHODS), value="greedy", label="decoding")
+    with gr.Row():
+        beam = gr.Slider(1, 8, value=4, step=1, label="beam size")
+        alpha = gr.Slider(0.0, 2.0, value=default_alpha, step=0.1, label="length penalty α")
+    with gr.Row():
+        temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="temperature (sampling)")
+        top_k = gr.Slider(0, 50, value=10, step=1, label="top-k (sampling, 0 = all)")
+    max_len = gr.Slider(5, 200, value=100, step=1, label="maximum output length (pieces)")
+    return [method, beam, alpha, temperature, top_k, max_len]
+
+
+def _step_replay():
+    """The step slider, its two buttons and the step's views (input so far, mask, candidates)."""
+    gr.Markdown("### Decoding, one step at a time\nThe decoder is auto-regressive: at each step it "
+                "sees the tokens so far (the subsequent mask hides the rest) and scores every "
+                "piece of the vocabulary for the next position.")
+    with gr.Row(equal_height=True):
+        step = gr.Slider(1, 2, value=1, step=1, label="decoding step", interactive=False, elem_id="step", scale=6)
+        prev_btn = gr.Button("◀ previous step", size="sm", scale=1, min_width=120, elem_id="step-prev")
+        next_btn = gr.Button("next step ▶", size="sm", scale=1, min_width=120, elem_id="step-next")
+    step_info = gr.HTML()
+    with gr.Row():
+        step_mask = gr.Plot(label="mask")
+        step_cands = gr.Plot(label="candidates")
+    return step, prev_btn, next_btn, [step_info, step_mask, step_cands]
+
+
+def build(demo, state, default_alpha):
+    """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button, by
+    Enter in the text box and on page load) and this tab's outputs of `render_translation`."""
+    with gr.Row():
+        with gr.Column(scale=1):
+            src = gr.Textbox(label="German", lines=2, max_lines=6, value=examples()[0],
+                             placeholder="Ein Mann fährt Fahrrad.", elem_id="src")
+            gr.Examples(examples(), inputs=src, label="Examples written for this demo", examples_per_page=12)
+            settings = _settings(default_alpha)
+            go_btn = gr.Button("Translate", variant="primary", elem_id="translate-btn")
+        with gr.Column(scale=1):
+            out = gr.Textbox(label="English", interactive=False, elem_id="out")
+            status = gr.Markdown(elem_id="status")
+            probs = gr.HTML(elem_id="token-probs")
+    step, prev_btn, next_btn, step_views = _step_replay()
+
+    translated = gr.on([go_btn.click, src.submit, demo.load], translate, [src, *settings, state],
+                       [out, status, state], api_name="translate")
+    # the slider's own event fires on the user's input only: a new translation (the render) and the
+    # buttons send the step's views with the slider's new value, so nothing is drawn twice
+    step.input(decoding_step, [state, step], step_views, trigger_mode="always_last", api_visibility="private")
+    for button, move in ((prev_btn, previous_step), (next_btn, next_step)):
+        # a click while the last one runs waits for it, then moves on from the step it reached
+        button.click(move, [state, step], [step, *step_views], trigger_mode="always_last",
+                     api_visibility="private")
+    return SimpleNamespace(translated=translated, outputs=[probs, step, *step_views])
