@@ -197,8 +197,8 @@ def evaluate(model, data, config, epoch, args, autocast=nullcontext):
     """The epoch record's measurements on val: loss, perplexity and confidence; greedy BLEU every
     --bleu-every epochs; the translations of the probe sentences."""
     device = next(model.parameters()).device
-    result = evaluate_loss(model, BatchLoader(data.val, token_batches(data.val, args.max_tokens, shuffle=False),
-                                              device), autocast)
+    val_batches = BatchLoader(data.val, token_batches(data.val, args.max_tokens, shuffle=False), device)
+    result = evaluate_loss(model, val_batches, autocast)
     translator = Translator(model, data.sp, config, device, half_rows=0)  # batched: float32 throughout
     if args.bleu_every and epoch % args.bleu_every == 0:
         hyps = translator.translate([de for de, _ in data.val_pairs])
@@ -290,6 +290,9 @@ class AfterStep:
     def start_epoch(self, n_batches):
         self.bar = tqdm(total=n_batches, initial=self.state.batch_pos, desc=f"epoch {self.state.epoch}",
                         disable=not self.is_main or self.args.no_progress)
+
+    def end_epoch(self):
+        self.bar.close()
 
     def saved(self):
         self.last_save = time.time()
@@ -487,7 +490,7 @@ def main(argv=None):
         after_step.start_epoch(len(batches))
         _, stopped = run_epoch(BatchLoader(data.train, batches[state.batch_pos:], device), net, loss_compute,
                                optimizer, scheduler, args.accum_iter, state, autocast, after_step)
-        after_step.bar.close()
+        after_step.end_epoch()
         if state.batch_pos < len(batches):  # stopped part-way through the epoch: resume from here
             if is_main:
                 save_last()
