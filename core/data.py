@@ -136,6 +136,23 @@ def collate(examples, pad=PAD):
     return Batch(pad_to([e[0] for e in examples], pad), pad_to([e[1] for e in examples], pad), pad)
 
 
+class BatchLoader:
+    """Batches of examples given as index lists (token_batches' output), collated and moved to the device
+    one at a time as they are read; len() is the number of batches."""
+
+    def __init__(self, examples, batches, device="cpu"):
+        self.examples = examples
+        self.batches = batches
+        self.device = device
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        for idx in self.batches:
+            yield collate([self.examples[i] for i in idx]).to(self.device)
+
+
 def token_batches(examples, max_tokens, shuffle=True, seed=0):
     """Indices of batches of pairs of similar length, each up to max_tokens padded tokens per side
     ("sentence pairs were batched together by approximate sequence length")."""

@@ -1,11 +1,14 @@
 """Training: Adam with the Noam schedule, label smoothing, token-based batches, gradient accumulation.
 
-    python -m core.train --out runs/base                      # CPU, or CUDA with --bf16
-    torchrun --nproc_per_node=4 -m core.train --out runs/ddp  # several GPUs (DDP)
-    python -m core.train --out runs/base --export-to assets --average 5
+    python -m core.train --run-dir runs/base                      # CPU, or CUDA with --bf16
+    torchrun --nproc_per_node=4 -m core.train --run-dir runs/ddp  # several GPUs (DDP)
+    python -m core.train --run-dir runs/base --export-to assets --average 5
 
-The run directory keeps `last.pt` (resume point, also written every --save-every-min minutes),
-one `epoch_NN.pt` per epoch (for checkpoint averaging) and `log.jsonl` (replayed by the app).
+As in The Annotated Transformer: `run_epoch` trains on one pass of batches, a `TrainState` says where the
+run stands, `evaluate` measures the model on val after each epoch, and `main` wires them together.
+The run directory (`--out` is another name for `--run-dir`) keeps `last.pt` (the resume point, also written
+every --save-every-min minutes), one `epoch_NN.pt` per epoch (for checkpoint averaging), `log.jsonl`
+(replayed by the app), `config.json`, `batching.json` and the run's own `spm.model`.
 """
 import argparse
 import json
@@ -15,6 +18,8 @@ import random
 import shutil
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -22,9 +27,23 @@ import torch.distributed as dist
 import torch.nn as nn
 from tqdm import tqdm
 
-from .checkpoint import MODEL_KEYS, model_from_config, save_pretrained, unique_state
-from .data import (ASSETS, PAD, collate, default_data_dir, encode_pairs, load_split, load_tokenizer,
-                   padding_stats, sentence_batches, token_batches, train_tokenizer)
+from .checkpoint import model_from_config, save_pretrained
+from .data import (
+    ASSETS,
+    PAD,
+    BatchLoader,
+    default_data_dir,
+    encode_pairs,
+    load_split,
+    load_tokenizer,
+    nonblank_lines,
+    padding_stats,
+    sentence_batches,
+    token_batches,
+    train_tokenizer,
+)
+from .evaluate import score
+from .translate import Translator
 
 
 def rate(step, model_size, factor, warmup):
@@ -70,20 +89,100 @@ class SimpleLossCompute:
         return sloss.detach(), sloss / norm
 
 
-def model_config(args, vocab):
-    return {"src_vocab": vocab, "tgt_vocab": vocab, "N": args.layers, "d_model": args.d_model,
-            "d_ff": args.d_ff, "h": args.heads, "dropout": args.dropout, "max_len": 512,
-            "tie_weights": True, "max_src_tokens": args.max_tokens_per_sentence}
+@dataclass
+class TrainState:
+    """Where a run stands; `last.pt` holds it beside the model, optimizer, scheduler and RNG states."""
+    step: int = 0           # optimizer steps taken
+    epoch: int = 0          # epochs finished
+    batch_pos: int = 0      # batches of the current epoch trained on (each process's share)
+    minutes: float = 0.0    # training time of the earlier processes of this run (when resumed)
+    started: float = field(default_factory=time.time, compare=False)  # when this process started training
+
+    def elapsed_minutes(self):
+        """Training time of this process."""
+        return (time.time() - self.started) / 60
+
+    def total_minutes(self):
+        return self.minutes + self.elapsed_minutes()
+
+    def save(self, path, model, optimizer, scheduler):
+        """Write the resume point atomically (a temporary file, then a rename)."""
+        device = next(model.parameters()).device
+        checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                      "scheduler": scheduler.state_dict(), "step": self.step, "epoch": self.epoch,
+                      "batch_pos": self.batch_pos, "minutes": self.total_minutes(), "rng": torch.get_rng_state(),
+                      "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None}
+        tmp = Path(path).with_suffix(".tmp")
+        torch.save(checkpoint, tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path, model, optimizer, scheduler):
+        """Restore model, optimizer, scheduler and RNG states from `path`; the state to continue from."""
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        scheduler.load_state_dict(checkpoint["scheduler"])
+        torch.set_rng_state(checkpoint["rng"])
+        device = next(model.parameters()).device
+        if device.type == "cuda" and checkpoint.get("cuda_rng") is not None:  # dropout masks on the GPU
+            torch.cuda.set_rng_state(checkpoint["cuda_rng"], device)
+        return cls(checkpoint["step"], checkpoint["epoch"], checkpoint["batch_pos"], checkpoint.get("minutes", 0.0))
+
+
+def run_epoch(data_iter, model, loss_compute, optimizer, scheduler, accum_iter=1, train_state=None,
+              autocast=nullcontext, on_step=None):
+    """Train on the batches of `data_iter` (a sized iterable of Batch): forward, loss and backward for
+    each; every `accum_iter` batches (fewer at the end) one optimizer step at the scheduler's rate, counted
+    in `train_state` and reported to `on_step(record)`, which returns True to stop.
+    Returns (loss per target token over the steps taken, whether on_step stopped it)."""
+    train_state = train_state if train_state is not None else TrainState()
+    ddp = isinstance(model, nn.parallel.DistributedDataParallel)
+    model.train()
+    n_batches = len(data_iter)
+    step_sums = torch.zeros(2, dtype=torch.float64, device=next(model.parameters()).device)  # loss, tokens
+    total_loss = total_tokens = 0.0
+    t_step = time.time()
+    for i, batch in enumerate(data_iter):
+        n_accum = min(accum_iter, n_batches - (i - i % accum_iter))  # batches in this optimizer step
+        steps_now = i % accum_iter == n_accum - 1
+        with model.no_sync() if ddp and not steps_now else nullcontext():  # all-reduce gradients once a step
+            with autocast():
+                out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
+                loss, loss_node = loss_compute(out, batch.tgt_y, batch.ntokens)
+            (loss_node / n_accum).backward()
+        step_sums[0] += loss
+        step_sums[1] += batch.ntokens
+        del loss, loss_node
+        if not steps_now:
+            continue
+        lr = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        scheduler.step()  # the rate of the next optimizer step
+        train_state.step += 1
+        train_state.batch_pos += n_accum
+        if ddp:
+            dist.all_reduce(step_sums)  # device tensors: NCCL reduces nothing else
+        loss_sum, tokens = step_sums.tolist()
+        step_sums.zero_()
+        total_loss, total_tokens = total_loss + loss_sum, total_tokens + tokens
+        now = time.time()
+        record = {"type": "step", "step": train_state.step, "epoch": train_state.epoch, "lr": lr,
+                  "loss": loss_sum / tokens, "tokens": int(tokens), "seconds": round(now - t_step, 4)}
+        t_step = now
+        if on_step is not None and on_step(record):
+            return total_loss / total_tokens, True
+    return total_loss / max(total_tokens, 1), False
 
 
 @torch.no_grad()
-def evaluate_loss(model, examples, max_tokens, device, autocast):
+def evaluate_loss(model, data_iter, autocast=nullcontext):
     """Validation NLL per target token (no smoothing), perplexity, and the model's mean probability on
     its own top token (its confidence)."""
     model.eval()
     nll = conf = n = 0.0
-    for idx in token_batches(examples, max_tokens, shuffle=False):
-        b = collate([examples[i] for i in idx]).to(device)
+    for b in data_iter:
         with autocast():
             out = model(b.src, b.tgt, b.src_mask, b.tgt_mask)
         logp = model.generator(out).float()
@@ -94,9 +193,19 @@ def evaluate_loss(model, examples, max_tokens, device, autocast):
     return {"val_loss": nll / n, "val_ppl": math.exp(nll / n), "val_confidence": conf / n}
 
 
-def bleu(hyps, refs):
-    import sacrebleu
-    return sacrebleu.corpus_bleu(hyps, [refs]).score
+def evaluate(model, data, config, epoch, args, autocast=nullcontext):
+    """The epoch record's measurements on val: loss, perplexity and confidence; greedy BLEU every
+    --bleu-every epochs; the translations of the probe sentences."""
+    device = next(model.parameters()).device
+    val_batches = BatchLoader(data.val, token_batches(data.val, args.max_tokens, shuffle=False), device)
+    result = evaluate_loss(model, val_batches, autocast)
+    translator = Translator(model, data.sp, config, device, half_rows=0)  # batched: float32 throughout
+    if args.bleu_every and epoch % args.bleu_every == 0:
+        hyps = translator.translate([de for de, _ in data.val_pairs])
+        result["val_bleu"] = score(hyps, [en for _, en in data.val_pairs])["bleu"]
+    if data.probes:
+        result["probes"] = translator.translate(data.probes)
+    return result
 
 
 def truncate_log(path, step, epoch):
@@ -146,11 +255,174 @@ def export(run_dir, target, average=1, length_penalty=None):
     return model, config
 
 
+class RunLog:
+    """log.jsonl, one JSON record a line; only the first process writes (the others hold a silent one)."""
+
+    def __init__(self, path, enabled=True):
+        self.path = Path(path)
+        self.enabled = enabled
+
+    def start(self, resumed_from=None):
+        """A new run empties the log; a resumed one drops what came after its checkpoint."""
+        if not self.enabled:
+            return
+        if resumed_from is None:
+            self.path.write_text("")
+        else:
+            truncate_log(self.path, resumed_from.step, resumed_from.epoch)
+
+    def write(self, record):
+        if self.enabled:
+            with self.path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+
+
+class AfterStep:
+    """What main does after each optimizer step (run_epoch's on_step): log it, show it on the progress
+    bar, stop at --max-steps or --max-minutes, and save last.pt every --save-every-min minutes."""
+
+    def __init__(self, args, state, log, save_last, is_main, device):
+        self.args, self.state, self.log, self.save_last = args, state, log, save_last
+        self.is_main, self.device = is_main, device
+        self.last_save = time.time()
+        self.bar = None
+
+    def start_epoch(self, n_batches):
+        self.bar = tqdm(total=n_batches, initial=self.state.batch_pos, desc=f"epoch {self.state.epoch}",
+                        disable=not self.is_main or self.args.no_progress)
+
+    def end_epoch(self):
+        self.bar.close()
+
+    def saved(self):
+        self.last_save = time.time()
+
+    def should_stop(self):
+        args = self.args
+        stop = bool(args.max_steps and self.state.step >= args.max_steps
+                    or args.max_minutes and self.state.elapsed_minutes() > args.max_minutes)
+        if args.max_minutes and dist.is_initialized():  # clocks differ: the first process decides for all
+            flag = torch.tensor([float(stop)], device=self.device)
+            dist.broadcast(flag, 0)
+            stop = bool(flag.item())
+        return stop
+
+    def __call__(self, record):
+        self.log.write(record)
+        self.bar.update(self.state.batch_pos - self.bar.n)
+        self.bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}")
+        if self.should_stop():
+            return True
+        if self.is_main and (time.time() - self.last_save) / 60 > self.args.save_every_min:
+            self.save_last()
+            self.saved()
+        return False
+
+
+@dataclass
+class RunData:
+    """The run's sentence pairs, their token ids, the tokenizer and the probe sentences."""
+    train_pairs: list
+    val_pairs: list
+    sp: object            # SentencePieceProcessor
+    train: list           # (source ids, target ids) per training pair
+    val: list
+    probes: list
+
+    @property
+    def vocab(self):
+        return self.sp.get_piece_size()
+
+
+def load_data(args, run_dir, is_main, ddp):
+    """Multi30k's train and val pairs (cut to --train-limit/--val-limit) and the tokenizer, trained by
+    the first process when --spm is missing; the run directory keeps a copy of it."""
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    train_pairs = load_split(data_dir, "train", args.download)[:args.train_limit or None]
+    val_pairs = load_split(data_dir, "val", args.download)[:args.val_limit or None]
+    spm_path = Path(args.spm)
+    if not spm_path.exists():
+        if is_main:
+            spm_path.parent.mkdir(parents=True, exist_ok=True)
+            train_tokenizer([s for p in train_pairs for s in p], spm_path, args.vocab_size)
+        if ddp:
+            dist.barrier()
+    sp = load_tokenizer(spm_path)
+    if is_main and spm_path.resolve() != (run_dir / "spm.model").resolve():
+        shutil.copyfile(spm_path, run_dir / "spm.model")  # the run keeps its own vocabulary
+    probes = nonblank_lines(Path(args.probes).read_text()) if Path(args.probes).exists() else []
+    return RunData(train_pairs, val_pairs, sp, encode_pairs(sp, train_pairs, args.max_tokens_per_sentence),
+                   encode_pairs(sp, val_pairs, args.max_tokens_per_sentence), probes)
+
+
+def model_config(args, vocab):
+    return {"src_vocab": vocab, "tgt_vocab": vocab, "N": args.layers, "d_model": args.d_model,
+            "d_ff": args.d_ff, "h": args.heads, "dropout": args.dropout, "max_len": 512,
+            "tie_weights": True, "max_src_tokens": args.max_tokens_per_sentence, "tokenizer": "spm.model"}
+
+
+def make_optimizer(model, args):
+    """Adam (beta1 0.9, beta2 0.98, eps 1e-9) whose rate the Noam schedule sets at every optimizer step."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lr_lambda=lambda step: rate(step, args.d_model, args.factor, args.warmup))
+    return optimizer, scheduler
+
+
+def batching_stats(examples, max_tokens, seed):
+    """Padding of token-based batches against fixed sentence-count batches of the same mean size."""
+    token_b = token_batches(examples, max_tokens, shuffle=True, seed=seed)
+    batch_size = round(len(examples) / len(token_b))
+    return {"token_based": padding_stats(examples, token_b),
+            "sentence_count": padding_stats(examples, sentence_batches(examples, batch_size, seed=seed)),
+            "max_tokens": max_tokens, "batch_size": batch_size}
+
+
+def write_run_start(args, run_dir, config, model, data, world, device, log):
+    """A new run's config.json, batching.json and the log's first record."""
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    stats = batching_stats(data.train, args.max_tokens, args.seed)
+    (run_dir / "batching.json").write_text(json.dumps(stats, indent=2) + "\n")
+    log.write({"type": "config", "args": vars(args), "model": config, "train_pairs": len(data.train),
+               "val_pairs": len(data.val), "world_size": world, "device": str(device),
+               "parameters": sum(p.numel() for p in model.parameters()), "batching": stats})
+
+
+def epoch_batches(examples, max_tokens, seed, rank=0, world=1):
+    """This process's share of one epoch's shuffled token batches (every process the same count)."""
+    batches = token_batches(examples, max_tokens, shuffle=True, seed=seed)
+    return batches[rank:len(batches) // world * world:world]
+
+
+def end_of_epoch(model, data, config, args, state, log, run_dir, autocast):
+    """Log the epoch's validation record and keep an epoch checkpoint for averaging."""
+    record = {"type": "epoch", "epoch": state.epoch, "step": state.step, "minutes": round(state.total_minutes(), 2)}
+    record.update(evaluate(model, data, config, state.epoch, args, autocast))
+    log.write(record)
+    tqdm.write(json.dumps({k: v for k, v in record.items() if k != "probes"}))
+    torch.save({"model": model.state_dict(), "epoch": state.epoch, "step": state.step},
+               run_dir / f"epoch_{state.epoch:02d}.pt")
+
+
+def setup_distributed(device_name):
+    """(device, rank, world size) under torchrun, with the process group started (NCCL on CUDA, gloo on
+    the CPU); (device, 0, 1) for a single process."""
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    rank = int(os.environ.get("RANK", 0))
+    device = torch.device(device_name)
+    if world > 1:
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return device, rank, world
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=None, help="Multi30k raw files (default: ../shared or cache)")
     ap.add_argument("--download", action="store_true", help="fetch missing data files")
-    ap.add_argument("--out", default="runs/base", help="run directory")
+    ap.add_argument("--run-dir", "--out", dest="run_dir", default="runs/base", help="run directory")
     ap.add_argument("--spm", default=str(ASSETS / "spm.model"), help="SentencePiece model (trained if missing)")
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--layers", type=int, default=3)
@@ -176,7 +448,7 @@ def parse_args(argv=None):
     ap.add_argument("--bleu-every", type=int, default=1, help="val BLEU every N epochs (0: never)")
     ap.add_argument("--probes", default=str(ASSETS / "probes.txt"), help="German probe sentences")
     ap.add_argument("--save-every-min", type=float, default=10.0)
-    ap.add_argument("--resume", action="store_true", help="continue from out/last.pt")
+    ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
     ap.add_argument("--export-to", default=None, help="after training, write the model here")
     ap.add_argument("--average", type=int, default=1, help="average the last N epoch checkpoints")
     ap.add_argument("--length-penalty", type=float, default=None, help="beam-search alpha to ship (tune on val)")
@@ -186,184 +458,57 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    world = int(os.environ.get("WORLD_SIZE", 1))
-    rank = int(os.environ.get("RANK", 0))
-    ddp = world > 1
-    device = torch.device(args.device)
-    if ddp:
-        local = int(os.environ.get("LOCAL_RANK", 0))
-        if device.type == "cuda":
-            device = torch.device("cuda", local)
-            torch.cuda.set_device(device)
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    device, rank, world = setup_distributed(args.device)
+    is_main = rank == 0
     if args.threads:
         torch.set_num_threads(args.threads)
-    main_proc = rank == 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    log_path = out / "log.jsonl"
+    run_dir = Path(args.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
     random.seed(args.seed)
     torch.manual_seed(args.seed)
-
-    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
-    train_pairs = load_split(data_dir, "train", args.download)
-    val_pairs = load_split(data_dir, "val", args.download)
-    if args.train_limit:
-        train_pairs = train_pairs[:args.train_limit]
-    if args.val_limit:
-        val_pairs = val_pairs[:args.val_limit]
-    spm_path = Path(args.spm)
-    if not spm_path.exists():
-        if main_proc:
-            spm_path.parent.mkdir(parents=True, exist_ok=True)
-            train_tokenizer([s for p in train_pairs for s in p], spm_path, args.vocab_size)
-        if ddp:
-            dist.barrier()
-    sp = load_tokenizer(spm_path)
-    if main_proc and spm_path.resolve() != (out / "spm.model").resolve():
-        shutil.copyfile(spm_path, out / "spm.model")  # the run keeps its own vocabulary
-    vocab = sp.get_piece_size()
-    train = encode_pairs(sp, train_pairs, args.max_tokens_per_sentence)
-    val = encode_pairs(sp, val_pairs, args.max_tokens_per_sentence)
-    probes = [l.strip() for l in Path(args.probes).read_text().splitlines() if l.strip()] \
-        if Path(args.probes).exists() else []
-
-    config = model_config(args, vocab)
-    config["tokenizer"] = "spm.model"
+    data = load_data(args, run_dir, is_main, world > 1)
+    config = model_config(args, data.vocab)
     model = model_from_config(config).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lr_lambda=lambda step: rate(step, args.d_model, args.factor, args.warmup))
-    criterion = LabelSmoothing(vocab, PAD, args.smoothing)
-    loss_compute = SimpleLossCompute(model.generator, criterion)
+    optimizer, scheduler = make_optimizer(model, args)
+    loss_compute = SimpleLossCompute(model.generator, LabelSmoothing(data.vocab, PAD, args.smoothing))
 
-    step, epoch, batch_pos = 0, 0, 0
-    minutes_before = 0.0  # training time of earlier processes of this run (when resumed)
-    if args.resume and (out / "last.pt").exists():
-        ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
-        model.load_state_dict(ck["model"])
-        optimizer.load_state_dict(ck["optimizer"])
-        scheduler.load_state_dict(ck["scheduler"])
-        step, epoch, batch_pos = ck["step"], ck["epoch"], ck["batch_pos"]
-        minutes_before = ck.get("minutes", 0.0)
-        torch.set_rng_state(ck["rng"])
-        if device.type == "cuda" and ck.get("cuda_rng") is not None:  # dropout masks on the GPU
-            torch.cuda.set_rng_state(ck["cuda_rng"], device)
-        if main_proc:
-            truncate_log(log_path, step, epoch)
-    elif main_proc:
-        log_path.write_text("")
+    log = RunLog(run_dir / "log.jsonl", enabled=is_main)
+    resuming = args.resume and (run_dir / "last.pt").exists()
+    state = TrainState.load(run_dir / "last.pt", model, optimizer, scheduler) if resuming else TrainState()
+    log.start(state if resuming else None)
+    if is_main and state.step == 0:
+        write_run_start(args, run_dir, config, model, data, world, device, log)
+    net = nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None) \
+        if world > 1 else model
+    autocast = partial(torch.autocast, device.type, dtype=torch.bfloat16) if args.bf16 else nullcontext
+    save_last = partial(state.save, run_dir / "last.pt", model, optimizer, scheduler)
+    after_step = AfterStep(args, state, log, save_last, is_main, device)
 
-    def log(rec):
-        if main_proc:
-            with log_path.open("a") as f:
-                f.write(json.dumps(rec) + "\n")
-
-    if main_proc and step == 0:
-        (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        token_b = token_batches(train, args.max_tokens, shuffle=True, seed=args.seed)
-        mean_sents = len(train) / len(token_b)
-        stats = {"token_based": padding_stats(train, token_b),
-                 "sentence_count": padding_stats(train, sentence_batches(train, round(mean_sents), seed=args.seed)),
-                 "max_tokens": args.max_tokens, "batch_size": round(mean_sents)}
-        (out / "batching.json").write_text(json.dumps(stats, indent=2) + "\n")
-        log({"type": "config", "args": vars(args), "model": config, "train_pairs": len(train),
-             "val_pairs": len(val), "world_size": world, "device": str(device),
-             "parameters": sum(p.numel() for p in model.parameters()), "batching": stats})
-
-    raw = model
-    if ddp:
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
-    use_bf16 = args.bf16
-    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
-
-    from .translate import Translator
-    t0 = time.time()
-    last_save = time.time()
-
-    def save(path, extra=None):
-        if main_proc:
-            state = {"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
-                     "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch,
-                     "batch_pos": batch_pos, "rng": torch.get_rng_state(),
-                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                     "minutes": minutes_before + (time.time() - t0) / 60, **(extra or {})}
-            tmp = path.with_suffix(".tmp")
-            torch.save(state, tmp)
-            os.replace(tmp, path)
-
-    stop = False
-    while epoch < args.epochs and not stop:
-        batches = token_batches(train, args.max_tokens, shuffle=True, seed=args.seed + epoch)
-        batches = batches[rank:len(batches) // world * world:world]  # each rank its share, equal counts
-        model.train()
-        bar = tqdm(total=len(batches), initial=batch_pos, desc=f"epoch {epoch}", disable=not main_proc or args.no_progress)
-        acc_loss = acc_tokens = 0.0
-        t_step = time.time()
-        i = batch_pos
-        while i < len(batches):
-            n_acc = min(args.accum_iter, len(batches) - i)
-            for j in range(n_acc):
-                b = collate([train[k] for k in batches[i + j]]).to(device)
-                sync = j == n_acc - 1
-                with (model.no_sync() if ddp and not sync else nullcontext()):
-                    with autocast():
-                        out_ = model(b.src, b.tgt, b.src_mask, b.tgt_mask)
-                        sloss, loss_node = loss_compute(out_, b.tgt_y, b.ntokens)
-                    (loss_node / n_acc).backward()
-                acc_loss += sloss.item()
-                acc_tokens += b.ntokens
-            lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            scheduler.step()
-            step += 1
-            i += n_acc
-            batch_pos = i
-            bar.update(n_acc)
-            stats = torch.tensor([acc_loss, acc_tokens], device=device)  # NCCL reduces device tensors only
-            if ddp:
-                dist.all_reduce(stats)
-            now = time.time()
-            log({"type": "step", "step": step, "epoch": epoch, "lr": lr, "loss": stats[0].item() / stats[1].item(),
-                 "tokens": int(stats[1].item()), "seconds": round(now - t_step, 4)})
-            bar.set_postfix(loss=f"{stats[0].item() / stats[1].item():.3f}", lr=f"{lr:.2e}")
-            acc_loss = acc_tokens = 0.0
-            t_step = now
-            if args.max_steps and step >= args.max_steps or args.max_minutes and (now - t0) / 60 > args.max_minutes:
-                stop = True
-                break
-            if main_proc and (now - last_save) / 60 > args.save_every_min:
-                save(out / "last.pt")
-                last_save = now
-        bar.close()
-        if stop and batch_pos < len(batches):
-            save(out / "last.pt")
+    state.started = time.time()
+    while state.epoch < args.epochs:
+        batches = epoch_batches(data.train, args.max_tokens, args.seed + state.epoch, rank, world)
+        after_step.start_epoch(len(batches))
+        _, stopped = run_epoch(BatchLoader(data.train, batches[state.batch_pos:], device), net, loss_compute,
+                               optimizer, scheduler, args.accum_iter, state, autocast, after_step)
+        after_step.end_epoch()
+        if state.batch_pos < len(batches):  # stopped part-way through the epoch: resume from here
+            if is_main:
+                save_last()
             break
-        # end of epoch: evaluate, keep an epoch checkpoint for averaging
-        epoch += 1
-        batch_pos = 0
-        if main_proc:
-            rec = {"type": "epoch", "epoch": epoch, "step": step,
-                   "minutes": round(minutes_before + (time.time() - t0) / 60, 2)}
-            rec.update(evaluate_loss(raw, val, args.max_tokens, device, autocast))
-            tr = Translator(raw, sp, config, device, half_rows=0)  # batched: float32 throughout
-            if args.bleu_every and epoch % args.bleu_every == 0:
-                rec["val_bleu"] = bleu(tr.translate([p[0] for p in val_pairs]), [p[1] for p in val_pairs])
-            if probes:
-                rec["probes"] = tr.translate(probes)
-            log(rec)
-            tqdm.write(json.dumps({k: v for k, v in rec.items() if k != "probes"}))
-            torch.save({"model": raw.state_dict(), "epoch": epoch, "step": step}, out / f"epoch_{epoch:02d}.pt")
-            save(out / "last.pt")
-            last_save = time.time()
-        if ddp:
+        state.epoch, state.batch_pos = state.epoch + 1, 0
+        if is_main:
+            end_of_epoch(model, data, config, args, state, log, run_dir, autocast)
+            save_last()
+            after_step.saved()
+        if world > 1:
             dist.barrier()
-    if main_proc and args.export_to and epoch >= args.epochs:
-        export(out, args.export_to, args.average, args.length_penalty)
-    if ddp:
+        if stopped:
+            break
+    if is_main and args.export_to and state.epoch >= args.epochs:
+        export(run_dir, args.export_to, args.average, args.length_penalty)
+    if world > 1:
         dist.destroy_process_group()
-    return raw
+    return model
 
 
 if __name__ == "__main__":

@@ -35,10 +35,10 @@ common=(--layers 2 --d-model 128 --d-ff 512 --heads 4 --dropout 0.1 --max-tokens
 if [ "$DEVICE" = cpu ]; then common+=(--train-limit 600 --val-limit 20 --threads 1); fi
 
 echo "== 1. one process, $DEVICE, bf16"
-python3 -m core.train --out "$OUT/single" "${common[@]}" --export-to "$OUT/single_model" 2>&1 | tee "$OUT/single.txt"
+python3 -m core.train --run-dir "$OUT/single" "${common[@]}" --export-to "$OUT/single_model" 2>&1 | tee "$OUT/single.txt"
 
 echo "== 2. torchrun, $NPROC processes"
-python3 -m torch.distributed.run --standalone --nproc_per_node="$NPROC" -m core.train --out "$OUT/ddp" \
+python3 -m torch.distributed.run --standalone --nproc_per_node="$NPROC" -m core.train --run-dir "$OUT/ddp" \
     "${common[@]}" 2>&1 | tee "$OUT/ddp.txt"
 
 echo "== 3. decoding on $DEVICE against the CPU, and the summary"
@@ -47,6 +47,7 @@ import json, sys, time
 from pathlib import Path
 import torch
 from core import Translator
+from core.data import nonblank_lines
 
 out, device = Path(sys.argv[1]), sys.argv[2]
 summary = {"device": device, "torch": torch.__version__}
@@ -65,7 +66,7 @@ for run in ("single", "ddp"):
 cpu_small = Translator.load(out / "single_model")
 summary["single"]["exported_translation"] = cpu_small.translate("Ein Hund rennt über eine Wiese.")
 # the shipped model decodes on the device as on the CPU
-probes = [l.strip() for l in Path("assets/probes.txt").read_text().splitlines() if l.strip()]
+probes = nonblank_lines(Path("assets/probes.txt").read_text())
 cpu, dev = Translator.load(), Translator.load(device=device)
 for beam in (1, 4):
     t0 = time.perf_counter()

@@ -2,6 +2,7 @@
 import gzip
 import os
 import random
+import socket
 import sys
 from pathlib import Path
 
@@ -65,6 +66,14 @@ def tiny_spm(tiny_data, tmp_path_factory):
 def _seed():
     torch.manual_seed(0)
     random.seed(0)
+
+
+def free_port():
+    """A TCP port that was free a moment ago (the OS picks it), for a server that must be told its port
+    in advance (the DDP test's MASTER_PORT); where a server can bind port 0 itself, let it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def shipped_model_present():

@@ -2,8 +2,23 @@
 import pytest
 import torch
 
-from core.data import (BOS, EOS, PAD, UNK, Batch, MULTI30K_URL, collate, encode_pairs, load_split, pad_to,
-                       padding_stats, sentence_batches, split_file, token_batches)
+from core.data import (
+    BOS,
+    EOS,
+    MULTI30K_URL,
+    PAD,
+    UNK,
+    Batch,
+    BatchLoader,
+    collate,
+    encode_pairs,
+    load_split,
+    pad_to,
+    padding_stats,
+    sentence_batches,
+    split_file,
+    token_batches,
+)
 from tests.conftest import SHARED_DATA, needs_data
 
 
@@ -53,6 +68,20 @@ def test_token_batches_cover_everything_within_budget():
         assert width * len(b) <= 300 or len(b) == 1
     fixed = sentence_batches(examples, round(500 / len(batches)), seed=1)
     assert padding_stats(examples, batches)["padding_fraction"] < padding_stats(examples, fixed)["padding_fraction"]
+
+
+def test_batch_loader_collates_each_index_list_in_order(tiny_spm):
+    sp, _ = tiny_spm
+    examples = encode_pairs(sp, [("Der Hund.", "A dog."), ("Die alte Katze schläft.", "An old cat sleeps."),
+                                 ("Ein Kind.", "A child.")])
+    loader = BatchLoader(examples, [[2, 0], [1]])
+    assert len(loader) == 2
+    first, second = loader
+    expected = collate([examples[2], examples[0]])
+    assert torch.equal(first.src, expected.src) and torch.equal(first.tgt_y, expected.tgt_y)
+    assert torch.equal(first.tgt_mask, expected.tgt_mask) and first.ntokens == expected.ntokens
+    assert second.src.tolist() == [examples[1][0]] and second.tgt.tolist() == [examples[1][1][:-1]]
+    assert len(list(loader)) == 2  # read again from the start
 
 
 def test_padding_stats_by_hand():

@@ -2,17 +2,19 @@
 import json
 import math
 import os
-import socket
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 
-from core.checkpoint import load_pretrained, save_pretrained
-from core.data import Batch
+from core.checkpoint import load_pretrained, model_from_config, save_pretrained
+from core.data import Batch, load_split, load_tokenizer
 from core.decode import greedy_decode
+from core.evaluate import score
 from core.model import make_model
-from core.train import LabelSmoothing, SimpleLossCompute, average_checkpoints, rate
+from core.train import LabelSmoothing, SimpleLossCompute, TrainState, average_checkpoints, main, rate, run_epoch
+from core.translate import Translator
+from tests.conftest import free_port
 
 
 def test_noam_rate_at_known_steps():
@@ -133,51 +135,156 @@ def test_average_checkpoints_is_elementwise_mean(tmp_path):
     torch.testing.assert_close(avg[key], (states[0][key] + states[1][key] + states[2][key]) / 3)
 
 
-def tiny_args(data, spm, out, *extra):
-    return ["--data-dir", str(data), "--spm", str(spm), "--out", str(out), "--layers", "1", "--d-model", "32",
-            "--d-ff", "64", "--heads", "4", "--max-tokens", "400", "--warmup", "20", "--bleu-every", "0",
+def tiny_args(data, spm, run_dir, *extra):
+    return ["--data-dir", str(data), "--spm", str(spm), "--run-dir", str(run_dir), "--layers", "1", "--d-model",
+            "32", "--d-ff", "64", "--heads", "4", "--max-tokens", "400", "--warmup", "20", "--bleu-every", "0",
             "--threads", "1", "--no-progress", "--probes", "none", "--dropout", "0.0", *extra]
 
 
-def test_training_logs_and_resumes(tiny_data, tiny_spm, tmp_path):
-    from core.train import main
+def read_log(path):
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    return recs, [r for r in recs if r["type"] == "step"], [r for r in recs if r["type"] == "epoch"]
+
+
+def test_training_logs_evaluates_and_resumes(tiny_data, tiny_spm, tmp_path):
     _, spm = tiny_spm
-    main(tiny_args(tiny_data, spm, tmp_path / "a", "--epochs", "2"))
-    recs = [json.loads(l) for l in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
-    steps = [r for r in recs if r["type"] == "step"]
-    epochs = [r for r in recs if r["type"] == "epoch"]
+    probes = tmp_path / "probes.txt"
+    probes.write_text("Der Hund läuft im Park.\n\n  Die Katze sitzt am See.  \n")
+    main(tiny_args(tiny_data, spm, tmp_path / "a", "--epochs", "2", "--dropout", "0.1", "--bleu-every", "2",
+                   "--probes", str(probes)))
+    recs, steps, epochs = read_log(tmp_path / "a" / "log.jsonl")
     assert recs[0]["type"] == "config" and len(epochs) == 2
+    assert recs[0]["args"]["run_dir"] == str(tmp_path / "a")
     assert [r["step"] for r in steps] == list(range(1, len(steps) + 1))
     for r in steps:  # the logged rate is the Noam rate of that step
         assert r["lr"] == pytest.approx(rate(r["step"] - 1, 32, 1.0, 20))
-    assert epochs[1]["val_loss"] < epochs[0]["val_loss"] or epochs[1]["val_loss"] < 3.0
+    # below the uniform guess over the 64 pieces after one epoch, and lower again after the second
+    assert epochs[0]["val_loss"] < math.log(64)
+    assert epochs[1]["val_loss"] < epochs[0]["val_loss"] - 0.05
+    assert epochs[1]["val_ppl"] == pytest.approx(math.exp(epochs[1]["val_loss"]))
+    assert sorted(p.name for p in (tmp_path / "a").glob("epoch_*.pt")) == ["epoch_01.pt", "epoch_02.pt"]
+    # greedy BLEU every second epoch, of the epoch checkpoint's translations of val; the probes translated
+    assert "val_bleu" not in epochs[0]
+    model = model_from_config(recs[0]["model"])
+    model.load_state_dict(torch.load(tmp_path / "a" / "epoch_02.pt")["model"])
+    translator = Translator(model, load_tokenizer(tmp_path / "a" / "spm.model"), recs[0]["model"], half_rows=0)
+    val = load_split(tiny_data, "val")
+    assert epochs[1]["val_bleu"] == pytest.approx(score(translator.translate([de for de, _ in val]),
+                                                        [en for _, en in val])["bleu"])
+    assert epochs[1]["probes"] == translator.translate(["Der Hund läuft im Park.", "Die Katze sitzt am See."])
 
-    # stop part-way, then resume: the same number of steps, the log continues without gaps
-    main(tiny_args(tiny_data, spm, tmp_path / "b", "--epochs", "2", "--max-steps", "5"))
-    main(tiny_args(tiny_data, spm, tmp_path / "b", "--epochs", "2", "--resume"))
-    recs_b = [json.loads(l) for l in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
-    steps_b = [r["step"] for r in recs_b if r["type"] == "step"]
-    assert steps_b == [r["step"] for r in steps]
-    assert len([r for r in recs_b if r["type"] == "epoch"]) == 2
+    # stop part-way twice, then resume: the same steps with the same losses (dropout masks included)
+    # and the same validation figures as the uninterrupted run; the log continues without gaps
+    common = ("--epochs", "2", "--dropout", "0.1", "--bleu-every", "2", "--probes", str(probes))
+    main(tiny_args(tiny_data, spm, tmp_path / "b", *common, "--max-steps", "5"))
+    assert [r["step"] for r in read_log(tmp_path / "b" / "log.jsonl")[1]] == [1, 2, 3, 4, 5]
+    main(tiny_args(tiny_data, spm, tmp_path / "b", *common, "--max-steps", str(len(steps) // 2 + 3), "--resume"))
+    main(tiny_args(tiny_data, spm, tmp_path / "b", *common, "--resume"))
+    recs_b, steps_b, epochs_b = read_log(tmp_path / "b" / "log.jsonl")
+    assert [r["step"] for r in steps_b] == [r["step"] for r in steps]
+    assert [r["loss"] for r in steps_b] == pytest.approx([r["loss"] for r in steps], rel=1e-6)
+    assert [r["val_loss"] for r in epochs_b] == pytest.approx([r["val_loss"] for r in epochs], rel=1e-6)
+    assert epochs_b[1]["probes"] == epochs[1]["probes"]
+    assert [r["type"] for r in recs_b].count("config") == 1
+
+
+def tiny_batches(V, n, g):
+    return [copy_batch(V, 4 + i, 6, g) for i in range(n)]
+
+
+def test_run_epoch_accumulates_gradients_and_steps_at_the_schedules_rate():
+    """accum_iter batches make one optimizer step with the mean of their per-token gradients; the
+    last step takes what is left; each record holds the rate that step used."""
+    torch.manual_seed(0)
+    V = 11
+    model = make_model(V, V, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
+    loss_compute = SimpleLossCompute(model.generator, LabelSmoothing(V, 0, 0.1))
+    batches = tiny_batches(V, 5, torch.Generator().manual_seed(1))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    # the reference: each batch's per-token gradient at the starting weights
+    grads = []
+    for b in batches[:2]:
+        model.zero_grad()
+        loss_compute(model(b.src, b.tgt, b.src_mask, b.tgt_mask), b.tgt_y, b.ntokens)[1].backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    model.zero_grad(set_to_none=True)
+
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 / (s + 1))
+    state, records = TrainState(epoch=3), []
+    first_step = {}
+
+    def on_step(record):
+        records.append(record)
+        if record["step"] == 1:
+            first_step.update({k: v.clone() for k, v in model.state_dict().items()})
+        return False
+
+    loss, stopped = run_epoch(batches, model, loss_compute, opt, sched, accum_iter=2, train_state=state,
+                              on_step=on_step)
+    assert not stopped and (state.step, state.batch_pos) == (3, 5)
+    assert [r["lr"] for r in records] == pytest.approx([0.5, 0.25, 0.5 / 3])
+    assert [r["tokens"] for r in records] == [batches[0].ntokens + batches[1].ntokens,
+                                              batches[2].ntokens + batches[3].ntokens, batches[4].ntokens]
+    assert all(r["epoch"] == 3 and r["type"] == "step" for r in records)
+    total = sum(r["loss"] * r["tokens"] for r in records) / sum(r["tokens"] for r in records)
+    assert loss == pytest.approx(total)
+    for name, p in model.named_parameters():  # SGD at rate 0.5: w1 = w0 - 0.5 * (g_a + g_b) / 2
+        expected = before[name] - 0.5 * (grads[0][name] + grads[1][name]) / 2
+        torch.testing.assert_close(first_step[name], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_run_epoch_stops_when_asked():
+    torch.manual_seed(0)
+    model = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    state = TrainState(step=10, batch_pos=4)
+    batches = tiny_batches(11, 6, torch.Generator().manual_seed(2))
+    _, stopped = run_epoch(batches, model, SimpleLossCompute(model.generator, LabelSmoothing(11, 0, 0.0)), opt,
+                           sched, accum_iter=2, train_state=state, on_step=lambda r: r["step"] == 12)
+    assert stopped and (state.step, state.batch_pos) == (12, 8)
+    assert all(p.grad is None for p in model.parameters())  # no gradient left over for the next run
+
+
+def test_train_state_saves_and_resumes_as_one(tmp_path):
+    torch.manual_seed(0)
+    model = make_model(20, 20, N=1, d_model=16, d_ff=32, h=2)
+    opt = torch.optim.Adam(model.parameters(), lr=1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: rate(s, 16, 1.0, 10))
+    model(torch.ones(1, 3, dtype=torch.long), torch.ones(1, 2, dtype=torch.long), None, None).sum().backward()
+    opt.step()
+    sched.step()
+    state = TrainState(step=7, epoch=2, batch_pos=13, minutes=5.0)
+    state.save(tmp_path / "last.pt", model, opt, sched)
+    expected_noise = torch.rand(3)  # what the RNG gives next after the save
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+
+    torch.manual_seed(1)
+    model2 = make_model(20, 20, N=1, d_model=16, d_ff=32, h=2)
+    opt2 = torch.optim.Adam(model2.parameters(), lr=1.0)
+    sched2 = torch.optim.lr_scheduler.LambdaLR(opt2, lambda s: rate(s, 16, 1.0, 10))
+    resumed = TrainState.load(tmp_path / "last.pt", model2, opt2, sched2)
+    assert (resumed.step, resumed.epoch, resumed.batch_pos) == (7, 2, 13)
+    assert 5.0 <= resumed.minutes < 5.5  # the earlier minutes plus this process's few seconds
+    assert torch.equal(torch.rand(3), expected_noise)
+    for k, v in model2.state_dict().items():
+        assert torch.equal(v, saved[k]), k
+    assert sched2.last_epoch == 1 and opt2.param_groups[0]["lr"] == pytest.approx(rate(1, 16, 1.0, 10))
+    torch.testing.assert_close(opt2.state_dict()["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"])
+    assert not (tmp_path / "last.tmp").exists()
 
 
 def _ddp_worker(rank, world, port, argv, out):
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
-    from core.train import main
     model = main(argv)
     torch.save(model.state_dict(), os.path.join(out, f"rank{rank}.pt"))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_ddp_two_cpu_processes_end_with_identical_weights(tiny_data, tiny_spm, tmp_path):
     _, spm = tiny_spm
-    argv = tiny_args(tiny_data, spm, tmp_path / "run", "--epochs", "1", "--device", "cpu")
+    argv = tiny_args(tiny_data, spm, tmp_path / "run", "--epochs", "1", "--device", "cpu", "--accum-iter", "2")
     mp.spawn(_ddp_worker, args=(2, free_port(), argv, str(tmp_path)), nprocs=2, join=True)
     a = torch.load(tmp_path / "rank0.pt")
     b = torch.load(tmp_path / "rank1.pt")
@@ -188,3 +295,9 @@ def test_ddp_two_cpu_processes_end_with_identical_weights(tiny_data, tiny_spm, t
     assert torch.equal(init["decoder.norm.a_2"], torch.ones(32))
     moved = [k for k in a if not torch.equal(a[k], init[k])]
     assert len(moved) == len(a)  # every tensor was trained
+    recs, steps, epochs = read_log(tmp_path / "run" / "log.jsonl")
+    assert recs[0]["world_size"] == 2 and len(epochs) == 1
+    # each process trains on its half of the batches, two batches a step: a quarter of the batches' steps
+    n_batches = recs[0]["batching"]["token_based"]["batches"]
+    assert len(steps) == math.ceil(n_batches // 2 / 2)
+    assert all(math.isfinite(r["loss"]) for r in steps)
