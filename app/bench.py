@@ -10,43 +10,25 @@ Prints a table, then one JSON line.
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from app.serve import AppProcess
+from app.shared import get_translator
+from app.tabs.translate import translate
+
 SENTENCES = ["Ein Mann in einem roten Hemd fährt mit dem Fahrrad durch die Stadt.",
              "Zwei Kinder spielen am Strand mit einem Ball.",
              "Eine Frau sitzt auf einer Bank und liest eine Zeitung."]
 
 
-def _port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def cold_start():
-    port = _port()
+    """Seconds from starting `python app.py` to its first page served (AppProcess returns once it is)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
-                return time.perf_counter() - t0
-            except OSError:
-                if proc.poll() is not None or time.perf_counter() - t0 > 120:
-                    raise RuntimeError("app.py did not start")
-                time.sleep(0.05)
-    finally:
-        proc.terminate()
-        proc.wait()
+    with AppProcess():
+        return time.perf_counter() - t0
 
 
 def import_gradio():
@@ -56,8 +38,6 @@ def import_gradio():
 
 
 def capture_cost(repeat):
-    from app.callbacks import translate
-    from app.model import get_translator
     tr = get_translator()
     out = {}
     for method in ("greedy", "beam"):

@@ -1,0 +1,101 @@
+"""Run `python app.py` in a child process and learn its address from the server itself.
+
+Used by the browser tests and the cold-start benchmark (`python -m app.bench`):
+
+    with AppProcess(log=path) as app:   # returns once the first page has been served
+        open_in_browser(app.url)
+
+No port is chosen here. Given no --port, app.py lets Gradio pick one: it binds the first free port from
+$GRADIO_SERVER_PORT (default 7860) up, moving on when a bind fails, and prints
+"Running on local URL:  http://HOST:PORT". Reserving a port here and releasing it for the server would race with
+any other process that binds in between; reading the address the server printed does not.
+"""
+import collections
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL_URL = re.compile(r"Running on local URL:\s+(https?://[^\s,]+)")
+
+
+class AppProcess:
+    """`python app.py` as a child process; its output goes to `log` (if given) and its last lines are kept."""
+
+    def __init__(self, *args, log=None, timeout=120.0):
+        self.args, self.log, self.timeout = args, log, timeout
+        self.url = None  # the server's address, once it has printed it
+        self.lines = collections.deque(maxlen=300)
+        self.proc = self._reader = None
+        self._url_known = threading.Event()  # set when the address is printed or the process has ended
+
+    def __enter__(self):
+        env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen([sys.executable, "app.py", *self.args], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, encoding="utf-8", errors="replace")
+        self._reader = threading.Thread(target=self._read_output, daemon=True)
+        self._reader.start()
+        try:
+            self.wait_until_serving()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _read_output(self):
+        """Copy the child's output until it ends (reading it also keeps the pipe from filling up)."""
+        with open(self.log, "w", encoding="utf-8") if self.log else contextlib.nullcontext() as out:
+            for line in self.proc.stdout:
+                self.lines.append(line)
+                if out:
+                    out.write(line)
+                    out.flush()
+                found = LOCAL_URL.search(line)
+                if found and self.url is None:
+                    # a server bound to every interface (a Space) is reached here through the loopback one
+                    self.url = found.group(1).replace("//0.0.0.0:", "//127.0.0.1:").rstrip("/") + "/"
+                    self._url_known.set()
+        self._url_known.set()
+
+    def tail(self, chars=3000):
+        """The end of the app's output, for error messages."""
+        return "".join(self.lines)[-chars:]
+
+    def wait_until_serving(self):
+        """Wait until the server has printed its address, then fetch the page once; fail with the log's tail."""
+        deadline = time.monotonic() + self.timeout
+        if not self._url_known.wait(self.timeout):
+            raise RuntimeError(f"app.py printed no address within {self.timeout:.0f} s:\n{self.tail()}")
+        if self.url is None:
+            self.proc.wait(10)  # the output has ended, so has the process
+            raise RuntimeError(f"app.py exited with code {self.proc.returncode}:\n{self.tail()}")
+        try:  # Gradio prints the address once its server is listening, so one request suffices
+            with urllib.request.urlopen(self.url, timeout=max(1.0, deadline - time.monotonic())) as page:
+                page.read()
+        except OSError as e:
+            raise RuntimeError(f"app.py did not serve {self.url}: {e}\n{self.tail()}") from None
+
+    def stop(self):
+        """End the app (politely first) and close its output."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(5)
+        if not self._reader.is_alive():
+            self.proc.stdout.close()
