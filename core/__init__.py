@@ -1,6 +1,5 @@
 """The Annotated Transformer as a package: model, data, training, decoding and the shipped Translator."""
-from .model import (EncoderDecoder, MultiHeadedAttention, attention, clones, keep_attention, make_model,
-                    subsequent_mask)
+from .model import EncoderDecoder, MultiHeadedAttention, attention, clones, keep_attention, make_model, subsequent_mask
 
 __all__ = ["EncoderDecoder", "MultiHeadedAttention", "attention", "clones", "keep_attention", "make_model",
            "subsequent_mask", "Translator", "Inspection"]

@@ -5,14 +5,14 @@
 1. per-sentence greedy translation: the incremental key/value cache vs the Annotated Transformer's
    uncached loop (re-decoding the whole prefix each step), same weights, same sentences; the cached loop
    runs as `Translator` runs it (float16 decoder on a CPU, `IncrementalDecoder`), the reference with
-   whichever of float32 and the float16 decoder is faster for it; further rows: cold caches, the cache
-   kept by the modules (`model.decode(..., cache)`), and both loops in float32;
+   whichever of float32 and the float16 decoder is faster for it; further rows: cold caches, both loops
+   in float32, and the shorter and longer half of the outputs;
 2. training throughput (target tokens/s): this model vs torch.nn.Transformer of the same size on the
    same batches, same loss and optimizer, and this model with nn.Dropout in place of its own; dropout
    alone (forward and backward on one feed-forward activation) against nn.Dropout;
 3. translating test_2016_flickr in batches: sentences/s with greedy and beam search;
 4. a translation with every attention map captured (what the app shows) vs the plain translation.
-Prints a table, then one JSON line with every figure.
+Prints a table of the rows declared in ROWS, then one JSON line with every figure.
 """
 import argparse
 import json
@@ -20,12 +20,13 @@ import math
 import statistics
 import time
 import warnings
+from collections import namedtuple
 
 import torch
 import torch.nn as nn
 
-from .data import (ASSETS, PAD, collate, default_data_dir, encode_pairs, load_split, token_batches)
-from .decode import greedy_decode, greedy_decode_modules, greedy_decode_uncached
+from .data import PAD, collate, default_data_dir, encode_pairs, load_split, token_batches
+from .decode import greedy_decode, greedy_decode_uncached
 from .model import Dropout, PositionalEncoding, make_model
 from .train import LabelSmoothing, SimpleLossCompute
 from .translate import Translator
@@ -68,15 +69,15 @@ def time_call(fn, repeat):
 
 def bench_cache(tr, sentences, repeat):
     """Per-sentence greedy decoding, median ms: the cached loop with the model the Translator decodes one
-    sentence with (float16 decoder on a CPU), the same loop through the modules' own cache, and both in
-    plain float32, against the uncached loop with either model; the headline ratio is against the faster
-    uncached one. Warm: each variant's `repeat` calls back to back, weights in the CPU caches. Cold:
-    single calls of all variants interleaved, each starting after the others have run."""
+    sentence with (float16 decoder on a CPU) and in plain float32, against the uncached loop with either
+    model; the headline ratio is against the faster uncached one. Warm: each variant's `repeat` calls back
+    to back, weights in the CPU caches. Cold: single calls of all variants interleaved, each starting
+    after the others have run."""
     models = {"fp32": tr.model, "half": tr.decoding_model(1)}
-    loops = {"cached": greedy_decode, "modules": greedy_decode_modules, "uncached": greedy_decode_uncached}
+    loops = {"cached": greedy_decode, "uncached": greedy_decode_uncached}
     warm = {f"{loop}_{name}": [] for loop in loops for name in models}
     cold = {key: [] for key in warm}
-    same = {name: 0 for name in models}  # sentences where all loops give the same output
+    same = {name: 0 for name in models}  # sentences where both loops give the same output
     per_sentence = []  # (output pieces, warm cached s, warm uncached s), both with the float16 decoder
     for text in sentences:
         src_ids, _ = tr.encode_source(text)
@@ -114,7 +115,6 @@ def bench_cache(tr, sentences, repeat):
         out[f"greedy_uncached{tag}_ms"] = ref
         out[f"cache_speedup{tag}"] = ref / ms["cached_half"]
         out[f"cache_speedup_fp32{tag}"] = ms["uncached_fp32"] / ms["cached_fp32"]
-        out[f"cache_speedup_modules{tag}"] = ref / ms["modules_half"]
     return out
 
 
@@ -193,6 +193,71 @@ def bench_capture(tr, text, repeat):
             "capture_overhead": statistics.median(full) / statistics.median(plain)}
 
 
+Row = namedtuple("Row", "label ours reference ratio decimals reference_is")
+
+# The measured rows, each a figure of ours beside its reference and their ratio: the keys name figures of
+# the JSON line (assets/bench.json), `ratio` None where none is shown. The CLI's table and the app's read
+# this list; tests/test_bench.py checks that the benchmarks write every key named here.
+ROWS = (
+    Row("greedy, one sentence, cached (float16 decoder) vs uncached (ms)", "greedy_cached_half_ms",
+        "greedy_uncached_ms", "cache_speedup", 1, "uncached loop"),
+    Row("the same with cold CPU caches (ms)", "greedy_cached_half_cold_ms", "greedy_uncached_cold_ms",
+        "cache_speedup_cold", 1, "uncached loop"),
+    Row("the same, both loops in float32 (ms)", "greedy_cached_fp32_ms", "greedy_uncached_fp32_ms",
+        "cache_speedup_fp32", 1, "uncached, float32"),
+    Row("the same, the shorter half of the outputs (ms)", "greedy_cached_half_short_ms",
+        "greedy_uncached_half_short_ms", "cache_speedup_half_short", 1, "uncached, float16"),
+    Row("the same, the longer half of the outputs (ms)", "greedy_cached_half_long_ms",
+        "greedy_uncached_half_long_ms", "cache_speedup_half_long", 1, "uncached, float16"),
+    Row("training fp32, target tokens/s", "train_tokens_per_s_ours_fp32", "train_tokens_per_s_torch_fp32",
+        "train_speed_ratio_fp32", 0, "nn.Transformer"),
+    Row("the same with nn.Dropout in this model (fp32)", "train_tokens_per_s_stock_dropout_fp32",
+        "train_tokens_per_s_torch_fp32", "train_speed_ratio_stock_dropout_fp32", 0, "nn.Transformer"),
+    Row("training bf16 autocast, target tokens/s", "train_tokens_per_s_ours_bf16", "train_tokens_per_s_torch_bf16",
+        "train_speed_ratio_bf16", 0, "nn.Transformer"),
+    Row("the same with nn.Dropout in this model (bf16)", "train_tokens_per_s_stock_dropout_bf16",
+        "train_tokens_per_s_torch_bf16", "train_speed_ratio_stock_dropout_bf16", 0, "nn.Transformer"),
+    Row("dropout forward and backward, float32 (ms)", "dropout_ours_float32_ms", "dropout_stock_float32_ms",
+        "dropout_speedup_float32", 1, "nn.Dropout"),
+    Row("dropout forward and backward, bfloat16 (ms)", "dropout_ours_bfloat16_ms", "dropout_stock_bfloat16_ms",
+        "dropout_speedup_bfloat16", 1, "nn.Dropout"),
+    Row("test set, sentences/s: beam 4 vs greedy", "beam4_sentences_per_s", "greedy_sentences_per_s", None, 1,
+        "greedy"),
+    Row("one translation with every attention map (ms)", "inspect_ms", "translate_ms", "capture_overhead", 1,
+        "translate only"),
+)
+
+
+def table_rows(results):
+    """The ROWS whose figures `results` holds as numbers (an older or damaged file lacks some), as tuples of
+    strings (label, ours, reference, ratio, reference_is): figures with the row's decimals, the ratio as
+    "3.16×", or "" where the row shows none."""
+    def number(key):
+        return isinstance(results.get(key), (int, float))
+
+    return [(r.label, f"{results[r.ours]:.{r.decimals}f}", f"{results[r.reference]:.{r.decimals}f}",
+             "" if r.ratio is None else f"{results[r.ratio]:.2f}×", r.reference_is)
+            for r in ROWS if number(r.ours) and number(r.reference) and (r.ratio is None or number(r.ratio))]
+
+
+def run_benchmarks(tr, test, train, sentences, repeat, steps, corpus, max_tokens=3072):
+    """Every figure: `sentences` test sentences timed one at a time, `steps` training batches of up to
+    `max_tokens` tokens, `corpus` test sentences (0: all) translated in batches."""
+    results = {"threads": torch.get_num_threads(), "model": {k: tr.config[k] for k in ("N", "d_model", "d_ff", "h")}}
+    results.update(bench_cache(tr, [p[0] for p in test[:sentences]], repeat))
+    examples = encode_pairs(tr.tokenizer, train[:250 * (steps + 2)], tr.max_src_tokens)  # enough batches
+    for bf16 in (False, True):
+        results.update(bench_training(tr.config, examples, steps, max_tokens, bf16))
+    for dtype in (torch.float32, torch.bfloat16):  # one feed-forward activation of a full batch
+        results.update(bench_dropout((max_tokens, tr.config["d_ff"]), dtype, repeat * 4))
+    texts = [p[0] for p in (test[:corpus] if corpus else test)]
+    results["corpus_sentences"] = len(texts)
+    results["greedy_sentences_per_s"] = bench_corpus(tr, texts, 1)
+    results["beam4_sentences_per_s"] = bench_corpus(tr, texts, 4)
+    results.update(bench_capture(tr, test[0][0], repeat * 4))
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="model directory (default: assets/)")
@@ -210,50 +275,13 @@ def main(argv=None):
         train = load_split(data_dir, "train")
     except FileNotFoundError:
         raise SystemExit(f"benchmarks need Multi30k in {data_dir} (see --data-dir)")
-    n_sent, repeat, steps = (10, 3, 8) if args.quick else (40, 5, 60)
-    sentences = [p[0] for p in test[:n_sent]]
-    results = {"threads": torch.get_num_threads(), "model": {k: tr.config[k] for k in ("N", "d_model", "d_ff", "h")}}
-    results.update(bench_cache(tr, sentences, repeat))
-    examples = encode_pairs(tr.tokenizer, train[:250 * (steps + 2)], tr.max_src_tokens)  # enough batches
-    for bf16 in (False, True):
-        results.update(bench_training(tr.config, examples, steps, 3072, bf16))
-    for dtype in (torch.float32, torch.bfloat16):  # one feed-forward activation of a 3,072-token batch
-        results.update(bench_dropout((3072, tr.config["d_ff"]), dtype, repeat * 4))
-    corpus = [p[0] for p in (test[:200] if args.quick else test)]
-    results["corpus_sentences"] = len(corpus)
-    results["greedy_sentences_per_s"] = bench_corpus(tr, corpus, 1)
-    results["beam4_sentences_per_s"] = bench_corpus(tr, corpus, 4)
-    results.update(bench_capture(tr, test[0][0], repeat * 4))
-
-    uncached, uncached_cold = results["greedy_uncached_ms"], results["greedy_uncached_cold_ms"]
-    rows = [
-        ("greedy, 1 sentence (ms)", results["greedy_cached_half_ms"], uncached, "uncached loop",
-         results["cache_speedup"]),
-        ("  cold (ms)", results["greedy_cached_half_cold_ms"], uncached_cold, "uncached loop",
-         results["cache_speedup_cold"]),
-        ("  cache in the modules (ms)", results["greedy_modules_half_ms"], uncached, "uncached loop",
-         results["cache_speedup_modules"]),
-        ("  both in float32 (ms)", results["greedy_cached_fp32_ms"], results["greedy_uncached_fp32_ms"],
-         "uncached loop", results["cache_speedup_fp32"]),
-        *((f"  outputs of ~{results[f'output_pieces_{tag}']:.0f} pieces (ms)", results[f"greedy_cached_half_{tag}_ms"],
-           results[f"greedy_uncached_half_{tag}_ms"], "uncached, f16", results[f"cache_speedup_half_{tag}"])
-          for tag in ("short", "long")),
-        *(row for tag in ("fp32", "bf16") for row in (
-            (f"train {tag} (tgt tok/s)", results[f"train_tokens_per_s_ours_{tag}"],
-             results[f"train_tokens_per_s_torch_{tag}"], "nn.Transformer", results[f"train_speed_ratio_{tag}"]),
-            ("  ours with nn.Dropout", results[f"train_tokens_per_s_stock_dropout_{tag}"],
-             results[f"train_tokens_per_s_torch_{tag}"], "nn.Transformer",
-             results[f"train_speed_ratio_stock_dropout_{tag}"]))),
-        *((f"dropout fwd+bwd {tag} (ms)", results[f"dropout_ours_{tag}_ms"], results[f"dropout_stock_{tag}_ms"],
-           "nn.Dropout", results[f"dropout_speedup_{tag}"]) for tag in ("float32", "bfloat16")),
-        ("beam 4 vs greedy (sent/s)", results["beam4_sentences_per_s"], results["greedy_sentences_per_s"], "greedy",
-         results["beam4_sentences_per_s"] / results["greedy_sentences_per_s"]),
-        ("inspect vs translate (ms)", results["inspect_ms"], results["translate_ms"], "translate only",
-         results["capture_overhead"]),
-    ]
-    print(f"{'measure':28s} {'ours':>10s} {'reference':>10s}  {'reference is':16s} {'ratio':>7s}")
-    for name, a, b, ref, ratio in rows:
-        print(f"{name:28s} {a:10.1f} {b:10.1f}  {ref:16s} {ratio:7.2f}")
+    sizes = dict(sentences=10, repeat=3, steps=8, corpus=200) if args.quick else \
+        dict(sentences=40, repeat=5, steps=60, corpus=0)
+    results = run_benchmarks(tr, test, train, **sizes)
+    width = max(len(r.label) for r in ROWS)
+    print(f"{'measure':{width}s} {'ours':>10s} {'reference':>10s}  {'reference is':18s} {'ratio':>7s}")
+    for label, ours, ref, ratio, ref_is in table_rows(results):
+        print(f"{label:{width}s} {ours:>10s} {ref:>10s}  {ref_is:18s} {ratio:>7s}")
     line = json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in results.items()})
     print(line)
     if args.save:

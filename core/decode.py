@@ -1,15 +1,18 @@
 """Decoding: greedy, beam search and sampling, batched, with an incremental key/value cache.
 
 "The decoder is auto-regressive, consuming the previously generated symbols as additional input when
-generating the next." With the cache each step feeds only the newest token to the decoder.
+generating the next." With the cache each step feeds only the newest token to the decoder. Beside it:
+the model with its decoder in float16 that `Translator` uses for one sentence on a CPU.
 """
+import copy
 import math
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
-from .data import BOS, EOS, PAD
-from .model import subsequent_mask
+from .data import BOS, EOS
+from .model import EncoderDecoder, subsequent_mask
 
 
 def _strip(row):
@@ -22,49 +25,58 @@ def _strip(row):
     return out
 
 
+def decoder_weights(model):
+    """The tensors a decoder step reads, looked up once: per layer its three norms' (gain, bias, eps),
+    W^Q W^K W^V of self-attention stacked into one (3D, D) matrix (one product for all three), and the
+    other projections as (W, b)."""
+    def wb(linear):
+        return linear.weight, linear.bias
+
+    layers = []
+    for layer in model.decoder.layers:
+        sa, ca, ff = layer.self_attn, layer.src_attn, layer.feed_forward
+        layers.append(dict(
+            norms=[(s.norm.a_2, s.norm.b_2, s.norm.eps) for s in layer.sublayer],
+            qkv=(torch.cat([lin.weight for lin in sa.linears[:3]]), torch.cat([lin.bias for lin in sa.linears[:3]])),
+            self_out=wb(sa.linears[3]), src_q=wb(ca.linears[0]), src_k=wb(ca.linears[1]), src_v=wb(ca.linears[2]),
+            src_out=wb(ca.linears[3]), w_1=wb(ff.w_1), w_2=wb(ff.w_2)))
+    emb, norm = model.tgt_embed[0], model.decoder.norm
+    return dict(layers=layers, lut=emb.lut.weight, scale=math.sqrt(emb.d_model),
+                pe=model.tgt_embed[1].pe[0].to(emb.lut.weight.dtype),  # (max_len, D) in the decoder's precision
+                final_norm=(norm.a_2, norm.b_2, norm.eps))
+
+
 class IncrementalDecoder:
     """One decoder position at a time, over keys and values kept from earlier steps.
 
     The decoder layer's equations written out flat, reading the model's own weights (eval mode, no
     dropout): x += W^O Attn(LN(x)) over the target prefix, x += W^O Attn(LN(x)) over the memory,
-    x += FFN(LN(x)), then the final LN. `model.decode(memory, src_mask, tgt, None, cache)` computes the
-    same through the modules and is the reference in the tests; this form skips their per-call Python
-    work (about a quarter of a step for one sentence on a CPU), projects Q, K and V with one product,
-    writes keys and values into buffers allocated once, and runs attention in the precision the model
-    asks for (`attn_dtype`, float32 in `half_precision_decoder`).
+    x += FFN(LN(x)), then the final LN. The modules' masked full decode computes the same and is the
+    reference in the tests; this form skips their per-call Python work, projects Q, K and V with one
+    product, writes keys and values into buffers allocated once, and runs attention in float32
+    whatever the decoder's precision, as `attention` does.
     """
 
     def __init__(self, model, memory, src_mask, max_len):
-        layers = model.decoder.layers
-        a = layers[0].self_attn
-        self.h, self.d_k, self.t = a.h, a.d_k, 0
-        self.dtype = model.tgt_embed[0].lut.weight.dtype  # the decoder's precision
-        self.adtype = a.attn_dtype or self.dtype  # attention's precision
+        w = model.weights if isinstance(model, HalfPrecisionDecoder) else decoder_weights(model)
+        a = model.decoder.layers[0].self_attn
+        self.h, self.d_k, self.t, self.capacity = a.h, a.d_k, 0, max_len
+        self.lut, self.scale, self.pe, self.final_norm = w["lut"], w["scale"], w["pe"], w["final_norm"]
+        self.dtype = self.lut.dtype  # the decoder's precision
         B = memory.size(0)
         # the memory's mask, (B, 1, 1, S), or None when it hides nothing
         self.mask = None if bool(src_mask.all()) else src_mask.unsqueeze(1)
         self.layers = []
-        for layer in layers:  # the weights each step reads, looked up once
-            sa, ca, ff = layer.self_attn, layer.src_attn, layer.feed_forward
-            qkv = sa.qkv or sa.stacked_qkv()
-            mk = ca.linears[1](memory).view(B, -1, self.h, self.d_k).transpose(1, 2).to(self.adtype)  # (B,H,S,K)
-            mv = ca.linears[2](memory).view(B, -1, self.h, self.d_k).transpose(1, 2).to(self.adtype)
-            k = memory.new_empty(B, self.h, max_len, self.d_k, dtype=self.adtype)  # (B, H, max_len, K)
-            self.layers.append(dict(
-                norms=[(s.norm.a_2, s.norm.b_2, s.norm.eps) for s in layer.sublayer], qkv=qkv,
-                self_out=(sa.linears[3].weight, sa.linears[3].bias), src_q=(ca.linears[0].weight, ca.linears[0].bias),
-                src_out=(ca.linears[3].weight, ca.linears[3].bias), w_1=(ff.w_1.weight, ff.w_1.bias),
-                w_2=(ff.w_2.weight, ff.w_2.bias), mk=mk, mv=mv, k=k, v=torch.empty_like(k)))
-        emb = model.tgt_embed[0]
-        self.lut, self.scale = emb.lut.weight, math.sqrt(emb.d_model)
-        self.pe = model.tgt_embed[1].pe[0, :max_len].to(self.dtype)  # (max_len, D), rounded once
-        norm = model.decoder.norm
-        self.final_norm = (norm.a_2, norm.b_2, norm.eps)
-        self.capacity = max_len
+        for c in w["layers"]:
+            # keys and values of the memory, projected once: (B, H, S, K)
+            mk, mv = (F.linear(memory, *c[key]).view(B, -1, self.h, self.d_k).transpose(1, 2).float()
+                      for key in ("src_k", "src_v"))
+            k = memory.new_empty(B, self.h, max_len, self.d_k, dtype=torch.float32)  # (B, H, max_len, K)
+            self.layers.append(dict(c, mk=mk, mv=mv, k=k, v=torch.empty_like(k)))
 
     def step(self, tokens):
         """Feed the newest token of each row (B,); returns the final-norm output at that position (B, D)."""
-        t, B, H, K, dt, adt = self.t, tokens.size(0), self.h, self.d_k, self.dtype, self.adtype
+        t, B, H, K, dt = self.t, tokens.size(0), self.h, self.d_k, self.dtype
         D = H * K
         if t >= self.capacity:
             raise ValueError(f"the decoder was set up for {self.capacity} steps")
@@ -74,14 +86,14 @@ class IncrementalDecoder:
             (g0, b0, e0), (g1, b1, e1), (g2, b2, e2) = c["norms"]
             # self-attention over the prefix: this position's q, k, v in one product
             y = F.layer_norm(x, (D,), g0, b0, e0)
-            qkv = F.linear(y, *c["qkv"]).to(adt).view(B, 3, H, 1, K)
+            qkv = F.linear(y, *c["qkv"]).float().view(B, 3, H, 1, K)
             c["k"][:, :, t:t + 1] = qkv[:, 1]
             c["v"][:, :, t:t + 1] = qkv[:, 2]
             y = F.scaled_dot_product_attention(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1])  # (B,H,1,K)
             x = x + F.linear(y.view(B, D).to(dt), *c["self_out"])
             # attention over the memory, whose keys and values were projected once
             y = F.layer_norm(x, (D,), g1, b1, e1)
-            q = F.linear(y, *c["src_q"]).to(adt).view(B, H, 1, K)
+            q = F.linear(y, *c["src_q"]).float().view(B, H, 1, K)
             y = F.scaled_dot_product_attention(q, c["mk"], c["mv"], attn_mask=self.mask)
             x = x + F.linear(y.view(B, D).to(dt), *c["src_out"])
             # position-wise feed-forward
@@ -99,56 +111,78 @@ class IncrementalDecoder:
                 c[key] = c[key].index_select(0, index)
 
 
+class CastLinear(nn.Module):
+    """x W^T + b computed in the precision W is stored in and returned in `out_dtype`."""
+
+    def __init__(self, linear, out_dtype):
+        super().__init__()
+        self.weight, self.bias, self.out_dtype = linear.weight, linear.bias, out_dtype
+
+    def forward(self, x):
+        return F.linear(x.to(self.weight.dtype), self.weight, self.bias).to(self.out_dtype)
+
+
+class HalfPrecisionDecoder(EncoderDecoder):
+    """The model set up for decoding one sentence at a time on a CPU (`Translator.half_model`; why and how
+    fast: docs/performance.md): the encoder shared in float32, a copy of the decoder and the output
+    projection in `dtype`, attention in float32 over keys and values of the memory projected in float32.
+
+    Its modules compute what IncrementalDecoder computes from it: the attention layers' projections are
+    CastLinear, giving Q, K and V in float32 and taking W^O's input back to `dtype`. The weights a step
+    reads are looked up once here, a snapshot of this copy (which nothing trains).
+    """
+
+    def __init__(self, model, dtype=torch.float16):
+        tgt_embed = copy.deepcopy(model.tgt_embed).to(dtype)
+        generator = copy.deepcopy(model.generator).to(dtype)
+        if model.generator.proj.weight is model.tgt_embed[0].lut.weight:
+            generator.proj.weight = tgt_embed[0].lut.weight  # keep one copy of the tied matrix
+        decoder = copy.deepcopy(model.decoder).to(dtype)
+        for layer in decoder.layers:
+            for lin in layer.src_attn.linears[1:3]:  # W^K, W^V of the memory
+                lin.float()
+            for attn in (layer.self_attn, layer.src_attn):
+                attn.linears = nn.ModuleList([CastLinear(lin, torch.float32) for lin in attn.linears[:3]]
+                                             + [CastLinear(attn.linears[3], dtype)])
+        super().__init__(model.encoder, decoder, model.src_embed, tgt_embed, generator)
+        self.train(model.training)
+        with torch.no_grad():
+            self.weights = decoder_weights(self)
+
+
+def _generate(next_token, src, max_len, bos, eos):
+    """The loop every decoder here shares: starting from <s>, append next_token(prefix) to each row until
+    every row has produced </s> (rows that have get </s> from then on) or after max_len tokens. `prefix`
+    is the list of (B,) token tensors so far. Returns id lists without <s> and </s>."""
+    ys = [torch.full((src.size(0),), bos, dtype=torch.long, device=src.device)]
+    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        next_word = next_token(ys).masked_fill(done, eos)
+        ys.append(next_word)
+        done |= next_word == eos
+        if done.all():
+            break
+    return [_strip(r) for r in torch.stack(ys, 1)[:, 1:].tolist()]
+
+
 @torch.inference_mode()
 def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     """Pick the most probable next token at each step; returns a list of id lists (no <s>, </s>)."""
-    memory = model.encode(src, src_mask)
-    dec = IncrementalDecoder(model, memory, src_mask, max_len)
-    next_word = torch.full((src.size(0),), bos, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    out = []
-    for _ in range(max_len):
-        # log_softmax keeps the argmax; argmax over float16 has no fast CPU kernel, float32 does
-        next_word = model.generator.proj(dec.step(next_word)).float().argmax(dim=-1)
-        next_word = next_word.masked_fill(done, eos)
-        out.append(next_word)
-        done |= next_word == eos
-        if done.all():
-            break
-    return [_strip(r) for r in torch.stack(out, 1).tolist()]
-
-
-@torch.inference_mode()
-def greedy_decode_modules(model, src, src_mask, max_len, bos=BOS, eos=EOS):
-    """Greedy decoding with the cache held by the modules themselves (`model.decode(..., cache=...)`)."""
-    memory = model.encode(src, src_mask)
-    ys = torch.full((src.size(0), 1), bos, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    cache = {}
-    for _ in range(max_len):
-        out = model.decode(memory, src_mask, ys[:, -1:], None, cache=cache)  # (B, 1, D)
-        next_word = model.generator.proj(out[:, -1]).float().argmax(dim=-1).masked_fill(done, eos)  # as above
-        ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
-        done |= next_word == eos
-        if done.all():
-            break
-    return [_strip(r) for r in ys[:, 1:].tolist()]
+    dec = IncrementalDecoder(model, model.encode(src, src_mask), src_mask, max_len)
+    # log_softmax keeps the argmax; argmax over float16 has no fast CPU kernel, float32 does
+    return _generate(lambda ys: model.generator.proj(dec.step(ys[-1])).float().argmax(dim=-1), src, max_len, bos, eos)
 
 
 @torch.inference_mode()
 def greedy_decode_uncached(model, src, src_mask, max_len, bos=BOS, eos=EOS):
     """The Annotated Transformer's loop: re-decode the whole prefix at every step (the reference)."""
     memory = model.encode(src, src_mask)
-    ys = torch.full((src.size(0), 1), bos, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        out = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)).to(src.device))
-        next_word = model.generator(out[:, -1]).argmax(dim=-1).masked_fill(done, eos)
-        ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
-        done |= next_word == eos
-        if done.all():
-            break
-    return [_strip(r) for r in ys[:, 1:].tolist()]
+
+    def next_token(ys):
+        out = model.decode(memory, src_mask, torch.stack(ys, 1), subsequent_mask(len(ys)).to(src.device))
+        return model.generator(out[:, -1]).argmax(dim=-1)
+
+    return _generate(next_token, src, max_len, bos, eos)
 
 
 @torch.inference_mode()
@@ -159,22 +193,16 @@ def sample_decode(model, src, src_mask, max_len, temperature=1.0, top_k=0, seed=
         gen.manual_seed(seed)
     else:
         gen.seed()
-    memory = model.encode(src, src_mask)
-    dec = IncrementalDecoder(model, memory, src_mask, max_len)
-    ys = torch.full((src.size(0), 1), bos, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        logits = model.generator(dec.step(ys[:, -1])) / max(temperature, 1e-5)
+    dec = IncrementalDecoder(model, model.encode(src, src_mask), src_mask, max_len)
+
+    def next_token(ys):
+        logits = model.generator(dec.step(ys[-1])) / max(temperature, 1e-5)
         if top_k and top_k < logits.size(-1):
             kth = logits.topk(top_k, dim=-1).values[:, -1:]
             logits = logits.masked_fill(logits < kth, float("-inf"))
-        next_word = torch.multinomial(logits.softmax(-1), 1, generator=gen).squeeze(1)
-        next_word = next_word.masked_fill(done, eos)
-        ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
-        done |= next_word == eos
-        if done.all():
-            break
-    return [_strip(r) for r in ys[:, 1:].tolist()]
+        return torch.multinomial(logits.softmax(-1), 1, generator=gen).squeeze(1)
+
+    return _generate(next_token, src, max_len, bos, eos)
 
 
 def length_penalty(length, alpha):

@@ -34,9 +34,8 @@ class LayerNorm(nn.Module):
 class Dropout(nn.Dropout):
     """Dropout, "P_drop = 0.1": each element is zeroed with probability p and the rest scaled by 1/(1-p).
 
-    On a CPU the mask is drawn as uniform numbers compared with p: the same distribution as nn.Dropout's
-    Bernoulli draws, whose CPU kernel costs 1.2-1.7x as much for the same tensor: 4-7% of a training step
-    here (`python -m core.bench`). On other devices nn.Dropout's fused kernel is used.
+    On a CPU the mask is drawn as uniform numbers compared with p (the same distribution as nn.Dropout's
+    Bernoulli draws, at a lower cost: docs/performance.md); on other devices nn.Dropout's kernel runs.
     """
 
     def forward(self, x):
@@ -94,60 +93,23 @@ class MultiHeadedAttention(nn.Module):
         self.attn = None
         self.keep_attn = False
         self.dropout = Dropout(p=dropout)
-        self.qkv = None  # (W, b): W^Q, W^K, W^V stacked by fuse_qkv, for self-attention at inference
-        self.attn_dtype = None  # precision of softmax(QK^T/sqrt(d_k))V when not the projections' own
-
-    def stacked_qkv(self):
-        """W^Q, W^K and W^V stacked into one (3D, D) matrix, with their biases: one product for all three."""
-        return (torch.cat([lin.weight for lin in self.linears[:3]]),
-                torch.cat([lin.bias for lin in self.linears[:3]]))
-
-    def fuse_qkv(self):
-        """Keep the stacked matrix for self-attention at inference: a snapshot; the three linears stay
-        the parameters."""
-        self.qkv = tuple(t.detach() for t in self.stacked_qkv())
 
     def _split(self, x, linear):
         nbatches = x.size(0)
         return linear(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)  # (B, H, L, K)
 
-    def forward(self, query, key, value, mask=None, cache=None, static_kv=False):
-        """`cache` (a dict) holds this layer's projected keys and values during incremental decoding:
-        appended to at each step for self-attention, computed once for the encoder memory (static_kv)."""
+    def forward(self, query, key, value, mask=None):
         if mask is not None:
             mask = mask.unsqueeze(1)  # same mask for all heads: (B, 1, Tq|1, Tk)
         nbatches = query.size(0)
-        k = v = None
-        if self.qkv is not None and query is key is value:
-            q, k, v = F.linear(query, *self.qkv).view(nbatches, -1, 3, self.h, self.d_k).permute(2, 0, 3, 1, 4)
-        else:
-            q = self._split(query, self.linears[0])
-        if cache is not None and static_kv and "k" in cache:
-            k, v, mask = cache["k"], cache["v"], cache["mask"]
-        else:
-            if cache is not None and static_kv:  # the memory's mask never changes: drop it if it hides nothing
-                cache["mask"] = mask = None if mask is None or bool(mask.all()) else mask
-            if k is None:
-                k = self._split(key, self.linears[1])
-                v = self._split(value, self.linears[2])
-            if self.attn_dtype is not None:  # keys and values are kept in the attention's precision
-                k, v = k.to(self.attn_dtype), v.to(self.attn_dtype)
-            if cache is not None:
-                if not static_kv and "k" in cache:
-                    k = torch.cat([cache["k"], k], dim=2)
-                    v = torch.cat([cache["v"], v], dim=2)
-                cache["k"], cache["v"] = k, v
-        if self.attn_dtype is not None:
-            q = q.to(self.attn_dtype)
-        if self.keep_attn:
+        q, k, v = (self._split(x, lin) for x, lin in zip((query, key, value), self.linears))  # (B, H, L, K)
+        if self.keep_attn:  # explicit: softmax(QK^T / sqrt(d_k)) V, the weights kept in .attn
             x, attn = attention(q, k, v, mask=mask, dropout=self.dropout)
             self.attn = attn.detach()
-        else:
+        else:  # fused kernel, same result
             x = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
         x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)  # (B, Tq, D)
-        if self.attn_dtype is not None:
-            x = x.to(query.dtype)
         return self.linears[-1](x)
 
 
@@ -206,13 +168,10 @@ class DecoderLayer(nn.Module):
         self.feed_forward = feed_forward
         self.sublayer = clones(SublayerConnection(size, dropout), 3)
 
-    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+    def forward(self, x, memory, src_mask, tgt_mask):
         m = memory
-        self_cache = src_cache = None
-        if cache is not None:
-            self_cache, src_cache = cache.setdefault("self", {}), cache.setdefault("src", {})
-        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask, cache=self_cache))
-        x = self.sublayer[1](x, lambda x: self.src_attn(x, m, m, src_mask, cache=src_cache, static_kv=True))
+        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))
+        x = self.sublayer[1](x, lambda x: self.src_attn(x, m, m, src_mask))
         return self.sublayer[2](x, self.feed_forward)
 
 
@@ -224,10 +183,9 @@ class Decoder(nn.Module):
         self.layers = clones(layer, N)
         self.norm = LayerNorm(layer.size)
 
-    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
-        for i, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache.setdefault(i, {})
-            x = layer(x, memory, src_mask, tgt_mask, cache=layer_cache)
+    def forward(self, x, memory, src_mask, tgt_mask):
+        for layer in self.layers:
+            x = layer(x, memory, src_mask, tgt_mask)
         return self.norm(x)
 
 
@@ -257,8 +215,8 @@ class PositionalEncoding(nn.Module):
         pe[:, 1::2] = torch.cos(position * div_term)
         self.register_buffer("pe", pe.unsqueeze(0), persistent=False)  # (1, max_len, D)
 
-    def forward(self, x, start=0):
-        x = x + self.pe[:, start:start + x.size(1)].to(x.dtype)
+    def forward(self, x):
+        x = x + self.pe[:, :x.size(1)].to(x.dtype)
         return self.dropout(x)
 
 
@@ -291,13 +249,8 @@ class EncoderDecoder(nn.Module):
     def encode(self, src, src_mask):
         return self.encoder(self.src_embed(src), src_mask)  # (B, S, D)
 
-    def decode(self, memory, src_mask, tgt, tgt_mask, cache=None):
-        """With a `cache` dict, `tgt` holds only the new positions and earlier keys/values are reused."""
-        start = 0 if cache is None else cache.get("len", 0)
-        x = self.tgt_embed[1](self.tgt_embed[0](tgt), start=start)
-        if cache is not None:
-            cache["len"] = start + tgt.size(1)
-        return self.decoder(x, memory, src_mask, tgt_mask, cache=cache)  # (B, T, D)
+    def decode(self, memory, src_mask, tgt, tgt_mask):
+        return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)  # (B, T, D)
 
 
 def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,
@@ -323,31 +276,6 @@ def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0
         model.src_embed[0].lut.weight = shared
         model.generator.proj.weight = shared
     return model
-
-
-def half_precision_decoder(model, dtype=torch.float16):
-    """The same weights for decoding on a CPU: the encoder shared in float32, the decoder in half precision.
-
-    Each decoding step multiplies one row per hypothesis by every decoder matrix and by the 8000-word
-    output projection: matrix-vector products whose time goes into reading the weights, so storing them
-    in 16 bits halves it. Products over whole sentences (the encoder, and the keys and values projected
-    from its output once per sentence) are matrix-matrix work, faster in float32 on CPUs without native
-    float16 arithmetic, so those stay in float32, and so does attention itself (softmax(QK^T)V over the
-    cached keys and values). The shipped weights are float16 already: no weight changes, only
-    activations are rounded to 16 bits. Self-attention gets its fused W^Q W^K W^V.
-    """
-    tgt_embed = copy.deepcopy(model.tgt_embed).to(dtype)
-    generator = copy.deepcopy(model.generator).to(dtype)
-    if model.generator.proj.weight is model.tgt_embed[0].lut.weight:
-        generator.proj.weight = tgt_embed[0].lut.weight  # keep one copy of the tied matrix
-    decoder = copy.deepcopy(model.decoder).to(dtype)
-    for layer in decoder.layers:
-        layer.self_attn.fuse_qkv()
-        for lin in layer.src_attn.linears[1:3]:  # W^K, W^V of the memory
-            lin.float()
-        layer.self_attn.attn_dtype = layer.src_attn.attn_dtype = torch.float32
-    half = EncoderDecoder(model.encoder, decoder, model.src_embed, tgt_embed, generator)
-    return half.train(model.training)
 
 
 def attention_modules(model):

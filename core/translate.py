@@ -11,8 +11,8 @@ import torch
 
 from .checkpoint import load_pretrained
 from .data import ASSETS, BOS, EOS, PAD, load_tokenizer, pad_to
-from .decode import decode_batch
-from .model import attention_modules, half_precision_decoder, keep_attention, subsequent_mask
+from .decode import HalfPrecisionDecoder, decode_batch
+from .model import attention_modules, keep_attention, subsequent_mask
 
 
 @dataclass
@@ -41,11 +41,10 @@ class Translator:
         self.max_src_tokens = int(self.config.get("max_src_tokens", 128))
         # beam search's length penalty: the one chosen on val for this model, else the paper's 0.6
         self.alpha = float(self.config.get("length_penalty", 0.6))
-        # On a CPU, batches of at most `half_rows` hypotheses (one sentence greedy or beam 4: what the
-        # app and the command line decode) run their decoder in float16, where a step costs about half;
-        # larger batches are matrix-matrix work, faster in float32. 0 turns it off.
+        # On a CPU, batches of at most `half_rows` hypotheses (one sentence, greedy or beam 4) decode with
+        # `half_model`, whose decoder is in float16 (docs/performance.md); 0 turns it off.
         self.half_rows = half_rows if self.device.type == "cpu" else 0
-        self.half_model = half_precision_decoder(self.model).eval() if self.half_rows else None
+        self.half_model = HalfPrecisionDecoder(self.model).eval() if self.half_rows else None
 
     @classmethod
     def load(cls, directory=None, device="cpu", half_rows=4):
