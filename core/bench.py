@@ -20,7 +20,7 @@ import math
 import statistics
 import time
 import warnings
-from collections import namedtuple
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -30,6 +30,59 @@ from .decode import greedy_decode, greedy_decode_uncached
 from .model import Dropout, PositionalEncoding, make_model
 from .train import LabelSmoothing, SimpleLossCompute
 from .translate import Translator
+
+
+class Row(NamedTuple):
+    """A measured row: figures of the JSON line (assets/bench.json), named by their keys."""
+    label: str  # what is measured, with its unit
+    ours: str  # our figure
+    reference: str  # the reference's figure, from the same run
+    ratio: str | None  # their ratio; None: the row shows none
+    decimals: int  # of both figures
+    reference_is: str  # what the reference is, in words
+
+
+# Every row the CLI's table and the app's show; tests/test_bench.py checks that the benchmarks write each key.
+ROWS = (
+    Row("greedy, one sentence, cached (float16 decoder) vs uncached (ms)", "greedy_cached_half_ms",
+        "greedy_uncached_ms", "cache_speedup", 1, "uncached loop"),
+    Row("the same with cold CPU caches (ms)", "greedy_cached_half_cold_ms", "greedy_uncached_cold_ms",
+        "cache_speedup_cold", 1, "uncached loop"),
+    Row("the same, both loops in float32 (ms)", "greedy_cached_fp32_ms", "greedy_uncached_fp32_ms",
+        "cache_speedup_fp32", 1, "uncached, float32"),
+    Row("the same, the shorter half of the outputs (ms)", "greedy_cached_half_short_ms",
+        "greedy_uncached_half_short_ms", "cache_speedup_half_short", 1, "uncached, float16"),
+    Row("the same, the longer half of the outputs (ms)", "greedy_cached_half_long_ms",
+        "greedy_uncached_half_long_ms", "cache_speedup_half_long", 1, "uncached, float16"),
+    Row("training fp32, target tokens/s", "train_tokens_per_s_ours_fp32", "train_tokens_per_s_torch_fp32",
+        "train_speed_ratio_fp32", 0, "nn.Transformer"),
+    Row("the same with nn.Dropout in this model (fp32)", "train_tokens_per_s_stock_dropout_fp32",
+        "train_tokens_per_s_torch_fp32", "train_speed_ratio_stock_dropout_fp32", 0, "nn.Transformer"),
+    Row("training bf16 autocast, target tokens/s", "train_tokens_per_s_ours_bf16", "train_tokens_per_s_torch_bf16",
+        "train_speed_ratio_bf16", 0, "nn.Transformer"),
+    Row("the same with nn.Dropout in this model (bf16)", "train_tokens_per_s_stock_dropout_bf16",
+        "train_tokens_per_s_torch_bf16", "train_speed_ratio_stock_dropout_bf16", 0, "nn.Transformer"),
+    Row("dropout forward and backward on a 3,072 × d_ff activation, float32 (ms)", "dropout_ours_float32_ms", "dropout_stock_float32_ms",
+        "dropout_speedup_float32", 1, "nn.Dropout"),
+    Row("the same in bfloat16 (ms)", "dropout_ours_bfloat16_ms", "dropout_stock_bfloat16_ms",
+        "dropout_speedup_bfloat16", 1, "nn.Dropout"),
+    Row("test set, sentences/s: beam 4 vs greedy", "beam4_sentences_per_s", "greedy_sentences_per_s", None, 1,
+        "greedy"),
+    Row("one translation with every attention map (ms)", "inspect_ms", "translate_ms", "capture_overhead", 1,
+        "translate only"),
+)
+
+
+def table_rows(results):
+    """The ROWS whose figures `results` holds as numbers (an older or damaged file lacks some), as tuples of
+    strings (label, ours, reference, ratio, reference_is): figures with the row's decimals, the ratio as
+    "3.16×", or "" where the row shows none."""
+    def number(key):
+        return isinstance(results.get(key), (int, float))
+
+    return [(r.label, f"{results[r.ours]:.{r.decimals}f}", f"{results[r.reference]:.{r.decimals}f}",
+             "" if r.ratio is None else f"{results[r.ratio]:.2f}×", r.reference_is)
+            for r in ROWS if number(r.ours) and number(r.reference) and (r.ratio is None or number(r.ratio))]
 
 
 class TorchTransformer(nn.Module):
@@ -193,61 +246,34 @@ def bench_capture(tr, text, repeat):
             "capture_overhead": statistics.median(full) / statistics.median(plain)}
 
 
-Row = namedtuple("Row", "label ours reference ratio decimals reference_is")
-
-# The measured rows, each a figure of ours beside its reference and their ratio: the keys name figures of
-# the JSON line (assets/bench.json), `ratio` None where none is shown. The CLI's table and the app's read
-# this list; tests/test_bench.py checks that the benchmarks write every key named here.
-ROWS = (
-    Row("greedy, one sentence, cached (float16 decoder) vs uncached (ms)", "greedy_cached_half_ms",
-        "greedy_uncached_ms", "cache_speedup", 1, "uncached loop"),
-    Row("the same with cold CPU caches (ms)", "greedy_cached_half_cold_ms", "greedy_uncached_cold_ms",
-        "cache_speedup_cold", 1, "uncached loop"),
-    Row("the same, both loops in float32 (ms)", "greedy_cached_fp32_ms", "greedy_uncached_fp32_ms",
-        "cache_speedup_fp32", 1, "uncached, float32"),
-    Row("the same, the shorter half of the outputs (ms)", "greedy_cached_half_short_ms",
-        "greedy_uncached_half_short_ms", "cache_speedup_half_short", 1, "uncached, float16"),
-    Row("the same, the longer half of the outputs (ms)", "greedy_cached_half_long_ms",
-        "greedy_uncached_half_long_ms", "cache_speedup_half_long", 1, "uncached, float16"),
-    Row("training fp32, target tokens/s", "train_tokens_per_s_ours_fp32", "train_tokens_per_s_torch_fp32",
-        "train_speed_ratio_fp32", 0, "nn.Transformer"),
-    Row("the same with nn.Dropout in this model (fp32)", "train_tokens_per_s_stock_dropout_fp32",
-        "train_tokens_per_s_torch_fp32", "train_speed_ratio_stock_dropout_fp32", 0, "nn.Transformer"),
-    Row("training bf16 autocast, target tokens/s", "train_tokens_per_s_ours_bf16", "train_tokens_per_s_torch_bf16",
-        "train_speed_ratio_bf16", 0, "nn.Transformer"),
-    Row("the same with nn.Dropout in this model (bf16)", "train_tokens_per_s_stock_dropout_bf16",
-        "train_tokens_per_s_torch_bf16", "train_speed_ratio_stock_dropout_bf16", 0, "nn.Transformer"),
-    Row("dropout forward and backward, float32 (ms)", "dropout_ours_float32_ms", "dropout_stock_float32_ms",
-        "dropout_speedup_float32", 1, "nn.Dropout"),
-    Row("dropout forward and backward, bfloat16 (ms)", "dropout_ours_bfloat16_ms", "dropout_stock_bfloat16_ms",
-        "dropout_speedup_bfloat16", 1, "nn.Dropout"),
-    Row("test set, sentences/s: beam 4 vs greedy", "beam4_sentences_per_s", "greedy_sentences_per_s", None, 1,
-        "greedy"),
-    Row("one translation with every attention map (ms)", "inspect_ms", "translate_ms", "capture_overhead", 1,
-        "translate only"),
-)
+def bf16_matmul_slowdown(rows, d_model, d_ff, repeat=3):
+    """How many times longer one (rows x d_model) @ (d_model x d_ff) product takes in bfloat16 than in
+    float32 (median of `repeat`): CPUs without native bfloat16 kernels (no AVX-512 BF16 or AMX) emulate it,
+    tens of times slower."""
+    a, b = torch.randn(rows, d_model), torch.randn(d_model, d_ff)
+    a16, b16 = a.bfloat16(), b.bfloat16()
+    a16 @ b16  # warm-up
+    fp32 = statistics.median(time_call(lambda: a @ b, repeat))
+    bf16 = statistics.median(time_call(lambda: a16 @ b16, repeat))
+    return bf16 / fp32
 
 
-def table_rows(results):
-    """The ROWS whose figures `results` holds as numbers (an older or damaged file lacks some), as tuples of
-    strings (label, ours, reference, ratio, reference_is): figures with the row's decimals, the ratio as
-    "3.16×", or "" where the row shows none."""
-    def number(key):
-        return isinstance(results.get(key), (int, float))
-
-    return [(r.label, f"{results[r.ours]:.{r.decimals}f}", f"{results[r.reference]:.{r.decimals}f}",
-             "" if r.ratio is None else f"{results[r.ratio]:.2f}×", r.reference_is)
-            for r in ROWS if number(r.ours) and number(r.reference) and (r.ratio is None or number(r.ratio))]
-
-
-def run_benchmarks(tr, test, train, sentences, repeat, steps, corpus, max_tokens=3072):
+def run_benchmarks(tr, test, train, sentences, repeat, steps, corpus, max_tokens=3072, bf16=None):
     """Every figure: `sentences` test sentences timed one at a time, `steps` training batches of up to
-    `max_tokens` tokens, `corpus` test sentences (0: all) translated in batches."""
+    `max_tokens` tokens, `corpus` test sentences (0: all) translated in batches. The bf16 training rows
+    run when `bf16` is True, or when None and this CPU multiplies bf16 matrices at most 3x slower than
+    float32 (where it emulates them, 60 batches would take hours; the figures then say why they are missing)."""
     results = {"threads": torch.get_num_threads(), "model": {k: tr.config[k] for k in ("N", "d_model", "d_ff", "h")}}
     results.update(bench_cache(tr, [p[0] for p in test[:sentences]], repeat))
     examples = encode_pairs(tr.tokenizer, train[:250 * (steps + 2)], tr.max_src_tokens)  # enough batches
-    for bf16 in (False, True):
-        results.update(bench_training(tr.config, examples, steps, max_tokens, bf16))
+    results["bf16_matmul_slowdown"] = bf16_matmul_slowdown(max_tokens, tr.config["d_model"], tr.config["d_ff"])
+    if bf16 is None:
+        bf16 = results["bf16_matmul_slowdown"] <= 3
+    if not bf16:
+        results["bf16_training_skipped"] = (f"bfloat16 matrix products run {results['bf16_matmul_slowdown']:.0f}x "
+                                            "slower than float32 on this CPU")
+    for autocast in (False, True) if bf16 else (False,):
+        results.update(bench_training(tr.config, examples, steps, max_tokens, autocast))
     for dtype in (torch.float32, torch.bfloat16):  # one feed-forward activation of a full batch
         results.update(bench_dropout((max_tokens, tr.config["d_ff"]), dtype, repeat * 4))
     texts = [p[0] for p in (test[:corpus] if corpus else test)]
@@ -278,6 +304,8 @@ def main(argv=None):
     sizes = dict(sentences=10, repeat=3, steps=8, corpus=200) if args.quick else \
         dict(sentences=40, repeat=5, steps=60, corpus=0)
     results = run_benchmarks(tr, test, train, **sizes)
+    if "bf16_training_skipped" in results:
+        print(f"bf16 training rows left out: {results['bf16_training_skipped']}")
     width = max(len(r.label) for r in ROWS)
     print(f"{'measure':{width}s} {'ours':>10s} {'reference':>10s}  {'reference is':18s} {'ratio':>7s}")
     for label, ours, ref, ratio, ref_is in table_rows(results):

@@ -58,7 +58,7 @@ class IncrementalDecoder:
     """
 
     def __init__(self, model, memory, src_mask, max_len):
-        w = model.weights if isinstance(model, HalfPrecisionDecoder) else decoder_weights(model)
+        w = model.step_weights if isinstance(model, HalfPrecisionDecoder) else decoder_weights(model)
         a = model.decoder.layers[0].self_attn
         self.h, self.d_k, self.t, self.capacity = a.h, a.d_k, 0, max_len
         self.lut, self.scale, self.pe, self.final_norm = w["lut"], w["scale"], w["pe"], w["final_norm"]
@@ -147,7 +147,7 @@ class HalfPrecisionDecoder(EncoderDecoder):
         super().__init__(model.encoder, decoder, model.src_embed, tgt_embed, generator)
         self.train(model.training)
         with torch.no_grad():
-            self.weights = decoder_weights(self)
+            self.step_weights = decoder_weights(self)  # what IncrementalDecoder reads, looked up once
 
 
 def _generate(next_token, src, max_len, bos, eos):

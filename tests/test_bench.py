@@ -5,13 +5,13 @@ import math
 import pytest
 import torch
 
-from core.model import make_model
+from core.bench import ROWS, bench_cache, bench_training, run_benchmarks, table_rows, with_stock_dropout
+from core.data import encode_pairs, load_split
+from core.model import Dropout, make_model
+from core.translate import Translator
 
 
 def test_training_benchmark_runs_every_model_on_the_same_batches(tiny_data, tiny_spm):
-    from core.bench import bench_training, with_stock_dropout
-    from core.data import encode_pairs, load_split
-    from core.model import Dropout
 
     # with_stock_dropout swaps the module only: same function in eval mode, nn.Dropout everywhere
     model = make_model(30, 30, N=1, d_model=16, d_ff=32, h=2).eval()
@@ -29,14 +29,13 @@ def test_training_benchmark_runs_every_model_on_the_same_batches(tiny_data, tiny
     r = bench_training(config, examples, steps=3, max_tokens=300, bf16=False)
     for name in ("ours", "torch", "stock_dropout"):
         assert math.isfinite(r[f"train_tokens_per_s_{name}_fp32"]) and r[f"train_tokens_per_s_{name}_fp32"] > 0
-    assert r["train_speed_ratio_fp32"] == pytest.approx(r["train_tokens_per_s_ours_fp32"] / r["train_tokens_per_s_torch_fp32"])
+    assert r["train_speed_ratio_fp32"] == pytest.approx(
+        r["train_tokens_per_s_ours_fp32"] / r["train_tokens_per_s_torch_fp32"])
     assert r["train_speed_ratio_stock_dropout_fp32"] == pytest.approx(
         r["train_tokens_per_s_stock_dropout_fp32"] / r["train_tokens_per_s_torch_fp32"])
 
 
 def test_cache_benchmark_takes_the_faster_uncached_loop_as_its_reference(tiny_spm):
-    from core.bench import bench_cache
-    from core.translate import Translator
 
     sp, _ = tiny_spm
     V = sp.get_piece_size()
@@ -54,16 +53,13 @@ def test_cache_benchmark_takes_the_faster_uncached_loop_as_its_reference(tiny_sp
 
 def test_every_declared_row_is_measured_and_tables_leave_out_what_a_file_lacks(tiny_data, tiny_spm):
     """The benchmarks write every figure ROWS names (a renamed key fails here), and table_rows shows each row."""
-    from core.bench import ROWS, run_benchmarks, table_rows
-    from core.data import load_split
-    from core.translate import Translator
 
     sp, _ = tiny_spm
     V = sp.get_piece_size()
     config = {"src_vocab": V, "N": 1, "d_model": 16, "d_ff": 32, "h": 2, "max_src_tokens": 32}
     tr = Translator(make_model(V, V, N=1, d_model=16, d_ff=32, h=2), sp, config)
     results = run_benchmarks(tr, load_split(tiny_data, "test_2016_flickr"), load_split(tiny_data, "train"),
-                             sentences=2, repeat=1, steps=2, corpus=6, max_tokens=300)
+                             sentences=2, repeat=1, steps=2, corpus=6, max_tokens=300, bf16=True)
     json.dumps(results)  # the JSON line
     for row in ROWS:
         for key in (row.ours, row.reference, row.ratio):
@@ -80,3 +76,27 @@ def test_every_declared_row_is_measured_and_tables_leave_out_what_a_file_lacks(t
     del damaged[ROWS[-1].reference]
     assert [r[0] for r in table_rows(damaged)] == [row.label for row in ROWS[1:-1]]
     assert table_rows({"threads": 2}) == []
+
+
+def test_bf16_rows_are_left_out_with_a_reason_where_the_cpu_emulates_bf16(tiny_data, tiny_spm, monkeypatch):
+    import core.bench as bench
+    sp, _ = tiny_spm
+    V = sp.get_piece_size()
+    config = {"src_vocab": V, "N": 1, "d_model": 16, "d_ff": 32, "h": 2, "max_src_tokens": 32}
+    tr = Translator(make_model(V, V, N=1, d_model=16, d_ff=32, h=2), sp, config)
+    args = (tr, load_split(tiny_data, "test_2016_flickr"), load_split(tiny_data, "train"))
+    sizes = dict(sentences=2, repeat=1, steps=1, corpus=2, max_tokens=300)
+    monkeypatch.setattr(bench, "bf16_matmul_slowdown", lambda *a: 40.0)
+    results = bench.run_benchmarks(*args, **sizes)
+    assert "train_tokens_per_s_ours_bf16" not in results and "40x slower" in results["bf16_training_skipped"]
+    assert "train_tokens_per_s_ours_fp32" in results
+    assert not any("bf16 autocast" in r[0] for r in table_rows(results))
+    monkeypatch.setattr(bench, "bf16_matmul_slowdown", lambda *a: 1.5)
+    results = bench.run_benchmarks(*args, **sizes)
+    assert "train_tokens_per_s_ours_bf16" in results and "bf16_training_skipped" not in results
+
+
+def test_bf16_slowdown_is_a_ratio_of_measured_times():
+    from core.bench import bf16_matmul_slowdown
+    r = bf16_matmul_slowdown(64, 16, 32, repeat=2)
+    assert math.isfinite(r) and r > 0

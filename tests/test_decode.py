@@ -165,7 +165,7 @@ def test_half_precision_decoder_shares_the_encoder_and_stays_close_to_float32():
     # keys and values of the memory are projected in float32, once per sentence
     assert half.decoder.layers[1].src_attn.linears[1].weight.dtype == torch.float32
     # the stacked W^Q W^K W^V a step reads is this copy's, in float16
-    W, _ = half.weights["layers"][1]["qkv"]
+    W, _ = half.step_weights["layers"][1]["qkv"]
     assert W.dtype == torch.float16 and torch.equal(W[64:], half.decoder.layers[1].self_attn.linears[2].weight)
     src = torch.randint(4, 40, (2, 7))
     src[1, -2:] = 0

@@ -5,6 +5,11 @@ import sys
 
 import pytest
 
+from core import Translator
+from core.data import load_split
+from core.decode import HalfPrecisionDecoder
+from core.evaluate import score
+from core.model import EncoderDecoder
 from tests.conftest import ASSETS, ROOT, SHARED_DATA, needs_data, needs_shipped
 
 pytestmark = needs_shipped
@@ -12,7 +17,6 @@ pytestmark = needs_shipped
 
 @pytest.fixture(scope="module")
 def tr():
-    from core import Translator
     return Translator.load()
 
 
@@ -24,7 +28,6 @@ def test_asset_files_fit_a_space_without_lfs():
 
 
 def test_python_api(tr):
-    from core.model import EncoderDecoder
     assert isinstance(tr.model, EncoderDecoder) and not tr.model.training
     assert tr.tokenizer.get_piece_size() == tr.config["src_vocab"]
     out = tr.translate(["Ein Hund rennt über eine Wiese.", "Eine Frau liest ein Buch."], beam=4)
@@ -33,6 +36,9 @@ def test_python_api(tr):
     # one sentence decodes with the float16 decoder, a batch of them in float32
     assert tr.decoding_model(1) is tr.half_model and tr.decoding_model(4) is tr.half_model
     assert tr.decoding_model(16) is tr.model
+    assert isinstance(tr.half_model, HalfPrecisionDecoder) and tr.half_model.encoder is tr.model.encoder
+    plain = Translator.load(half_rows=0)  # float32 throughout
+    assert plain.half_model is None and plain.decoding_model(1) is plain.model
     assert tr.translate(["Ein Hund rennt über eine Wiese."] * 5, batch_size=5)[0] == \
         tr.translate("Ein Hund rennt über eine Wiese.")
     ins = tr.inspect("Ein Hund rennt über eine Wiese.")
@@ -60,8 +66,6 @@ def test_evaluate_cli_json(tmp_path):
 @needs_data
 def test_quality_on_test_2016_flickr_sample(tr):
     """Greedy BLEU on the first 200 test sentences (the full figures are in the README)."""
-    from core.data import load_split
-    from core.evaluate import score
     pairs = load_split(SHARED_DATA, "test_2016_flickr")[:200]
     hyps = tr.translate([p[0] for p in pairs])  # batches of 64: float32
     bleu = score(hyps, [p[1] for p in pairs])["bleu"]
@@ -69,5 +73,6 @@ def test_quality_on_test_2016_flickr_sample(tr):
     # one sentence at a time (the float16 decoder) translates as well: same BLEU within half a point
     singles = tr.translate([p[0] for p in pairs[:100]], batch_size=1)
     assert tr.decoding_model(1) is tr.half_model
-    assert abs(score(singles, [p[1] for p in pairs[:100]])["bleu"] - score(hyps[:100], [p[1] for p in pairs[:100]])["bleu"]) < 0.5
+    refs = [p[1] for p in pairs[:100]]
+    assert abs(score(singles, refs)["bleu"] - score(hyps[:100], refs)["bleu"]) < 0.5
     assert sum(a == b for a, b in zip(singles, hyps)) >= 95

@@ -1,11 +1,13 @@
 """The Engineering tab: how the shipped model was built, how well it translates and how fast it runs, read
 from the files beside its weights, and the code of the decoding loops."""
+import html
 import json
 
 import gradio as gr
 
 from core import decode as core_decode
 from core import model as core_model
+from core.bench import table_rows
 
 from ..common import code_panel
 from ..shared import get_translator, model_dir
@@ -13,29 +15,15 @@ from .training import shipped_log
 
 
 def speed_table(b):
-    """The figures of `python -m core.bench` (bench.json) as a Markdown table: measure, ours, reference,
-    ratio; rows whose figures the file lacks (an older benchmark) are left out."""
-    spec = [  # (measure, ours, reference, ratio, decimals)
-        ("greedy, one sentence, cached (float16 decoder) vs the uncached loop (ms)", "greedy_cached_half_ms",
-         "greedy_uncached_ms", "cache_speedup", 1),
-        ("the same with the cache kept by the modules (ms)", "greedy_modules_half_ms", "greedy_uncached_ms",
-         "cache_speedup_modules", 1),
-        ("the same, both loops in float32 (ms)", "greedy_cached_fp32_ms", "greedy_uncached_fp32_ms",
-         "cache_speedup_fp32", 1)]
-    for tag in ("fp32", "bf16"):
-        spec += [(f"training, target tokens/s vs nn.Transformer ({tag})", f"train_tokens_per_s_ours_{tag}",
-                  f"train_tokens_per_s_torch_{tag}", f"train_speed_ratio_{tag}", 0),
-                 (f"the same with nn.Dropout in this model ({tag})", f"train_tokens_per_s_stock_dropout_{tag}",
-                  f"train_tokens_per_s_torch_{tag}", f"train_speed_ratio_stock_dropout_{tag}", 0)]
-    spec += [
-        ("dropout forward and backward on one 3,072 × d_ff activation, bf16 (ms): ours vs nn.Dropout",
-         "dropout_ours_bfloat16_ms", "dropout_stock_bfloat16_ms", "dropout_speedup_bfloat16", 1),
-        ("test set, sentences/s: beam 4 vs greedy", "beam4_sentences_per_s", "greedy_sentences_per_s", None, 1),
-        ("one translation with all maps vs without (ms)", "inspect_ms", "translate_ms", "capture_overhead", 1)]
-    rows = [f"| {label} | {b[ours]:.{n}f} | {b[ref]:.{n}f} | {'' if ratio is None else f'{b[ratio]:.2f}×'} |"
-            for label, ours, ref, ratio, n in spec
-            if all(k is None or isinstance(b.get(k), (int, float)) for k in (ours, ref, ratio))]
-    return "| measure | ours | reference | ratio |\n|---|---|---|---|\n" + "\n".join(rows) if rows else ""
+    """The figures of `python -m core.bench` (bench.json) as a Markdown table, row by row as the benchmark
+    declares them (core.bench.ROWS); rows whose figures the file lacks (an older benchmark) are left out."""
+    rows = [f"| {label} | {ours} | {ref} | {ref_is} | {ratio} |" for label, ours, ref, ratio, ref_is in table_rows(b)]
+    if not rows:
+        return ""
+    table = "| measure | ours | reference | reference is | ratio |\n|---|---|---|---|---|\n" + "\n".join(rows)
+    if isinstance(b.get("bf16_training_skipped"), str):
+        table += f"\n\nbf16 training rows left out: {html.escape(b['bf16_training_skipped'])}."
+    return table
 
 
 def _model_md(tr):
@@ -102,5 +90,6 @@ def build():
     gr.Markdown(engineering_md())
     code_panel("Greedy decoding with the cache, one decoder step written out, and beam search",
                core_decode.greedy_decode, core_decode.IncrementalDecoder, core_decode.beam_search)
-    code_panel("The float16 decoder for one sentence on a CPU", core_model.half_precision_decoder)
+    code_panel("The float16 decoder for one sentence on a CPU", core_decode.CastLinear,
+               core_decode.HalfPrecisionDecoder)
     code_panel("Dropout with a cheaper mask on a CPU (training)", core_model.Dropout)
