@@ -26,9 +26,10 @@ def _strip(row):
 
 
 def decoder_weights(model):
-    """The tensors a decoder step reads, looked up once: per layer its three norms' (gain, bias, eps),
-    W^Q W^K W^V of self-attention stacked into one (3D, D) matrix (one product for all three), and the
-    other projections as (W, b)."""
+    """The tensors each decoder step reads: per layer its three norms' (gain, bias, eps), W^Q W^K W^V of
+    self-attention stacked into one (3D, D) matrix (one product for all three), the other projections as
+    (W, b). Read afresh for each batch from a plain model (training changes its weights), once for a
+    HalfPrecisionDecoder."""
     def wb(linear):
         return linear.weight, linear.bias
 
