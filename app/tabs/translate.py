@@ -184,10 +184,10 @@ def _step_replay():
         step = gr.Slider(1, 2, value=1, step=1, label="decoding step", interactive=False, elem_id="step", scale=6)
         prev_btn = gr.Button("◀ previous step", size="sm", scale=1, min_width=120, elem_id="step-prev")
         next_btn = gr.Button("next step ▶", size="sm", scale=1, min_width=120, elem_id="step-next")
-    step_info = gr.HTML()
+    step_info = gr.HTML(elem_id="step-info")
     with gr.Row():
-        step_mask = gr.Plot(label="mask")
-        step_cands = gr.Plot(label="candidates")
+        step_mask = gr.Plot(label="mask", elem_id="step-mask")
+        step_cands = gr.Plot(label="candidates", elem_id="step-cands")
     return step, prev_btn, next_btn, [step_info, step_mask, step_cands]
 
 
