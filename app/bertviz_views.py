@@ -6,6 +6,7 @@ replaced by a few lines that stand in for RequireJS and load jQuery (package xst
 to scripts only, so nothing it contains can reach the app around it.
 """
 import html
+import json
 import re
 from pathlib import Path
 
@@ -57,7 +58,20 @@ def _offline(page):
     if n != 1:
         raise RuntimeError("unexpected bertviz output: require.config not found")
     head, sep, script = page.partition('<script type="text/javascript">')
-    return head + sep + _escape_script(script)
+    return head + sep + _escape_script(_compact_params(script))
+
+
+_PARAMS_AT = "const params = "
+
+
+def _compact_params(script):
+    """bertviz writes its parameters (every weight) twice on one line, once more in a comment after them: keep
+    them once, written without spaces. The value is read with a JSON decoder, so no token can end it early."""
+    start = script.index(_PARAMS_AT) + len(_PARAMS_AT)
+    params, end = json.JSONDecoder().raw_decode(script, start)
+    if not script.startswith("; // HACK:", end):
+        raise RuntimeError("unexpected bertviz output: no comment after the parameters")
+    return script[:start] + json.dumps(params, separators=(",", ":")) + ";" + script[script.index("\n", end):]
 
 
 def _escape_script(script):
@@ -80,9 +94,13 @@ def _iframe(page, height, title):
             f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
 
 
+DECIMALS = 3  # as in the Attention tab's figures: what a colour (here a line's opacity) can show
+
+
 def _as_layers(maps):
-    """(layers, heads, q, k) tensor -> bertviz's tuple of (1, heads, q, k) per layer."""
-    return tuple(m.unsqueeze(0) for m in maps)
+    """(layers, heads, q, k) tensor -> bertviz's tuple of (1, heads, q, k) per layer, each weight rounded to 3
+    decimals. In float64, so that bertviz's JSON writes 0.123 and not float32's 0.12300000339746475."""
+    return tuple(m.unsqueeze(0) for m in maps.double().round(decimals=DECIMALS))
 
 
 def head_view_html(ins):

@@ -1,17 +1,19 @@
 """The page: header, theme, the shared state, and the tabs in order. Each tab is one module of app/tabs/ whose
 build() lays the tab out and wires its own events next to its components.
 
-What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation)
-goes to the tabs that read it, and a tab whose components another tab's event must reach returns them. One
-such event exists: after each translation, translate.render_translation draws it in the Translate tab, the
-Overview diagram and the Attention tab, in one event (the Attention tab is laid out after the Translate
-tab, so that event is wired here, once every tab is built).
+What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation) and
+the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
+tab whose components another tab's event must reach returns them. One such event exists: after each
+translation, `show_translation` draws it in the views on screen and clears the others, in the Translate,
+Overview and Attention tabs (the Attention tab is laid out after the Translate tab, so that event is wired
+here, once every tab is built).
 """
 import gradio as gr
 
 from .bertviz_views import STATIC_FILES
 from .shared import get_translator
 from .tabs import attention, engineering, masks, overview, positional, training, translate
+from .views import ROOT, page_state
 
 CSS = """
 .tok-row {display:flex; flex-wrap:wrap; gap:4px; font-size:1.05em}
@@ -33,27 +35,26 @@ def theme():
                              font_mono=["ui-monospace", "Consolas", "monospace"])
 
 
+def show_translation(page, ins, kind, layer, head):
+    """A new translation drawn in every view that shows one: those on screen drawn, the others cleared."""
+    return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head))
+
+
 def build_demo():
     tr = get_translator()  # loaded once, shared by every session
     gr.set_static_paths(paths=STATIC_FILES)  # jQuery and d3 for bertviz, served from installed packages
     with gr.Blocks(title="Transformer Explorer") as demo:
         state = gr.State(None)  # the Inspection of this session's last translation
+        page = page_state({ROOT: "overview", "attention": "one-head"})  # the tabs open at first (app/views.py)
         gr.Markdown(INTRO)
         with gr.Tabs():
-            with gr.Tab("Overview", id="overview"):
-                diagram = overview.build(tr.config)
-            with gr.Tab("Translate", id="translate"):
-                translation = translate.build(demo, state, tr.alpha)
-            with gr.Tab("Attention", id="attention"):
-                attn = attention.build(tr.config, state)
-            with gr.Tab("Masks", id="masks"):
-                masks.build(demo, tr.config)
-            with gr.Tab("Positional encoding", id="positional"):
-                positional.build(demo, tr.config)
-            with gr.Tab("Training replay", id="training"):
-                training.build(demo)
-            with gr.Tab("Engineering", id="engineering"):
-                engineering.build()
-        translation.translated.then(translate.render_translation, [state, *attn.controls],
+            diagram = overview.build(tr.config, page, state)
+            translation = translate.build(demo, page, state, tr.alpha)
+            attn = attention.build(tr.config, page, state)
+            masks.build(tr.config, page)
+            positional.build(tr.config, page)
+            training.build(page)
+            engineering.build()
+        translation.translated.then(show_translation, [page, state, *attn.controls],
                                     [*translation.outputs, diagram, *attn.outputs], api_visibility="private")
     return demo

@@ -1,17 +1,20 @@
 """The Translate, Attention, Overview and Engineering tabs' figure builders and callbacks, and the page's
 events, called without a browser, on the shipped model."""
 import html
+import json
 import math
+import re
 from html.parser import HTMLParser
 
 import pytest
 import torch
 
+from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
 from app.common import token_heatmap
-from app.shared import get_translator
+from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
-from app.ui import build_demo
+from app.ui import build_demo, show_translation
 from core.translate import Inspection
 from tests.conftest import needs_shipped
 
@@ -67,16 +70,34 @@ def test_bad_input_gives_messages_not_errors(ins):
 
 def test_heatmap_shows_the_model_attention(ins):
     heat, grid, overview = attention.attention_figures(ins, "cross", 1, 3)
-    z = torch.tensor(heat.data[0].z)
-    torch.testing.assert_close(z, ins.cross[1, 3], atol=1e-6, rtol=1e-6)
+    half = 0.5 * 10 ** -attention.DECIMALS + 1e-6  # rounded to 3 decimals, in float32
+    torch.testing.assert_close(torch.tensor(heat.data[0].z), ins.cross[1, 3], atol=half, rtol=0)
     assert list(heat.layout.yaxis.ticktext) == [html.escape(t, quote=False) for t in ins.tgt_tokens]
     assert list(heat.layout.xaxis.ticktext) == [html.escape(t, quote=False) for t in ins.src_tokens]
+    # one axis category per position, named by position and token: a hover names both
+    assert list(heat.data[0].x) == list(heat.layout.xaxis.tickvals) == attention.positions(ins.src_tokens)
+    assert heat.data[0].y[1] == f"1 {html.escape(ins.tgt_tokens[1], quote=False)}"
     H = ins.cross.size(1)
     assert len(grid.data) == H
     for h in range(H):
-        torch.testing.assert_close(torch.tensor(grid.data[h].z), ins.cross[1, h], atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(torch.tensor(grid.data[h].z), ins.cross[1, h], atol=half, rtol=0)
+        assert grid.data[h].xaxis == ("x" if h == 0 else f"x{h + 1}") and grid.data[h].name == f"head {h}"
     assert len(overview.data) == ins.cross.size(0) * H
-    torch.testing.assert_close(torch.tensor(overview.data[-1].z), ins.cross[-1, -1], atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(torch.tensor(overview.data[-1].z), ins.cross[-1, -1], atol=half, rtol=0)
+    assert overview.data[-1].name == f"layer {ins.cross.size(0) - 1}, head {H - 1}"
+
+
+def test_rounded_weights_still_sum_to_one(ins):
+    """Each row of a rounded map sums to 1 within the rounding of its entries, and the figures send them as
+    float32 typed arrays."""
+    for kind in attention.KINDS:
+        maps = getattr(ins, kind)
+        r = torch.from_numpy(attention.rounded(maps)).double()
+        assert (r - maps.double()).abs().max() <= 0.5e-3 + 1e-6
+        torch.testing.assert_close(r.sum(-1), torch.ones(r.shape[:-1], dtype=torch.double),
+                                   atol=maps.size(-1) * 0.5e-3 + 1e-6, rtol=0)
+    sent = json.loads(attention.one_head(ins, "encoder", 0, 0).to_json())["data"][0]["z"]
+    assert sent["dtype"] == "f4" and "bdata" in sent
 
 
 def test_attention_maps_equal_an_independent_forward_pass(ins):
@@ -179,6 +200,30 @@ def test_bertviz_views_are_offline_and_cannot_be_broken_out_of():
         assert f"/gradio_api/file={D3_JS}" in page and f"/gradio_api/file={JQUERY_JS}" in page
 
 
+def _params(frame):
+    """The parameters (tokens and weights) a bertviz view embeds, read back from its iframe."""
+    page = html.unescape(frame.split('srcdoc="', 1)[1])
+    start = page.index("const params = ") + len("const params = ")
+    return json.JSONDecoder().raw_decode(page.replace("<\\/", "</"), start)[0]
+
+
+def test_bertviz_payload_is_rounded_and_small():
+    """bertviz's views of the app's first example: every weight once, to 3 decimals, in under 100 KB each
+    (written at full precision, twice over, they were 466 KB each)."""
+    _, _, ins = translate.translate(examples()[0], "greedy")
+    assert len(ins.src_tokens) >= 12
+    for build in (head_view_html, model_view_html):
+        frame = build(ins)
+        assert len(frame.encode()) < 100_000, len(frame.encode())
+        assert frame.count("const params") == 1 and not re.search(r"\d\.\d{4,}", frame)
+        params = _params(frame)
+        names = [a["name"] for a in params["attention"]]
+        assert names == ["Encoder", "Decoder", "Cross"]
+        for entry, maps in zip(params["attention"], (ins.encoder, ins.decoder, ins.cross)):
+            sent = torch.tensor(entry["attn"], dtype=torch.double)
+            torch.testing.assert_close(sent, maps.double().round(decimals=3), atol=1e-9, rtol=0)
+
+
 def test_overview_diagram_has_live_shapes(ins):
     svg = overview.overview_svg(ins)
     S, T = len(ins.src_tokens), len(ins.tgt_tokens)
@@ -197,12 +242,14 @@ def test_translate_api_is_named_translate():
     assert [d.api_name for d in public] == ["translate"]
     assert sorted(event for _, event in public[0].targets) == ["click", "load", "submit"]
     assert len(public[0].inputs) == 8  # the text, six decoding settings, the state
-    # after it, one event draws the translation in the Translate tab, the Overview diagram and the Attention tab
+    # after it, one event shows the translation in the views of the Translate, Overview and Attention tabs (it
+    # draws those on screen and clears the others: tests/test_views.py)
     (render,) = [d for d in demo.fns.values() if d.trigger_after == public[0]._id]
     drawn = {getattr(c, "elem_id", None) for c in render.outputs}
     assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",
             "bertviz-model"} <= drawn
-    assert len(render.outputs) == len(translate.render_translation(None, "encoder", 0, 0))
+    page = {"open": {"": "translate"}, "drawn": {}}
+    assert len(render.outputs) == len(show_translation(page, None, "encoder", 0, 0))
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):
@@ -222,7 +269,11 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
     translate.next_step(ins, 2)
     translate.previous_step(ins, 2)
     attention.bertviz_views(ins)
-    translate.render_translation(ins, "cross", 0, 1)
+    page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
+    show_translation(page, ins, "cross", 0, 1)
+    for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):
+        views.open_tab(page, ("attention", sub))
+        assert all(v is not None for v in attention.show(page, ins, "decoder", 1, 2))
 
 
 def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():

@@ -7,13 +7,14 @@ and never runs the model.
 from types import SimpleNamespace
 
 import gradio as gr
+import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from core import model as core_model
 
 from ..bertviz_views import head_view_html, model_view_html
-from ..common import clamp, code_panel, empty_figure, label, token_heatmap
+from ..common import clamp, code_panel, empty_figure, label
+from ..views import View, opener, refresh
 
 KINDS = {
     "encoder": ("Encoder self-attention", "source", "source"),
@@ -21,51 +22,82 @@ KINDS = {
     "cross": ("Cross-attention (decoder → encoder)", "decoder input", "source"),
 }
 SCALE = "Blues"
+DECIMALS = 3  # what a colour scale can show; a hover shows the same three decimals
+HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>"
 
 
-def _hover(q_tokens, k_tokens):
-    return [[f"{label(q)} → {label(k)}" for k in k_tokens] for q in q_tokens]
+def rounded(weights):
+    """Attention weights as a float32 array rounded to 3 decimals: plotly sends numpy arrays to the browser as
+    typed arrays (4 bytes a weight), and the rounding is all a colour can show."""
+    return np.round(weights.detach().float().cpu().numpy(), DECIMALS)
+
+
+def positions(tokens):
+    """One axis category per position, named by position and token ("3 ▁Hunde"): repeated tokens stay apart,
+    and a hover names both without a label per cell."""
+    return [f"{i} {label(t)}" for i, t in enumerate(tokens)]
+
+
+def _axis(tokens=None, **kw):
+    """A category axis; labelled with the tokens where they are given, else without tick labels."""
+    if tokens is None:
+        return dict(type="category", showticklabels=False, **kw)
+    return dict(type="category", tickmode="array", tickvals=positions(tokens), ticktext=[label(t) for t in tokens],
+                automargin=False, **kw)
+
+
+def _heatmap(weights, q_tokens, k_tokens, name, **kw):
+    """A heatmap trace as a dict: plotly validates a figure built of dicts once, in go.Figure."""
+    return dict(type="heatmap", z=rounded(weights), x=positions(k_tokens), y=positions(q_tokens), zmin=0, zmax=1,
+                colorscale=SCALE, name=name, hovertemplate=HOVER, **kw)
 
 
 def attention_heatmap(weights, q_tokens, k_tokens, title=""):
     """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys."""
-    return token_heatmap(weights.detach().float().cpu().numpy(), q_tokens, k_tokens, title, colorscale=SCALE,
-                         text=_hover(q_tokens, k_tokens), colorbar=dict(title="weight"),
-                         hovertemplate="%{text}<br>weight %{z:.3f}<extra></extra>")
+    fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", colorbar=dict(title="weight"))])
+    fig.update_layout(title=title, height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=50, b=110),
+                      xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
+    return fig
+
+
+def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None):
+    """Heatmaps of maps (n, Tq, Tk) in a grid of `cols` columns sharing one colour scale, each named by `names`
+    (in its hover, and above it unless other `notes` label the grid).
+
+    The grid is laid out by hand (each heatmap on its own pair of axes, placed by domain): plotly's
+    make_subplots would take several times longer than the figure itself for 24 panels."""
+    n = len(maps)
+    rows = (n + cols - 1) // cols
+    w, h = (1 - gap[0] * (cols - 1)) / cols, (1 - gap[1] * (rows - 1)) / rows
+    traces, layout, titles = [], {}, []
+    for i in range(n):
+        r, c, ax = i // cols, i % cols, "" if i == 0 else str(i + 1)
+        x0, y1 = c * (w + gap[0]), 1 - r * (h + gap[1])
+        x1, y0 = min(1.0, x0 + w), max(0.0, y1 - h)  # within 0..1 despite rounding
+        traces.append(_heatmap(maps[i], q_tokens, k_tokens, names[i], showscale=i == 0, xaxis=f"x{ax}", yaxis=f"y{ax}"))
+        layout[f"xaxis{ax}"] = _axis(domain=[x0, x1], anchor=f"y{ax}")
+        layout[f"yaxis{ax}"] = _axis(domain=[y0, y1], anchor=f"x{ax}", autorange="reversed")
+        titles.append(dict(text=names[i], x=x0 + w / 2, y=y1, yanchor="bottom"))
+    return go.Figure(traces, dict(title=title, height=height, margin=dict(l=10, r=40, t=70, b=10),
+                                  annotations=[dict(xref="paper", yref="paper", showarrow=False, **n)
+                                               for n in (titles if notes is None else notes)], **layout))
 
 
 def head_grid(maps, q_tokens, k_tokens, title="", cols=4):
     """All heads of one layer: maps (H, Tq, Tk) as small heatmaps sharing one colour scale."""
-    H = maps.size(0)
-    rows = (H + cols - 1) // cols
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(H)],
-                        horizontal_spacing=0.03, vertical_spacing=0.08)
-    hover = _hover(q_tokens, k_tokens)
-    for h in range(H):
-        fig.add_trace(go.Heatmap(z=maps[h].float().cpu().numpy(), zmin=0, zmax=1, colorscale=SCALE,
-                                 showscale=h == 0, text=hover, name=f"head {h}",
-                                 hovertemplate=f"head {h}<br>%{{text}}<br>weight %{{z:.3f}}<extra></extra>"),
-                      row=h // cols + 1, col=h % cols + 1)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=False, autorange="reversed")
-    fig.update_layout(title=title, height=70 + 230 * rows, margin=dict(l=10, r=10, t=60, b=10))
-    return fig
+    rows = (maps.size(0) + cols - 1) // cols
+    return small_multiples(maps, q_tokens, k_tokens, [f"head {h}" for h in range(maps.size(0))], cols, title,
+                           height=70 + 230 * rows)
 
 
-def layer_head_overview(maps, title=""):
+def layer_head_overview(maps, q_tokens, k_tokens, title=""):
     """Every layer (rows) by every head (columns) as small multiples: maps (L, H, Tq, Tk)."""
     L, H = maps.shape[:2]
-    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.01, vertical_spacing=0.02,
-                        row_titles=[f"layer {l}" for l in range(L)], column_titles=[f"head {h}" for h in range(H)])
-    for l in range(L):
-        for h in range(H):
-            fig.add_trace(go.Heatmap(z=maps[l, h].float().cpu().numpy(), zmin=0, zmax=1, colorscale=SCALE,
-                                     showscale=False, hovertemplate=f"layer {l}, head {h}<br>query %{{y}}, key %{{x}}"
-                                     "<br>weight %{z:.3f}<extra></extra>"), row=l + 1, col=h + 1)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=False, autorange="reversed")
-    fig.update_layout(title=title, height=60 + 120 * L, margin=dict(l=10, r=40, t=70, b=10))
-    return fig
+    names = [f"layer {l}, head {h}" for l in range(L) for h in range(H)]
+    notes = ([dict(text=f"head {h}", x=(h + 0.5) / H, y=1, yanchor="bottom") for h in range(H)] +
+             [dict(text=f"layer {l}", x=1, y=1 - (l + 0.5) / L, xanchor="left", textangle=90) for l in range(L)])
+    return small_multiples(maps.flatten(0, 1), q_tokens, k_tokens, names, H, title, height=60 + 120 * L,
+                           gap=(0.01, 0.03), notes=notes)
 
 
 def attention_maps(ins, kind):
@@ -78,19 +110,35 @@ def attention_maps(ins, kind):
 
 # ---- callbacks -------------------------------------------------------------------------------------
 
+def _maps(ins, kind, layer=0, head=0):
+    """The maps of `kind` with the layer and head kept in range, and the kind's name."""
+    kind = kind if kind in KINDS else "encoder"
+    maps, q, k = attention_maps(ins, kind)
+    return maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1), KINDS[kind][0]
+
+
+def one_head(ins, kind, layer, head):
+    maps, q, k, layer, head, name = _maps(ins, kind, layer, head)
+    return attention_heatmap(maps[layer, head], q, k, f"{name}, layer {layer}, head {head} (rows attend to columns)")
+
+
+def all_heads(ins, kind, layer):
+    maps, q, k, layer, _, name = _maps(ins, kind, layer)
+    return head_grid(maps[layer], q, k, f"{name}, all heads of layer {layer}")
+
+
+def layers_by_heads(ins, kind):
+    maps, q, k, _, _, name = _maps(ins, kind)
+    return layer_head_overview(maps, q, k, f"{name}: every layer × every head")
+
+
 def attention_figures(ins, kind, layer, head):
-    """Heatmap of one head, grid of the layer's heads, overview of all layers and heads."""
+    """Heatmap of one head, grid of the layer's heads, overview of all layers and heads (each view draws one of
+    them when it is shown; this draws all three, for a script)."""
     if ins is None:
         msg = "Translate a sentence first."
         return empty_figure(msg), empty_figure(msg), empty_figure(msg)
-    kind = kind if kind in KINDS else "encoder"
-    maps, q, k = attention_maps(ins, kind)
-    layer = clamp(layer, 0, maps.size(0) - 1)
-    head = clamp(head, 0, maps.size(1) - 1)
-    name = KINDS[kind][0]
-    return (attention_heatmap(maps[layer, head], q, k, f"{name}, layer {layer}, head {head} (rows attend to columns)"),
-            head_grid(maps[layer], q, k, f"{name}, all heads of layer {layer}"),
-            layer_head_overview(maps, f"{name}: every layer × every head"))
+    return one_head(ins, kind, layer, head), all_heads(ins, kind, layer), layers_by_heads(ins, kind)
 
 
 def bertviz_views(ins):
@@ -99,35 +147,59 @@ def bertviz_views(ins):
     return head_view_html(ins), model_view_html(ins)
 
 
-def render(ins, kind, layer, head):
-    """Every view of this tab for a new translation: bertviz's two views, then the three figures."""
-    return (*bertviz_views(ins), *attention_figures(ins, kind, layer, head))
+# the views of the tab, in the order of its outputs; each reads the controls (kind, layer, head) named in `uses`
+VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=(0, 1, 2), blank=(None,)),
+         View("attention/all-heads", ("attention", "all-heads"), all_heads, uses=(0, 1), blank=(None,)),
+         View("attention/layers-heads", ("attention", "layers-heads"), layers_by_heads, uses=(0,), blank=(None,)),
+         View("attention/bertviz-head", ("attention", "bertviz-head"), lambda ins: head_view_html(ins),
+              blank=("",)),
+         View("attention/bertviz-model", ("attention", "bertviz-model"), lambda ins: model_view_html(ins),
+              blank=("",))]
+
+
+def show(page, ins, kind, layer, head):
+    """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
+    return refresh(page, ins, VIEWS, (kind, layer, head))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
 
-def build(cfg, state):
-    """Lay out the tab and wire its controls. Returns the controls and outputs of `render`, which each new
-    translation runs (see app/ui.py)."""
-    with gr.Row():
-        kind = gr.Radio([(v[0], k) for k, v in KINDS.items()], value="encoder", label="attention", elem_id="kind")
-        layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="layer")
-        head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="head")
+def _views():
+    """The sub-tabs, one view each; returns the sub-tabs by id and the views' outputs in the order of VIEWS."""
     with gr.Tabs():
-        with gr.Tab("One head"):
+        with gr.Tab("One head", id="one-head") as one:
             heat = gr.Plot(elem_id="heatmap")
-        with gr.Tab("All heads of the layer"):
+        with gr.Tab("All heads of the layer", id="all-heads") as all_:
             grid = gr.Plot(elem_id="head-grid")
-        with gr.Tab("Layers × heads"):
+        with gr.Tab("Layers × heads", id="layers-heads") as layers:
             overview = gr.Plot(elem_id="overview-grid")
-        with gr.Tab("bertviz head view"):
+        with gr.Tab("bertviz head view", id="bertviz-head") as bv_head_tab:
             gr.Markdown("Lines link each token to the tokens it attends to; colours are heads. "
                         "Pick encoder, decoder or cross attention in the view's menu.")
             bv_head = gr.HTML(elem_id="bertviz-head")
-        with gr.Tab("bertviz model view"):
+        with gr.Tab("bertviz model view", id="bertviz-model") as bv_model_tab:
             bv_model = gr.HTML(elem_id="bertviz-model")
-    code_panel("The code", core_model.attention, core_model.MultiHeadedAttention)
+    subtabs = {"one-head": one, "all-heads": all_, "layers-heads": layers, "bertviz-head": bv_head_tab,
+               "bertviz-model": bv_model_tab}
+    return subtabs, [heat, grid, overview, bv_head, bv_model]
+
+
+def build(cfg, page, state):
+    """Lay out the tab and wire its events: opening the tab or one of its sub-tabs, and moving a control, draw
+    the view on screen. Returns the controls and outputs of `show`, which each new translation runs too (see
+    app/ui.py)."""
+    with gr.Tab("Attention", id="attention") as tab:
+        with gr.Row():
+            kind = gr.Radio([(v[0], k) for k, v in KINDS.items()], value="encoder", label="attention",
+                            elem_id="kind")
+            layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="layer")
+            head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="head")
+        subtabs, outputs = _views()
+        code_panel("The code", core_model.attention, core_model.MultiHeadedAttention)
     controls = [kind, layer, head]
-    gr.on([c.change for c in controls], attention_figures, [state, *controls], [heat, grid, overview],
-          api_visibility="private")
-    return SimpleNamespace(controls=controls, outputs=[bv_head, bv_model, heat, grid, overview])
+    inputs = [page, state, *controls]
+    tab.select(opener(("attention",), show), inputs, outputs, api_visibility="private")
+    for sub, subtab in subtabs.items():
+        subtab.select(opener(("attention", sub), show), inputs, outputs, api_visibility="private")
+    gr.on([c.change for c in controls], show, inputs, outputs, api_visibility="private")
+    return SimpleNamespace(controls=controls, outputs=outputs)

@@ -86,10 +86,11 @@ def engineering_md():
 
 
 def build():
-    """Lay out the tab (it has no events)."""
-    gr.Markdown(engineering_md())
-    code_panel("Greedy decoding with the cache, one decoder step written out, and beam search",
-               core_decode.greedy_decode, core_decode.IncrementalDecoder, core_decode.beam_search)
-    code_panel("The float16 decoder for one sentence on a CPU", core_decode.CastLinear,
-               core_decode.HalfPrecisionDecoder)
-    code_panel("Dropout with a cheaper mask on a CPU (training)", core_model.Dropout)
+    """Lay out the tab (it has no events; its text is read from the files beside the model at start)."""
+    with gr.Tab("Engineering", id="engineering"):
+        gr.Markdown(engineering_md())
+        code_panel("Greedy decoding with the cache, one decoder step written out, and beam search",
+                   core_decode.greedy_decode, core_decode.IncrementalDecoder, core_decode.beam_search)
+        code_panel("The float16 decoder for one sentence on a CPU", core_decode.CastLinear,
+                   core_decode.HalfPrecisionDecoder)
+        code_panel("Dropout with a cheaper mask on a CPU (training)", core_model.Dropout)

@@ -17,6 +17,7 @@ from core.model import subsequent_mask
 
 from ..common import MASK_SCALE, clamp, code_panel, empty_figure, token_axis
 from ..shared import MODEL_LOCK, get_translator, model_dir
+from ..views import View, opener, refresh
 
 DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
 DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman reads."
@@ -201,8 +202,17 @@ def masks_view(german, english, sentence, kind, layer, head):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
-def build(demo, cfg):
-    """Lay out the tab and wire its controls; the first view is drawn on page load."""
+# the tab's one view (every output together), drawn from its controls alone
+VIEWS = [View("masks", ("masks",), masks_view, outputs=6, uses=tuple(range(6)), reads_translation=False)]
+
+
+def show(page, *controls):
+    """The tab's view for the page as it is (app/views.py): drawn when shown and its controls changed."""
+    return refresh(page, None, VIEWS, controls)
+
+
+def _layout(cfg):
+    """The batch's text boxes and controls, then the views; returns (outputs, controls)."""
     gr.Markdown("Edit a small batch (one sentence a line, 2 to 4 pairs). The trainer pads it, builds "
                 "the source padding mask, and for the decoder the target padding mask `&` the "
                 "subsequent mask.")
@@ -225,6 +235,12 @@ def build(demo, cfg):
                 "training pipeline), and your batch as given.")
     batching = gr.Plot(elem_id="m-batching")
     code_panel("The code", subsequent_mask, Batch)
-    inputs = [de, en, sentence, kind, layer, head]
-    gr.on([*(c.change for c in inputs), demo.load], masks_view, inputs,
-          [summary, ids, panels, shift, scores, batching], api_visibility="private")
+    return [summary, ids, panels, shift, scores, batching], [de, en, sentence, kind, layer, head]
+
+
+def build(cfg, page):
+    """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
+    with gr.Tab("Masks", id="masks") as tab:
+        outputs, inputs = _layout(cfg)
+    tab.select(opener(("masks",), show), [page, *inputs], outputs, api_visibility="private")
+    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private")

@@ -5,6 +5,7 @@ from html import escape
 import gradio as gr
 
 from ..shared import get_translator
+from ..views import View, opener, refresh
 
 # the labels of the tabs the diagram's blocks open (as app/ui.py writes them)
 TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = (
@@ -93,10 +94,24 @@ def overview_svg(ins):
     return architecture_svg(cfg, len(ins.src_tokens), len(ins.tgt_tokens))
 
 
-def build(cfg):
-    """Lay out the tab; returns the diagram, which each new translation redraws (see app/ui.py)."""
-    gr.Markdown(f"**The model:** {cfg['N']} encoder and {cfg['N']} decoder layers, d_model = "
-                f"{cfg['d_model']}, {cfg['h']} heads, d_ff = {cfg['d_ff']}, a shared vocabulary of "
-                f"{cfg['src_vocab']} SentencePiece pieces. The shapes on the arrows are those of the "
-                "current sentence. Click a block to explore it.")
-    return gr.HTML(overview_svg(None), js_on_load=DIAGRAM_JS, elem_id="diagram")
+# the tab's one view: the diagram with the translation's shapes; cleared back to S and T when it is hidden and a
+# new translation comes
+VIEWS = [View("overview/diagram", ("overview",), overview_svg, blank=lambda: (overview_svg(None),))]
+
+
+def show(page, ins):
+    """The tab's view for the page as it is (app/views.py)."""
+    return refresh(page, ins, VIEWS)
+
+
+def build(cfg, page, state):
+    """Lay out the tab and wire its opening; returns the diagram, which a new translation draws when the tab is
+    on screen (see app/ui.py)."""
+    with gr.Tab("Overview", id="overview") as tab:
+        gr.Markdown(f"**The model:** {cfg['N']} encoder and {cfg['N']} decoder layers, d_model = "
+                    f"{cfg['d_model']}, {cfg['h']} heads, d_ff = {cfg['d_ff']}, a shared vocabulary of "
+                    f"{cfg['src_vocab']} SentencePiece pieces. The shapes on the arrows are those of the "
+                    "current sentence. Click a block to explore it.")
+        diagram = gr.HTML(overview_svg(None), js_on_load=DIAGRAM_JS, elem_id="diagram")
+    tab.select(opener(("overview",), show), [page, state], diagram, api_visibility="private")
+    return diagram

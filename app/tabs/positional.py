@@ -16,6 +16,7 @@ from core.model import Embeddings, PositionalEncoding
 
 from ..common import clamp, code_panel, empty_figure
 from ..shared import get_translator
+from ..views import View, opener, refresh
 
 
 def encoding(d_model, positions):
@@ -162,11 +163,21 @@ def embedding_scale():
     return fig, note
 
 
+# the tab's views, in the order of its outputs: the encoding drawn from the controls (d_model, positions,
+# dimensions, k), and the trained model's scales, drawn once
+VIEWS = [View("positional", ("positional",), positional_view, outputs=5, uses=(0, 1, 2, 3), reads_translation=False),
+         View("positional/scale", ("positional",), embedding_scale, outputs=2, reads_translation=False)]
+
+
+def show(page, *controls):
+    """The tab's views for the page as it is (app/views.py): drawn when shown and their controls changed."""
+    return refresh(page, None, VIEWS, controls)
+
+
 # ---- layout and events -----------------------------------------------------------------------------
 
-def build(demo, cfg):
-    """Lay out the tab and wire its controls; the first view and the trained model's scales are drawn on
-    page load."""
+def _layout(cfg):
+    """The controls, then the views; returns (outputs in the order of VIEWS, controls)."""
     with gr.Row():
         d_model = gr.Slider(4, 512, value=cfg["d_model"], step=2, label="d_model", elem_id="pe-d")
         positions = gr.Slider(10, 500, value=100, step=1, label="positions")
@@ -183,7 +194,12 @@ def build(demo, cfg):
     scale = gr.Plot()
     scale_note = gr.Markdown()
     code_panel("The code", PositionalEncoding, Embeddings)
-    inputs = [d_model, positions, dims, k]
-    gr.on([*(c.change for c in inputs), demo.load], positional_view, inputs, [curves, heat, sim, rel, note],
-          api_visibility="private")
-    demo.load(embedding_scale, None, [scale, scale_note], api_visibility="private")
+    return [curves, heat, sim, rel, note, scale, scale_note], [d_model, positions, dims, k]
+
+
+def build(cfg, page):
+    """Lay out the tab and wire its controls; its views are first drawn when the tab is opened."""
+    with gr.Tab("Positional encoding", id="positional") as tab:
+        outputs, inputs = _layout(cfg)
+    tab.select(opener(("positional",), show), [page, *inputs], outputs, api_visibility="private")
+    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private")

@@ -19,6 +19,7 @@ from core.train import LabelSmoothing, rate
 
 from ..common import clamp, code_panel, empty_figure
 from ..shared import model_dir
+from ..views import View, opener, refresh
 
 ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
@@ -239,9 +240,23 @@ def ablation_view():
     return ablation_figure(runs), text
 
 
+# the tab's views, in the order of its outputs; they read the controls (step, d_model, factor, warmup, ε) at
+# the positions in `uses`
+VIEWS = [View("training/replay", ("training",), replay_view, outputs=2, uses=(0,), reads_translation=False),
+         View("training/noam", ("training",), noam_view, uses=(1, 2, 3), reads_translation=False),
+         View("training/smoothing", ("training",), smoothing_view, uses=(4,), reads_translation=False),
+         View("training/penalization", ("training",), penalization_figure, reads_translation=False),
+         View("training/ablation", ("training",), ablation_view, outputs=2, reads_translation=False)]
+
+
+def show(page, *controls):
+    """The tab's views for the page as it is (app/views.py): drawn when shown and their controls changed."""
+    return refresh(page, None, VIEWS, controls)
+
+
 # ---- layout and events -----------------------------------------------------------------------------
 
-def _replay(demo):
+def _replay():
     """The run replayed: Play/Pause, the optimizer step, the curves up to it and the probe sentences."""
     n_steps = replay_length()
     with gr.Row():
@@ -251,38 +266,39 @@ def _replay(demo):
     timer = gr.Timer(0.6, active=False)
     fig = gr.Plot(elem_id="r-fig")
     probes = gr.HTML(elem_id="r-probes")
-    gr.on([step.change, demo.load], replay_view, step, [fig, probes], api_visibility="private")
     play.click(replay_toggle, [playing, step], [play, timer, playing, step], api_visibility="private")
     timer.tick(replay_tick, [step, playing], [step, timer, playing], api_visibility="private")
+    return [fig, probes], step
 
 
-def _noam(demo):
+def _noam():
     gr.Markdown("### The Noam schedule")
     with gr.Row():
         d_model = gr.Slider(64, 1024, value=512, step=64, label="d_model")
         warmup = gr.Slider(100, 16000, value=4000, step=100, label="warmup steps", elem_id="n-warm")
         factor = gr.Slider(0.1, 3.0, value=1.0, step=0.1, label="factor")
-    fig = gr.Plot(elem_id="n-fig")
-    inputs = [d_model, factor, warmup]
-    gr.on([*(c.change for c in inputs), demo.load], noam_view, inputs, fig, api_visibility="private")
+    return gr.Plot(elem_id="n-fig"), [d_model, factor, warmup]
 
 
-def _smoothing(demo):
+def _smoothing():
     gr.Markdown("### Label smoothing")
     eps = gr.Slider(0.0, 0.8, value=0.1, step=0.05, label="ε", elem_id="ls-eps")
     with gr.Row():
         fig = gr.Plot(elem_id="ls-fig")
-        gr.Plot(value=penalization_figure())
-    gr.on([eps.change, demo.load], smoothing_view, eps, fig, api_visibility="private")
+        penalization = gr.Plot()
     gr.Markdown("### What it did here: ε = 0 against ε = 0.1, same model, same budget")
     ablation = gr.Plot()
     note = gr.Markdown()
-    demo.load(ablation_view, None, [ablation, note], api_visibility="private")
+    return [fig, penalization, ablation, note], eps
 
 
-def build(demo):
-    """Lay out the tab and wire its controls; every figure is first drawn on page load."""
-    _replay(demo)
-    _noam(demo)
-    _smoothing(demo)
-    code_panel("The code", rate, LabelSmoothing)
+def build(page):
+    """Lay out the tab and wire its controls; its figures are first drawn when the tab is opened."""
+    with gr.Tab("Training replay", id="training") as tab:
+        replay, step = _replay()
+        noam, noam_controls = _noam()
+        smoothing, eps = _smoothing()
+        code_panel("The code", rate, LabelSmoothing)
+    outputs, inputs = [*replay, noam, *smoothing], [step, *noam_controls, eps]
+    tab.select(opener(("training",), show), [page, *inputs], outputs, api_visibility="private")
+    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private")

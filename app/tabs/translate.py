@@ -2,8 +2,8 @@
 the decoding replayed one step at a time.
 
 `translate` keeps the Inspection of the translation (every attention map, every step's candidates) in the
-session's state; the other views draw from it. `render_translation` draws a new translation in every tab that
-shows it: this tab's token probabilities and step replay, the Overview diagram's shapes and the Attention tab.
+session's state; every view draws from it, when it is shown (app/views.py). This tab's views are the token
+strip, drawn with each translation beside the English, and the step replay, drawn when the tab is on screen.
 """
 import html
 import time
@@ -16,7 +16,7 @@ from core.model import subsequent_mask
 
 from ..common import MASK_SCALE, clamp, empty_figure, label, token_axis, token_heatmap
 from ..shared import MODEL_LOCK, examples, get_translator
-from . import attention, overview
+from ..views import View, opener, refresh
 
 MAX_CHARS = 1000
 METHODS = ("greedy", "beam", "sample")
@@ -153,11 +153,21 @@ def next_step(ins, step):
     return _step_by(ins, step, +1)
 
 
-def render_translation(ins, kind, layer, head):
-    """Every view of a new translation: token probabilities, the step replay (at step 1), the diagram's
-    shapes, then the Attention tab's views (bertviz's and the figures of `kind`, `layer`, `head`)."""
-    return (token_probs(ins), step_slider(ins), *decoding_step(ins, 1), overview.overview_svg(ins),
-            *attention.render(ins, kind, layer, head))
+def replay_start(ins):
+    """The step replay of a new translation, at step 1: the slider's range, then the step's views."""
+    return (step_slider(ins), *decoding_step(ins, 1))
+
+
+# the views of the tab, in the order of its outputs: the token strip is drawn with every translation (it sits
+# beside the English), the step replay when the tab is on screen
+VIEWS = [View("translate/tokens", (), token_probs, blank=("",)),
+         View("translate/replay", ("translate",), replay_start, outputs=4,
+              blank=lambda: (step_slider(None), "", None, None))]
+
+
+def show(page, ins):
+    """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
+    return refresh(page, ins, VIEWS)
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -191,9 +201,8 @@ def _step_replay():
     return step, prev_btn, next_btn, [step_info, step_mask, step_cands]
 
 
-def build(demo, state, default_alpha):
-    """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button, by
-    Enter in the text box and on page load) and this tab's outputs of `render_translation`."""
+def _layout(default_alpha):
+    """The text box, the examples, the settings and the button; the English, the status and the token strip."""
     with gr.Row():
         with gr.Column(scale=1):
             src = gr.Textbox(label="German", lines=2, max_lines=6, value=examples()[0],
@@ -205,15 +214,25 @@ def build(demo, state, default_alpha):
             out = gr.Textbox(label="English", interactive=False, elem_id="out")
             status = gr.Markdown(elem_id="status")
             probs = gr.HTML(elem_id="token-probs")
-    step, prev_btn, next_btn, step_views = _step_replay()
+    return src, settings, go_btn, out, status, probs
 
+
+def build(demo, page, state, default_alpha):
+    """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button, by
+    Enter in the text box and on page load) and the outputs of `show`, which each new translation runs (see
+    app/ui.py)."""
+    with gr.Tab("Translate", id="translate") as tab:
+        src, settings, go_btn, out, status, probs = _layout(default_alpha)
+        step, prev_btn, next_btn, step_views = _step_replay()
+    outputs = [probs, step, *step_views]
     translated = gr.on([go_btn.click, src.submit, demo.load], translate, [src, *settings, state],
-                       [out, status, state], api_name="translate")
-    # the slider's own event fires on the user's input only: a new translation (the render) and the
-    # buttons send the step's views with the slider's new value, so nothing is drawn twice
+                       [out, status, state], api_name="translate", show_progress_on=[out, probs])
+    tab.select(opener(("translate",), show), [page, state], outputs, api_visibility="private")
+    # the slider's own event fires on the user's input only: a new translation and the buttons send the step's
+    # views with the slider's new value, so nothing is drawn twice
     step.input(decoding_step, [state, step], step_views, trigger_mode="always_last", api_visibility="private")
     for button, move in ((prev_btn, previous_step), (next_btn, next_step)):
         # a click while the last one runs waits for it, then moves on from the step it reached
         button.click(move, [state, step], [step, *step_views], trigger_mode="always_last",
                      api_visibility="private")
-    return SimpleNamespace(translated=translated, outputs=[probs, step, *step_views])
+    return SimpleNamespace(translated=translated, outputs=outputs)

@@ -1,0 +1,88 @@
+"""Compute a view when it is shown.
+
+Each session keeps a small page record (a gr.State): which tab is open at each level of the page, and what
+each view last drew. A view is one or more output components drawn together, in a tab (or a tab within a tab);
+it names the controls its drawing reads. Three kinds of event draw views, all through `refresh`:
+
+- a new translation draws the views on screen; a view in a closed tab that shows an earlier translation is
+  cleared, so no tab keeps the old sentence's figures beside the new sentence's tokens;
+- opening a tab draws its views that are not already drawn for the same translation and controls;
+- moving a control of an open tab redraws the views that read it.
+
+The rest of the time a view is left as it is (`gr.skip()`): nothing is recomputed and nothing is sent.
+"""
+from dataclasses import dataclass
+from typing import Callable
+
+import gradio as gr
+
+ROOT = ""  # the page's top level of tabs
+
+
+@dataclass(frozen=True)
+class View:
+    """A view: its name, where it is shown (tab ids from the top), how it is drawn, what it reads.
+
+    `draw(ins, *used)` returns the values of its `outputs` components (one value, or a tuple of them), where `used`
+    are the controls of its tab at the positions `uses`; a view that does not read the translation
+    (`reads_translation=False`) is drawn as `draw(*used)`. `blank` gives the values that clear it (a tuple, or a
+    function returning one) once it shows an earlier translation."""
+    name: str
+    where: tuple
+    draw: Callable
+    outputs: int = 1
+    uses: tuple = ()
+    blank: tuple | Callable = None
+    reads_translation: bool = True
+
+
+def page_state(open_tabs):
+    """A session's page record, given the tab open at first at each level ({ROOT: "overview", ...})."""
+    return gr.State({"open": dict(open_tabs), "drawn": {}})
+
+
+def open_tab(page, where):
+    """Record that the tab at path `where` (tab ids from the top) is now the one shown at its level."""
+    level = ROOT
+    for tab in where:
+        page["open"][level] = tab
+        level = tab
+
+
+def shown(page, where):
+    """Whether the tab at path `where` is on screen: open at every level above it."""
+    level = ROOT
+    for tab in where:
+        if page["open"].get(level) != tab:
+            return False
+        level = tab
+    return True
+
+
+def refresh(page, ins, views, controls=()):
+    """The output values of `views`, in order: drawn where shown and not drawn already for `ins` and the
+    controls the view reads; cleared where hidden and drawn for an earlier translation; else skipped."""
+    drawn, out = page["drawn"], []
+    for v in views:
+        used = tuple(controls[i] for i in v.uses)
+        last = drawn.get(v.name)
+        fresh = last is not None and last[0] is ins and last[1] == used
+        if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):
+            drawn[v.name] = (ins, used)
+            values = v.draw(ins, *used) if v.reads_translation else v.draw(*used)
+            out.extend(values if v.outputs > 1 else (values,))
+        elif last is not None and last[0] is not ins and v.blank is not None:
+            del drawn[v.name]
+            out.extend(v.blank() if callable(v.blank) else v.blank)
+        else:
+            out.extend(gr.skip() for _ in range(v.outputs))
+    return tuple(out)
+
+
+def opener(where, show):
+    """The callback of a tab's select event: record the tab as open, then `show(page, *inputs)` its views."""
+    def opened(page, *inputs):
+        open_tab(page, where)
+        return show(page, *inputs)
+    opened.__name__ = f"open_{'_'.join(where)}".replace("-", "_")
+    return opened

@@ -1,0 +1,148 @@
+"""A view is computed when it is shown (app/views.py): a translation draws the views on screen and clears the
+others, opening a tab draws its views from the kept Inspection, a control redraws the views that read it, and
+nothing is drawn twice for the same translation and controls. The figure builders are counted."""
+import collections
+import html
+
+import gradio as gr
+import pytest
+
+from app import views
+from app.shared import examples
+from app.tabs import attention, masks, overview, positional, training, translate
+from app.ui import show_translation
+from tests.conftest import needs_shipped
+
+pytestmark = needs_shipped
+
+BUILDERS = {translate: ("token_probs_html", "step_slider", "mask_matrix", "step_candidates"),
+            overview: ("architecture_svg",),
+            attention: ("attention_heatmap", "head_grid", "layer_head_overview", "head_view_html", "model_view_html")}
+SKIP = gr.skip()
+
+
+@pytest.fixture(scope="module")
+def two():
+    """Two translations of different lengths."""
+    first = translate.translate("Zwei Hunde spielen im Schnee.", "greedy")[2]
+    second = translate.translate(examples()[0], "greedy")[2]
+    assert len(first.src_tokens) != len(second.src_tokens)
+    return first, second
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """How many times each figure builder ran (the builders still run)."""
+    counts = collections.Counter()
+    for module, names in BUILDERS.items():
+        for name in names:
+            def counted(*a, _real=getattr(module, name), _name=name, **k):
+                counts[_name] += 1
+                return _real(*a, **k)
+            monkeypatch.setattr(module, name, counted)
+    return counts
+
+
+def new_page(tab):
+    return {"open": {views.ROOT: tab, "attention": "one-head"}, "drawn": {}}
+
+
+def open_and_show(page, where, show, *inputs):
+    return views.opener(where, show)(page, *inputs)
+
+
+def tokens_on_y(fig):
+    return list(fig.layout.yaxis.ticktext)
+
+
+def escaped(tokens):
+    return [html.escape(t, quote=False) for t in tokens]
+
+
+def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(two, calls):
+    ins, _ = two
+    page = new_page("translate")
+    out = show_translation(page, ins, "encoder", 0, 0)
+    # the token strip and the step replay (slider, input so far, mask, candidates); nothing of the closed tabs
+    assert all(v != SKIP for v in out[:5]) and all(v == SKIP for v in out[5:])
+    assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_matrix": 1, "step_candidates": 1}
+    # opening the Attention tab draws its open sub-tab's view only, for the same sentence
+    heat, *rest = open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0)
+    assert calls["attention_heatmap"] == 1 and all(v == SKIP for v in rest)
+    assert tokens_on_y(heat) == escaped(ins.src_tokens)
+    assert calls["head_grid"] == calls["layer_head_overview"] == calls["head_view_html"] == 0
+    # opened again, nothing changed: nothing is drawn or sent
+    assert all(v == SKIP for v in open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0))
+    assert all(v == SKIP for v in open_and_show(page, ("translate",), translate.show, ins))
+    assert calls["attention_heatmap"] == 1 and calls["step_candidates"] == 1
+    # the bertviz head view when its sub-tab opens; the model view stays unbuilt
+    out = open_and_show(page, ("attention", "bertviz-head"), attention.show, ins, "encoder", 0, 0)
+    assert out[3].startswith("<iframe") and calls["head_view_html"] == 1 and calls["model_view_html"] == 0
+    # the Overview's diagram when its tab opens, with this sentence's shapes
+    (svg,) = open_and_show(page, ("overview",), overview.show, ins)
+    assert calls["architecture_svg"] == 1 and f"memory 1 × {len(ins.src_tokens)} ×" in svg
+
+
+def test_controls_redraw_only_the_views_that_read_them(two, calls):
+    ins, _ = two
+    page = new_page("attention")
+    open_and_show(page, ("attention", "bertviz-head"), attention.show, ins, "encoder", 0, 0)
+    assert attention.show(page, ins, "decoder", 2, 5) == (SKIP,) * 5  # bertviz reads no control
+    assert calls["head_view_html"] == 1
+    grid = open_and_show(page, ("attention", "all-heads"), attention.show, ins, "decoder", 2, 5)[1]
+    assert grid.layout.title.text.endswith("all heads of layer 2") and calls["head_grid"] == 1
+    assert attention.show(page, ins, "decoder", 2, 7) == (SKIP,) * 5  # the grid does not read the head
+    heat = open_and_show(page, ("attention", "one-head"), attention.show, ins, "decoder", 2, 7)[0]
+    assert "layer 2, head 7" in heat.layout.title.text and calls["attention_heatmap"] == 1
+    assert tokens_on_y(heat) == escaped(ins.tgt_tokens)
+    assert calls["head_grid"] == 1 and calls["layer_head_overview"] == 0
+
+
+def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls):
+    first, second = two
+    page = new_page("translate")
+    show_translation(page, first, "encoder", 0, 0)
+    for sub in ("all-heads", "bertviz-model", "one-head"):
+        open_and_show(page, ("attention", sub), attention.show, first, "encoder", 0, 0)
+    out = show_translation(page, second, "encoder", 0, 0)
+    probs, slider, info, mask, cands, diagram, heat, grid, layers, bv_head, bv_model = out
+    # on screen: the one-head view, drawn for the new sentence; the token strip always
+    assert tokens_on_y(heat) == escaped(second.src_tokens) and "tok" in probs
+    # hidden and drawn for the first sentence: cleared, so no tab shows its figures beside the new tokens
+    assert (info, mask, cands) == ("", None, None) and slider.interactive is False
+    assert grid is None and bv_model == ""
+    # hidden and never drawn: left alone
+    assert diagram == SKIP and layers == SKIP and bv_head == SKIP
+    # opened again, each draws the new sentence
+    grid = open_and_show(page, ("attention", "all-heads"), attention.show, second, "encoder", 0, 0)[1]
+    assert list(grid.data[0].y) == attention.positions(second.src_tokens)
+    _, _, _, _, cands = open_and_show(page, ("translate",), translate.show, second)
+    assert cands.layout.title.text.startswith("Step 1:")
+
+
+def test_tabs_without_a_translation_draw_when_first_opened():
+    page = new_page("translate")
+    tabs = [(("masks",), masks.show, (masks.DEFAULT_DE, masks.DEFAULT_EN, 1, "decoder", 0, 0)),
+            (("positional",), positional.show, (256, 100, "4, 5, 6, 7", 5)),
+            (("training",), training.show, (10, 512, 1.0, 4000, 0.1))]
+    for where, show, controls in tabs:
+        # before its tab is opened a view draws nothing, even when asked
+        assert all(v == SKIP for v in show(page, *controls))
+        first = open_and_show(page, where, show, *controls)
+        assert all(v != SKIP for v in first)
+        assert all(v == SKIP for v in open_and_show(page, where, show, *controls))
+    # a control moved in the open tab redraws the views that read it: here the Noam figure alone
+    out = training.show(page, 10, 512, 1.0, 8000, 0.1)
+    assert [v != SKIP for v in out] == [False, False, True, False, False, False, False]
+
+
+def test_shown_follows_the_open_tab_at_every_level():
+    page = new_page("overview")
+    assert views.shown(page, ()) and views.shown(page, ("overview",)) and not views.shown(page, ("attention",))
+    assert not views.shown(page, ("attention", "one-head"))  # its sub-tab is open, but not the Attention tab
+    views.open_tab(page, ("attention", "bertviz-head"))
+    assert views.shown(page, ("attention", "bertviz-head")) and not views.shown(page, ("attention", "one-head"))
+    views.open_tab(page, ("masks",))
+    assert not views.shown(page, ("attention", "bertviz-head"))
+    views.open_tab(page, ("attention",))  # back to the Attention tab: the sub-tab open before is open again
+    assert views.shown(page, ("attention", "bertviz-head"))
