@@ -21,6 +21,7 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine; a bound, never a pause
 SENTENCE = "Zwei Hunde spielen im Schnee."  # not the example translated on load, so its translation is new
+OTHER = "Eine Katze schläft auf dem Sofa."
 TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Masks": "#m-masks",
         "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None}
 ATTENTION_VIEWS = {"One head": "#heatmap", "All heads of the layer": "#head-grid", "Layers × heads": "#overview-grid",
@@ -220,6 +221,16 @@ def test_attention_heatmap_and_bertviz_render(page):
     frame.locator("svg").first.wait_for()
     assert frame.locator("svg").count() >= 1
     shot(page, "bertviz_model")
+    # another sentence: each view of the tab, opened again, shows it and never the last sentence's maps
+    translate(page, OTHER)
+    open_tab(page, "Attention", "#bertviz-model")
+    frame.locator("svg").first.wait_for()
+    open_tab(page, "bertviz head view", "#bertviz-head")
+    # (the iframe is sandboxed away from the page, so Playwright looks inside it)
+    page.frame_locator("#bertviz-head iframe").locator("svg text", has_text="Katze").first.wait_for()
+    open_tab(page, "One head", "#heatmap")
+    wait_until(page, "plotText('heatmap').includes('Katze') && settled('heatmap')", what="the new sentence's map")
+    assert "Hunde" not in plot_text(page, "heatmap") and "Cross-attention" in plot_text(page, "heatmap")
 
 
 def test_masks_tab_reacts(page):
