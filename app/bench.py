@@ -1,6 +1,7 @@
 """App benchmarks, each beside a reference measured in the same run.
 
     python -m app.bench [--runs 3]
+    python -m app.bench --browser [--clicks 5] [--save FILE]   (the app in headless Chromium: app/bench_browser.py)
 
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
@@ -59,8 +60,19 @@ def capture_cost(repeat):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--browser", action="store_true",
+                    help="instead: time clicks and count bytes in headless Chromium (app/bench_browser.py)")
+    ap.add_argument("--clicks", type=int, default=5, help="with --browser: measured clicks per sentence (median)")
+    ap.add_argument("--save", metavar="FILE",
+                    help="with --browser: merge the figures into this JSON file (keys browser_...; default: none)")
     args = ap.parse_args(argv)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    if args.browser:
+        from app.bench_browser import run
+        run(clicks=args.clicks, save=args.save)
+        return
+    if args.save:
+        ap.error("--save goes with --browser")
     starts = [cold_start() for _ in range(args.runs)]
     imports = [import_gradio() for _ in range(args.runs)]
     r = {"cold_start_s": statistics.median(starts), "import_gradio_s": statistics.median(imports)}
