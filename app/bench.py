@@ -5,7 +5,9 @@
 
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
-   beside the same translation without capture, for greedy and beam search.
+   beside the same translation without capture, for greedy and beam search;
+3. the public /translate endpoint called through gradio_client, beside the same call in this process.
+With --browser, the page as a reader meets it instead (app/bench_browser.py).
 Prints a table, then one JSON line.
 """
 import argparse
@@ -57,6 +59,27 @@ def capture_cost(repeat):
     return out
 
 
+def api_round_trip(repeat):
+    """The public /translate endpoint through gradio_client against `python app.py`: median ms per call, beside
+    the same translations run in this process (the function the endpoint calls)."""
+    from gradio_client import Client
+    calls, direct = [], []
+    with AppProcess() as app:
+        client = Client(app.url, verbose=False)
+        for i in range(repeat + 1):
+            for s in SENTENCES:
+                t0 = time.perf_counter()
+                client.predict(s, "greedy", 4, 0.6, 1.0, 10, 100, api_name="/translate")
+                if i:  # the first round warms up
+                    calls.append(time.perf_counter() - t0)
+    for _ in range(repeat):
+        for s in SENTENCES:
+            t0 = time.perf_counter()
+            translate(s, "greedy")
+            direct.append(time.perf_counter() - t0)
+    return {"api_translate_ms": statistics.median(calls) * 1e3, "api_direct_ms": statistics.median(direct) * 1e3}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
@@ -77,11 +100,14 @@ def main(argv=None):
     imports = [import_gradio() for _ in range(args.runs)]
     r = {"cold_start_s": statistics.median(starts), "import_gradio_s": statistics.median(imports)}
     r.update(capture_cost(args.runs * 5))
+    r.update(api_round_trip(args.runs * 3))
     print(f"{'measure':36s} {'app':>9s} {'reference':>10s}  reference is")
     print(f"{'cold start to first page (s)':36s} {r['cold_start_s']:9.2f} {r['import_gradio_s']:10.2f}  `import gradio` alone")
     for m in ("greedy", "beam"):
         print(f"{m + ' translation with all maps (ms)':36s} {r[m + '_with_maps_ms']:9.1f} "
               f"{r[m + '_plain_ms']:10.1f}  same translation, no capture")
+    print(f"{'/translate through gradio_client (ms)':36s} {r['api_translate_ms']:9.1f} {r['api_direct_ms']:10.1f}  "
+          "the same call in this process")
     print(json.dumps({k: round(v, 4) for k, v in r.items()}))
 
 

@@ -55,6 +55,9 @@ def build_demo():
             positional.build(tr.config, page)
             training.build(page)
             engineering.build()
+        # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
+        # browser more than the drawing (app.bench --browser)
         translation.translated.then(show_translation, [page, state, *attn.controls],
-                                    [*translation.outputs, diagram, *attn.outputs], api_visibility="private")
+                                    [*translation.outputs, diagram, *attn.outputs], api_visibility="private",
+                                    show_progress_on=translation.outputs[0])
     return demo
