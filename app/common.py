@@ -45,18 +45,6 @@ def token_axis(tokens, **kw):
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[label(t) for t in tokens], **kw)
 
 
-def token_heatmap(z, row_tokens, col_tokens, title="", height=None, **trace):
-    """A matrix (rows × cols, values in 0..1) as a heatmap, a token on each row and column, the first row on
-    top; `trace` goes to go.Heatmap (colour scale, hover text)."""
-    assert len(z) == len(row_tokens) and len(z[0]) == len(col_tokens), (len(z), len(row_tokens), len(col_tokens))
-    fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, **trace))
-    fig.update_layout(title=title, height=height or max(340, 170 + 26 * len(row_tokens)),
-                      margin=dict(l=110, r=10, t=50, b=110),
-                      xaxis=token_axis(col_tokens, tickangle=-90, automargin=False),
-                      yaxis=token_axis(row_tokens, autorange="reversed", automargin=False))
-    return fig
-
-
 def empty_figure(message):
     """A blank figure that says why there is nothing to show."""
     fig = go.Figure()

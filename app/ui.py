@@ -21,6 +21,7 @@ CSS = """
 .tok sub {font-size:0.65em; margin-left:2px; opacity:0.8}
 .tok-legend {font-size:0.8em; color:#666; margin-top:4px}
 .step code {font-size:1em} .step code.chosen {background:#fde2da}
+.mask-svg {overflow-x:auto} .mask-title {font-size:0.9em; margin:4px 0 2px}
 """
 
 INTRO = """# Transformer Explorer

@@ -6,12 +6,12 @@ import math
 import re
 from html.parser import HTMLParser
 
+import numpy as np
 import pytest
 import torch
 
 from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
-from app.common import token_heatmap
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import build_demo, show_translation
@@ -118,9 +118,8 @@ def test_attention_maps_equal_an_independent_forward_pass(ins):
 
 def test_decoding_step_replay(ins):
     t = min(3, len(ins.out_tokens))
-    info, mask_fig, cands = translate.decoding_step(ins, t)
-    z = torch.tensor(mask_fig.data[0].z)
-    assert torch.equal(z, torch.tril(torch.ones(t, t)))
+    info, mask_view, cands = translate.decoding_step(ins, t)
+    assert allowed_cells(mask_view) == {(i, j) for i in range(t) for j in range(i + 1)}  # the subsequent mask
     assert html.escape(ins.out_tokens[t - 1]) in info
     probs = list(cands.data[0].x)
     assert sum(probs) <= 1 + 1e-6 and max(probs) == pytest.approx(ins.topk[t - 1][0][1])
@@ -148,14 +147,31 @@ def test_token_html_is_escaped():
     assert "</script><b>" not in page and "&lt;/script&gt;&lt;b&gt;x" in page
 
 
-def test_token_heatmap_keeps_repeated_tokens_apart():
-    """Numeric axes with the tokens as tick labels: two rows of the same token stay two rows."""
-    fig = token_heatmap([[1.0, 0.0], [0.0, 1.0]], ["a", "a"], ["<s>", "a"], colorscale="Blues")
-    assert list(fig.layout.yaxis.tickvals) == [0, 1] and list(fig.layout.yaxis.ticktext) == ["a", "a"]
+def test_attention_axes_keep_repeated_tokens_apart():
+    """One category per position: two rows of the same token stay two rows, labelled with the token."""
+    fig = attention.attention_heatmap(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), ["a", "a"], ["<s>", "a"])
+    assert list(fig.data[0].y) == ["0 a", "1 a"] and list(fig.layout.yaxis.ticktext) == ["a", "a"]
     assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "a"]  # escaped: plotly reads HTML in labels
     assert fig.layout.yaxis.autorange == "reversed"  # the first token on top, as in the paper's figures
-    with pytest.raises(AssertionError):
-        token_heatmap([[1.0]], ["a", "b"], ["c"])
+    assert np.array_equal(fig.data[0].z, [[1.0, 0.0], [0.0, 1.0]])
+
+
+def allowed_cells(svg):
+    """The cells an SVG mask draws as allowed, read back from its rectangles: {(row, col)}."""
+    size = int(re.search(r'class="allowed" x="\d+" y="\d+" width="\d+" height="(\d+)"', svg).group(1))
+    cells = set()
+    for x, y, w in re.findall(r'class="allowed" x="(\d+)" y="(\d+)" width="(\d+)"', svg):
+        row, col = (int(y) - 90) // size, (int(x) - 100) // size
+        cells |= {(row, col + k) for k in range(int(w) // size)}
+    return cells
+
+
+def test_mask_svg_draws_the_mask_and_escapes_tokens():
+    mask = torch.tensor([[1, 0, 1], [0, 0, 0], [1, 1, 1]], dtype=torch.bool)
+    svg = translate.mask_svg(mask, ["<s>", "<b>x</b>", "c"], ["p", "q", "r"], title="<i>t</i>", highlight_row=2)
+    assert allowed_cells(svg) == {(0, 0), (0, 2), (2, 0), (2, 1), (2, 2)}
+    assert "<b>" not in svg and "&lt;b&gt;x&lt;/b&gt;" in svg and "<i>" not in svg
+    assert 'stroke="#e4572e"' in svg
 
 
 class ScriptCollector(HTMLParser):

@@ -15,7 +15,7 @@ from tests.conftest import needs_shipped
 
 pytestmark = needs_shipped
 
-BUILDERS = {translate: ("token_probs_html", "step_slider", "mask_matrix", "step_candidates"),
+BUILDERS = {translate: ("token_probs_html", "step_slider", "mask_svg", "step_candidates"),
             overview: ("architecture_svg",),
             attention: ("attention_heatmap", "head_grid", "layer_head_overview", "head_view_html", "model_view_html")}
 SKIP = gr.skip()
@@ -65,7 +65,7 @@ def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(two, call
     out = show_translation(page, ins, "encoder", 0, 0)
     # the token strip and the step replay (slider, input so far, mask, candidates); nothing of the closed tabs
     assert all(v != SKIP for v in out[:5]) and all(v == SKIP for v in out[5:])
-    assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_matrix": 1, "step_candidates": 1}
+    assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_svg": 1, "step_candidates": 1}
     # opening the Attention tab draws its open sub-tab's view only, for the same sentence
     heat, *rest = open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0)
     assert calls["attention_heatmap"] == 1 and all(v == SKIP for v in rest)
@@ -109,7 +109,7 @@ def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls):
     # on screen: the one-head view, drawn for the new sentence; the token strip always
     assert tokens_on_y(heat) == escaped(second.src_tokens) and "tok" in probs
     # hidden and drawn for the first sentence: cleared, so no tab shows its figures beside the new tokens
-    assert (info, mask, cands) == ("", None, None) and slider.interactive is False
+    assert (info, mask, cands) == ("", "", None) and slider.interactive is False
     assert grid is None and bv_model == ""
     # hidden and never drawn: left alone
     assert diagram == SKIP and layers == SKIP and bv_head == SKIP

@@ -6,6 +6,7 @@ session's state; every view draws from it, when it is shown (app/views.py). This
 strip, drawn with each translation beside the English, and the step replay, drawn when the tab is on screen.
 """
 import html
+import itertools
 import time
 from types import SimpleNamespace
 
@@ -14,7 +15,7 @@ import plotly.graph_objects as go
 
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, empty_figure, label, token_axis, token_heatmap
+from ..common import MASK_SCALE, clamp, empty_figure, label, token_axis
 from ..shared import MODEL_LOCK, examples, get_translator
 from ..views import View, opener, refresh
 
@@ -50,17 +51,42 @@ def decoder_input_html(ins, step):
             f'(p = {ins.token_probs[step]:.3f})</div>')
 
 
-def mask_matrix(mask, row_tokens, col_tokens, title="", highlight_row=None):
-    """A boolean mask (rows x cols) as a heatmap: 1 = may attend, 0 = blocked."""
-    m = mask.float().cpu().numpy()
-    fig = token_heatmap(m, row_tokens, col_tokens, title, height=max(280, 160 + 26 * len(row_tokens)),
-                        colorscale=MASK_SCALE, showscale=False, xgap=1, ygap=1,
-                        text=[[("allowed" if v else "masked") for v in row] for row in m],
-                        hovertemplate="row %{y} → col %{x}: %{text}<extra></extra>")
+def mask_svg(mask, row_tokens, col_tokens, title="", highlight_row=None):
+    """A boolean mask (rows x cols) as an SVG grid: blue where a row may attend to a column, grey where it is
+    masked; the tokens label the rows and columns, `highlight_row` is outlined. Each row's allowed runs are one
+    rectangle each (a subsequent mask is one per row), so the drawing grows with its rows, not its cells."""
+    m = mask.bool().cpu().tolist()
+    R, C = len(row_tokens), len(col_tokens)
+    assert len(m) == R and all(len(r) == C for r in m), (len(m), R, C)
+    c = max(8, min(26, 300 // max(R, C, 1)))  # cell size in px
+    left, top = 100, 90
+    w, h = left + C * c + 4, top + R * c + 4
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+           f'font-family="sans-serif" font-size="{min(12, c)}" role="img" aria-label="{html.escape(title)}">',
+           f'<rect x="{left}" y="{top}" width="{C * c}" height="{R * c}" fill="{MASK_SCALE[0][1]}"/>']
+    for i, row in enumerate(m):
+        out.append(f'<g><title>row {i} ({html.escape(row_tokens[i])}) may attend to {sum(row)} of {C} columns'
+                   f'</title><text x="{left - 6}" y="{top + i * c + c * 0.7}" text-anchor="end">'
+                   f'{html.escape(row_tokens[i])}</text>')
+        j = 0
+        for allowed, run in itertools.groupby(row):
+            n = len(list(run))
+            if allowed:
+                out.append(f'<rect class="allowed" x="{left + j * c}" y="{top + i * c}" width="{n * c}" '
+                           f'height="{c}" fill="{MASK_SCALE[1][1]}"/>')
+            j += n
+        out.append("</g>")
+    for j, tok in enumerate(col_tokens):
+        x = left + j * c + c * 0.7
+        out.append(f'<text x="{x}" y="{top - 6}" transform="rotate(-90 {x} {top - 6})">{html.escape(tok)}</text>')
+    lines = [f'M{left},{top + i * c}h{C * c}' for i in range(1, R)] + [f'M{left + j * c},{top}v{R * c}'
+                                                                       for j in range(1, C)]
+    out.append(f'<path d="{"".join(lines)}" stroke="#fff" stroke-width="1"/>')
     if highlight_row is not None:
-        fig.add_shape(type="rect", x0=-0.5, x1=len(col_tokens) - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
-                      line=dict(color="#e4572e", width=3))
-    return fig
+        out.append(f'<rect x="{left}" y="{top + highlight_row * c}" width="{C * c}" height="{c}" fill="none" '
+                   f'stroke="#e4572e" stroke-width="3"/>')
+    out.append("</svg>")
+    return f'<div class="mask-svg"><div class="mask-title">{html.escape(title)}</div>{"".join(out)}</div>'
 
 
 def step_candidates(ins, step):
@@ -128,13 +154,13 @@ def decoding_step(ins, step):
     """What the decoder saw and chose at step `step` (1-based): input so far, mask in effect, candidates."""
     if ins is None:
         msg = "Translate a sentence to replay its decoding."
-        return "", empty_figure(msg), empty_figure(msg)
+        return "", "", empty_figure(msg)
     t = clamp(step, 1, len(ins.out_tokens)) - 1
     seen = ins.tgt_tokens[:t + 1]
     mask = subsequent_mask(len(seen))[0]
-    mask_fig = mask_matrix(mask, seen, seen, title=f"Subsequent mask in effect ({t + 1} × {t + 1}); "
-                           "the last row is this step's query", highlight_row=t)
-    return decoder_input_html(ins, t), mask_fig, step_candidates(ins, t)
+    mask_view = mask_svg(mask, seen, seen, title=f"Subsequent mask in effect ({t + 1} × {t + 1}); "
+                         "the last row is this step's query", highlight_row=t)
+    return decoder_input_html(ins, t), mask_view, step_candidates(ins, t)
 
 
 def _step_by(ins, step, delta):
@@ -162,7 +188,7 @@ def replay_start(ins):
 # beside the English), the step replay when the tab is on screen
 VIEWS = [View("translate/tokens", (), token_probs, blank=("",)),
          View("translate/replay", ("translate",), replay_start, outputs=4,
-              blank=lambda: (step_slider(None), "", None, None))]
+              blank=lambda: (step_slider(None), "", "", None))]
 
 
 def show(page, ins):
@@ -196,7 +222,7 @@ def _step_replay():
         next_btn = gr.Button("next step ▶", size="sm", scale=1, min_width=120, elem_id="step-next")
     step_info = gr.HTML(elem_id="step-info")
     with gr.Row():
-        step_mask = gr.Plot(label="mask", elem_id="step-mask")
+        step_mask = gr.HTML(label="mask", elem_id="step-mask")
         step_cands = gr.Plot(label="candidates", elem_id="step-cands")
     return step, prev_btn, next_btn, [step_info, step_mask, step_cands]
 
