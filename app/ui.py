@@ -21,7 +21,13 @@ CSS = """
 .tok sub {font-size:0.65em; margin-left:2px; opacity:0.8}
 .tok-legend {font-size:0.8em; color:#666; margin-top:4px}
 .step code {font-size:1em} .step code.chosen {background:#fde2da}
-.mask-svg {overflow-x:auto} .mask-title {font-size:0.9em; margin:4px 0 2px}
+.mask-svg {overflow-x:auto} .mask-title, .cands-title {font-size:0.9em; margin:4px 0 6px}
+.cand {display:grid; grid-template-columns:9em 1fr 4.5em; gap:8px; align-items:center; font-size:0.95em;
+  margin:2px 0} .cand-tok {overflow:hidden; text-overflow:ellipsis; white-space:nowrap; text-align:right}
+.cand-bar {background:#eef1f6; height:14px; border-radius:3px; overflow:hidden}
+.cand-bar span {display:block; height:100%; background:#4a7dc9}
+.cand.chosen .cand-bar span {background:#e4572e} .cand.chosen .cand-tok {font-weight:bold}
+.cand-p {text-align:right; font-variant-numeric:tabular-nums}
 """
 
 INTRO = """# Transformer Explorer

@@ -11,11 +11,10 @@ import time
 from types import SimpleNamespace
 
 import gradio as gr
-import plotly.graph_objects as go
 
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, empty_figure, label, token_axis
+from ..common import MASK_SCALE, clamp
 from ..shared import MODEL_LOCK, examples, get_translator
 from ..views import View, opener, refresh
 
@@ -90,20 +89,17 @@ def mask_svg(mask, row_tokens, col_tokens, title="", highlight_row=None):
 
 
 def step_candidates(ins, step):
-    """Bar chart of the top candidates for the token at decoding step `step`, the chosen one marked."""
-    cands = ins.topk[step]
+    """The top candidates for the token at decoding step `step` as bars of their probability, best first, the
+    chosen one in red (HTML: the page draws it at once, and every token is escaped)."""
     chosen = ins.out_tokens[step]
-    labels = [c[0] for c in cands][::-1]
-    probs = [c[1] for c in cands][::-1]
-    colors = ["#e4572e" if c == chosen else "#4a7dc9" for c in labels]
-    fig = go.Figure(go.Bar(x=probs, y=list(range(len(labels))), orientation="h", marker_color=colors,
-                           text=[f"{p:.1%}" for p in probs], textposition="auto",
-                           hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
-                           customdata=[label(c) for c in labels]))
-    fig.update_layout(title=f"Step {step + 1}: next-token candidates (chosen in red)", height=300,
-                      xaxis=dict(range=[0, 1], title="probability"), yaxis=token_axis(labels),
-                      margin=dict(l=10, r=10, t=50, b=40))
-    return fig
+    rows = []
+    for tok, p in ins.topk[step]:
+        cls = "cand chosen" if tok == chosen else "cand"
+        rows.append(f'<div class="{cls}" title="p = {p:.4f}"><span class="cand-tok">{html.escape(tok)}</span>'
+                    f'<span class="cand-bar"><span style="width:{100 * p:.1f}%"></span></span>'
+                    f'<span class="cand-p">{p:.1%}</span></div>')
+    return (f'<div class="cands"><div class="cands-title">Step {step + 1}: next-token candidates '
+            f'(chosen in red)</div>{"".join(rows)}</div>')
 
 
 # ---- callbacks -------------------------------------------------------------------------------------
@@ -153,8 +149,7 @@ def step_slider(ins):
 def decoding_step(ins, step):
     """What the decoder saw and chose at step `step` (1-based): input so far, mask in effect, candidates."""
     if ins is None:
-        msg = "Translate a sentence to replay its decoding."
-        return "", "", empty_figure(msg)
+        return "", "", '<div class="cands-title">Translate a sentence to replay its decoding.</div>'
     t = clamp(step, 1, len(ins.out_tokens)) - 1
     seen = ins.tgt_tokens[:t + 1]
     mask = subsequent_mask(len(seen))[0]
@@ -188,7 +183,7 @@ def replay_start(ins):
 # beside the English), the step replay when the tab is on screen
 VIEWS = [View("translate/tokens", (), token_probs, blank=("",)),
          View("translate/replay", ("translate",), replay_start, outputs=4,
-              blank=lambda: (step_slider(None), "", "", None))]
+              blank=lambda: (step_slider(None), "", "", ""))]
 
 
 def show(page, ins):
@@ -223,7 +218,7 @@ def _step_replay():
     step_info = gr.HTML(elem_id="step-info")
     with gr.Row():
         step_mask = gr.HTML(label="mask", elem_id="step-mask")
-        step_cands = gr.Plot(label="candidates", elem_id="step-cands")
+        step_cands = gr.HTML(label="candidates", elem_id="step-cands")
     return step, prev_btn, next_btn, [step_info, step_mask, step_cands]
 
 
