@@ -21,23 +21,25 @@ STATIC_FILES = [str(D3_JS), str(JQUERY_JS)]
 _CDN_REQUIRE = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/[^"]*require[^"]*"></script>')
 _CDN_CONFIG = re.compile(r"require\.config\(\{.*?\}\);", re.DOTALL)  # CDN paths for jQuery and d3
 
-# Stands in for RequireJS: load each named module from this server in order, then hand the globals
-# they define (jQuery, d3) to the callback. bertviz's require.config call, with its CDN paths, is removed.
+# Stands in for RequireJS: load the named modules from this server, all at once (the sandboxed page shares no
+# cache or connection with the app, so each load is a fresh request), then hand the globals they define
+# (jQuery, d3) to the callback. bertviz's require.config call, with its CDN paths, is removed.
 _REQUIRE_SHIM = """<script>
 (function () {
   var local = {jquery: "%(jquery)s", d3: "%(d3)s"};
   var globals = {jquery: function () { return window.jQuery; }, d3: function () { return window.d3; }};
   window.require = {config: function () {}};
   window.requirejs = function (deps, callback) {
-    var i = 0;
-    (function next() {
-      if (i === deps.length) { callback.apply(null, deps.map(function (d) { return globals[d](); })); return; }
+    var waiting = deps.length;
+    deps.forEach(function (name) {
       var s = document.createElement("script");
-      s.src = local[deps[i++]];
-      s.onload = next;
+      s.src = local[name];
+      s.onload = function () {
+        if (--waiting === 0) callback.apply(null, deps.map(function (d) { return globals[d](); }));
+      };
       s.onerror = function () { document.body.insertAdjacentText("beforeend", "Could not load " + s.src); };
       document.head.appendChild(s);
-    })();
+    });
   };
 })();
 </script>"""
