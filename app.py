@@ -2,13 +2,18 @@
 
 Binds to 127.0.0.1 locally and to 0.0.0.0 on a Hugging Face Space (where SPACE_ID is set). Without --port,
 Gradio takes the first free port from $GRADIO_SERVER_PORT (default 7860) up and prints the address it serves.
+The model is read from $EXPLORER_MODEL_DIR (default assets/); if one of its files is missing or damaged, the app
+says which and how to get a good copy, and exits with status 2 instead of serving a half-working page.
 """
 import argparse
 import os
+import sys
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
 
+from app.shared import get_translator  # noqa: E402
 from app.ui import CSS, build_demo, theme  # noqa: E402
+from core.checkpoint import AssetError  # noqa: E402
 
 
 def main(argv=None):
@@ -17,8 +22,14 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=None,
                     help="serve on this port only (default: the first free one from $GRADIO_SERVER_PORT or 7860)")
     args = ap.parse_args(argv)
+    try:
+        get_translator()  # the model first: a missing or damaged file stops here, with a message that names it
+    except AssetError as e:
+        print(f"Transformer Explorer cannot start. {e}", file=sys.stderr)
+        return 2
     build_demo().launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), footer_links=[])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,12 +7,52 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .model import make_model
 
 MODEL_KEYS = ("src_vocab", "tgt_vocab", "N", "d_model", "d_ff", "h", "dropout", "max_len", "tie_weights")
+REQUIRED_KEYS = ("src_vocab", "tgt_vocab", "N", "d_model", "d_ff", "h")
 INDEX = "model.safetensors.index.json"
+HOW_TO_FIX = ("To get a good copy: `git checkout assets/` restores the shipped model; a model of your own is "
+              "written by `python -m core.train --run-dir RUN --export-to DIR`.")
+
+
+class AssetError(ValueError):
+    """A file of a saved model that cannot be used: the message names the file, says what is wrong with it and
+    how to get a good copy."""
+
+    def __init__(self, path, problem):
+        self.path = Path(path)
+        super().__init__(f"{self.path}: {problem}. {HOW_TO_FIX}")
+
+
+def read_json(path, what):
+    """A JSON object from `path`, or an AssetError that says why it cannot be read."""
+    path = Path(path)
+    if not path.is_file():
+        raise AssetError(path, f"the {what} is missing")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise AssetError(path, f"the {what} is not text (the file is damaged)") from None
+    except json.JSONDecodeError as e:
+        raise AssetError(path, f"the {what} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    if not isinstance(value, dict):
+        raise AssetError(path, f"the {what} should be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def read_shard(path):
+    """The tensors of one safetensors file (nothing is unpickled), or an AssetError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise AssetError(path, "this file of weights is missing")
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise AssetError(path, f"this file of weights is damaged or truncated ({e})") from None
 
 
 def model_from_config(config):
@@ -62,28 +102,80 @@ def save_pretrained(model, config, directory, dtype=torch.float16, max_shard_byt
 
 
 def load_state(directory):
+    """Every tensor of the saved weights (one file, or the shards the index names)."""
     directory = Path(directory)
     if (directory / INDEX).exists():
-        index = json.loads((directory / INDEX).read_text())
+        index = read_json(directory / INDEX, "index of the weight files")
+        weight_map = index.get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise AssetError(directory / INDEX, 'it has no "weight_map" naming the file of each tensor')
         state = {}
-        for fname in sorted(set(index["weight_map"].values())):
-            state.update(load_file(directory / fname))
+        for fname in sorted(set(map(str, weight_map.values()))):
+            state.update(read_shard(directory / fname))
         return state
-    return load_file(directory / "model.safetensors")
+    return read_shard(directory / "model.safetensors")
+
+
+def read_config(directory):
+    """config.json, checked for the keys that build the model."""
+    path = Path(directory) / "config.json"
+    config = read_json(path, "model's configuration")
+    missing = [k for k in REQUIRED_KEYS if k not in config]
+    if missing:
+        raise AssetError(path, f"it lacks {', '.join(missing)}")
+    bad = [k for k in REQUIRED_KEYS if not isinstance(config[k], int) or isinstance(config[k], bool) or config[k] < 1]
+    if bad:
+        raise AssetError(path, f"{', '.join(bad)} should be positive whole numbers")
+    if config["d_model"] % config["h"]:
+        raise AssetError(path, f"d_model = {config['d_model']} is not divisible by h = {config['h']} heads")
+    return config
+
+
+def _mismatch(model, state):
+    """What differs between the model built from config.json and the saved tensors, in a sentence (or "")."""
+    own = model.state_dict()
+    shapes = [f"{k} is {tuple(v.shape)} in the weights but {tuple(own[k].shape)} in the model"
+              for k, v in state.items() if k in own and tuple(v.shape) != tuple(own[k].shape)]
+    tied = {n for n, _ in model.named_parameters(remove_duplicate=False)} - set(state)
+    missing = [k for k in own if k not in state and not (k in tied and _is_tied(model, k))]
+    unexpected = [k for k in state if k not in own]
+    parts = []
+    for label, items in (("tensor shapes differ", shapes), ("tensors missing", missing),
+                         ("tensors the model does not have", unexpected)):
+        if items:
+            more = f" and {len(items) - 2} more" if len(items) > 2 else ""
+            parts.append(f"{len(items)} {label} ({'; '.join(items[:2])}{more})")
+    return "; ".join(parts)
 
 
 def load_pretrained(directory, device="cpu"):
-    """(model in eval mode, float32, config dict) from a directory written by save_pretrained."""
+    """(model in eval mode, float32, config dict) from a directory written by save_pretrained. A missing,
+    damaged or mismatched file raises AssetError, which names it."""
     directory = Path(directory)
-    config = json.loads((directory / "config.json").read_text())
+    config = read_config(directory)
     model = model_from_config(config)
     state = {k: v.float() for k, v in load_state(directory).items()}
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    tied = {n for n, _ in model.named_parameters(remove_duplicate=False)} - set(state)
-    missing = [m for m in missing if m not in tied or not _is_tied(model, m)]
-    if missing or unexpected:
-        raise ValueError(f"checkpoint mismatch: missing {missing}, unexpected {unexpected}")
+    problem = _mismatch(model, state)
+    if problem:
+        raise AssetError(directory / "config.json", f"the weights beside it do not match it: {problem}")
+    model.load_state_dict(state, strict=False)
     return model.to(device).eval(), config
+
+
+def read_tokenizer(path, vocab_size=None):
+    """The SentencePiece model at `path`, checked against the model's vocabulary size; else AssetError."""
+    import sentencepiece as spm
+    path = Path(path)
+    if not path.is_file():
+        raise AssetError(path, "the SentencePiece model is missing")
+    try:
+        sp = spm.SentencePieceProcessor(model_file=str(path))
+    except (RuntimeError, OSError) as e:
+        raise AssetError(path, f"this is not a readable SentencePiece model, it is damaged ({e})") from None
+    if vocab_size is not None and sp.get_piece_size() != vocab_size:
+        raise AssetError(path, f"it has {sp.get_piece_size()} pieces but the model's config.json expects "
+                               f"{vocab_size}: it belongs to another model")
+    return sp
 
 
 def _is_tied(model, name):

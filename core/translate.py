@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import load_pretrained
-from .data import ASSETS, BOS, EOS, PAD, load_tokenizer, pad_to
+from .checkpoint import load_pretrained, read_tokenizer
+from .data import ASSETS, BOS, EOS, PAD, pad_to
 from .decode import HalfPrecisionDecoder, decode_batch
 from .model import attention_modules, keep_attention, subsequent_mask
 
@@ -50,7 +50,7 @@ class Translator:
     def load(cls, directory=None, device="cpu", half_rows=4):
         directory = Path(directory or ASSETS)
         model, config = load_pretrained(directory, device=device)
-        tok = load_tokenizer(directory / config.get("tokenizer", "spm.model"))
+        tok = read_tokenizer(directory / config.get("tokenizer", "spm.model"), config["src_vocab"])
         return cls(model, tok, config, device, half_rows)
 
     def decoding_model(self, rows):
