@@ -5,6 +5,7 @@ Token axes are numeric with the pieces as tick labels: a categorical axis would 
 """
 import html
 import inspect
+import re
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -35,6 +36,15 @@ def clamp(x, lo, hi, cast=int):
         return lo
 
 
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~:])")
+
+
+def md_literal(text):
+    """Text for a Markdown output shown as typed: HTML escaped, and Markdown's punctuation backslashed, so that
+    no user text becomes a link, an image, emphasis or markup."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(str(text), quote=False))
+
+
 def label(token):
     """A token as plotly text: plotly reads a subset of HTML in labels, so "<s>" would strike through."""
     return html.escape(str(token), quote=False)
@@ -48,7 +58,7 @@ def token_axis(tokens, **kw):
 def empty_figure(message):
     """A blank figure that says why there is nothing to show."""
     fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, font=dict(size=15, color="#777"))
+    fig.add_annotation(text=label(message), showarrow=False, font=dict(size=15, color="#777"))
     fig.update_layout(height=220, xaxis=dict(visible=False), yaxis=dict(visible=False),
                       margin=dict(l=10, r=10, t=10, b=10))
     return fig

@@ -12,6 +12,7 @@ import torch
 
 from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
+from app.common import md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import build_demo, show_translation
@@ -318,3 +319,13 @@ def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     assert note == "bf16 training rows left out: &lt;b&gt;emulated&lt;/b&gt;."
     assert "Speed on this machine" in engineering.engineering_md()  # the shipped bench.json has every row
     assert engineering.engineering_md().count("×") >= 10
+
+
+@pytest.mark.parametrize("typed", ["[click me](javascript:alert(1))", "![x](http://example.com/x.png)",
+                                   "<img src=x onerror=alert(1)>", "**bold** _it_ `code` # head", "a\\b <b>c</b>"])
+def test_markdown_shows_user_text_as_typed(typed):
+    """What md_literal makes of user text renders (CommonMark, as Gradio's Markdown) to that text alone."""
+    from markdown_it import MarkdownIt
+    rendered = MarkdownIt("commonmark").render(md_literal(typed))
+    assert rendered.startswith("<p>") and rendered.count("<") == 2  # <p> and </p>: no link, image, tag
+    assert html.unescape(rendered[3:-5]) == typed

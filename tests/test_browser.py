@@ -295,6 +295,55 @@ def test_every_tab_and_view_opens(page):
         open_tab(page, name, content)
 
 
+PAYLOADS = ['<img src=x onerror="window.__xss=1">', "<script>window.__xss=2</script>", '"><svg onload="window.__xss=3">',
+            "[click me](javascript:window.__xss=4) http://example.com"]
+# nothing a payload would create: its marker, an element it writes, a link from user text
+UNTOUCHED = """() => ({marker: window.__xss ?? null,
+  elements: [...document.querySelectorAll('img[src=x], svg[onload], [onerror], a[href^=javascript], #pe-note a')]
+            .map(e => e.outerHTML.slice(0, 120)),
+  scripts: [...document.querySelectorAll('script')].filter(s => s.textContent.includes('__xss=2')).length})"""
+
+
+def touched_anywhere(page):
+    """What a payload ran or left in the page or in any frame (the bertviz iframes included): [] if nothing."""
+    found = []
+    for frame in page.frames:
+        r = frame.evaluate(UNTOUCHED)
+        if r["marker"] is not None or r["elements"] or r["scripts"]:
+            found.append((frame.url[:40], r))
+    return found
+
+
+def test_typed_markup_is_shown_and_never_run(page):
+    """Markup and Markdown typed into every text box of every tab: shown as typed, nothing runs (no dialog, no
+    element, no link), in the page and in the bertviz iframes."""
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    translate(page, " ".join(PAYLOADS))
+    open_tab(page, "Attention", "#heatmap")
+    wait_plot(page, "heatmap")
+    assert "<" in plot_text(page, "heatmap")  # the source pieces ("<", "im", "g", ...) shown as text
+    for name, content in (("bertviz head view", "#bertviz-head"), ("bertviz model view", "#bertviz-model")):
+        open_tab(page, name, content)
+    page.frame_locator("#bertviz-model iframe").locator("svg").first.wait_for()
+    open_tab(page, "bertviz head view", "#bertviz-head")
+    page.frame_locator("#bertviz-head iframe").locator("svg text", has_text="<").first.wait_for()
+    open_tab(page, "Masks", "#m-masks")
+    wait_plot(page, "m-masks")
+    page.locator("#m-de textarea").fill(f"{PAYLOADS[0]}\n{PAYLOADS[3]}")
+    page.locator("#m-en textarea").fill(f"{PAYLOADS[2]}\n{PAYLOADS[1]}")
+    wait_until(page, "text('#m-summary').includes('Batch of 2 pairs') && settled('m-masks')", what="the new batch")
+    assert "<" in page.locator(".mtable").first.inner_text()
+    open_tab(page, "Positional encoding", "#pe-curves")
+    page.locator("#pe-dims textarea").fill(PAYLOADS[3] + " " + PAYLOADS[0])
+    page.locator("#pe-dims textarea").press("Enter")
+    wait_until(page, "text('#pe-note').includes('whole numbers')", what="the message on unreadable dimensions")
+    shown = page.locator("#pe-note").inner_text()
+    assert "[click me](javascript:window.__xss=4) http://example.com" in shown and PAYLOADS[0] in shown
+    assert len(page.frames) >= 3  # the page and both bertviz views
+    assert dialogs == [] and touched_anywhere(page) == []
+
+
 def test_translate_api_endpoint(app):
     client_mod = pytest.importorskip("gradio_client")
     client = client_mod.Client(app.url, verbose=False)

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_stats
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, code_panel, empty_figure, token_axis
+from ..common import MASK_SCALE, clamp, code_panel, empty_figure, md_literal, token_axis
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, opener, refresh
 
@@ -176,7 +176,7 @@ def masks_view(german, english, sentence, kind, layer, head):
         pairs = parse_pairs(german, english)
     except ValueError as e:
         msg = str(e)
-        return f"**{html.escape(msg)}**", "", empty_figure(msg), "", empty_figure(msg), empty_figure(msg)
+        return f"**{md_literal(msg)}**", "", empty_figure(msg), "", empty_figure(msg), empty_figure(msg)
     batch, examples = make_batch(tr.tokenizer, pairs)
     i = clamp(sentence, 0, len(pairs) - 1)
     piece = tr.tokenizer.id_to_piece

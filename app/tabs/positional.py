@@ -4,7 +4,6 @@
 relative positions, since for any fixed offset k, PE_{pos+k} can be represented as a linear function of
 PE_{pos}."
 """
-import html
 import math
 
 import gradio as gr
@@ -14,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from core.model import Embeddings, PositionalEncoding
 
-from ..common import clamp, code_panel, empty_figure
+from ..common import clamp, code_panel, empty_figure, md_literal
 from ..shared import get_translator
 from ..views import View, opener, refresh
 
@@ -147,7 +146,7 @@ def positional_view(d_model, positions, dims, k):
         dims = parse_dims(dims, d_model)
     except ValueError as e:
         msg = str(e)
-        return empty_figure(msg), empty_figure(msg), empty_figure(msg), empty_figure(msg), f"**{html.escape(msg)}**"
+        return empty_figure(msg), empty_figure(msg), empty_figure(msg), empty_figure(msg), f"**{md_literal(msg)}**"
     pe = encoding(d_model, positions)
     rel, res32, res64 = relative_figure(pe, k)
     note = (f"For k = {k}, M_k reproduces PE(pos + k) from PE(pos) at every position: largest residual "
@@ -189,7 +188,7 @@ def _layout(cfg):
         sim = gr.Plot()
     gr.Markdown("### Relative positions: PE(pos + k) = M_k · PE(pos)")
     rel = gr.Plot(elem_id="pe-rel")
-    note = gr.Markdown()
+    note = gr.Markdown(elem_id="pe-note")
     gr.Markdown("### The scale of words and positions in the trained model")
     scale = gr.Plot()
     scale_note = gr.Markdown()
