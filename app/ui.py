@@ -47,6 +47,13 @@ def show_translation(page, ins, kind, layer, head):
     return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head))
 
 
+# A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
+# queue is full and to try again; two events run at once (the machine has 2 cores), and of those that run the
+# model (translations, the Masks tab's batch) one at a time.
+QUEUE_SIZE = 64
+CONCURRENCY = 2
+
+
 def build_demo():
     tr = get_translator()  # loaded once, shared by every session
     gr.set_static_paths(paths=STATIC_FILES)  # jQuery and d3 for bertviz, served from installed packages
@@ -67,4 +74,4 @@ def build_demo():
         translation.translated.then(show_translation, [page, state, *attn.controls],
                                     [*translation.outputs, diagram, *attn.outputs], api_visibility="private",
                                     show_progress_on=translation.outputs[0])
-    return demo
+    return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -15,7 +15,7 @@ from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
 from app.common import md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
-from app.ui import build_demo, show_translation
+from app.ui import QUEUE_SIZE, build_demo, show_translation
 from core.translate import Inspection
 from tests.conftest import needs_shipped
 
@@ -277,6 +277,11 @@ def test_translate_api_is_named_translate():
             "bertviz-model"} <= drawn
     page = {"open": {"": "translate"}, "drawn": {}}
     assert len(render.outputs) == len(show_translation(page, None, "encoder", 0, 0))
+    # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch) one
+    # at a time, together
+    assert demo._queue.max_size == QUEUE_SIZE
+    assert (public[0].concurrency_id, public[0].concurrency_limit) == ("model", 1)
+    assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {"translate", "open_masks", "show"}
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):

@@ -32,6 +32,10 @@ def test_parse_pairs_messages():
         parse_pairs("a", "b")
     with pytest.raises(ValueError, match="between 2 and 4"):
         parse_pairs("\n".join("abcde"), "\n".join("abcde"))
+    # a huge paste is refused by its length, before it is split, with a message that does not echo it
+    with pytest.raises(ValueError, match="that text has 2,000,000 characters") as caught:
+        parse_pairs("Ein Hund.\n" * 200_000, "A dog.\n" * 2)
+    assert len(str(caught.value)) < 200
 
 
 def test_mask_panels_match_hand_built_masks(tiny_spm):
@@ -111,6 +115,10 @@ def test_positional_view_and_errors():
     assert len(heat.data[0].z) == 50 and len(heat.data[0].z[0]) == 32
     assert "largest residual" in note
     assert "must lie in" in positional.positional_view(32, 50, "40", 3)[-1]
+    # long or many-numbered input: a short message, never an echo of the input
+    for typed in ("9" * 100_000, "1 " * 5_000, " ".join(["99"] * 90)):
+        note = positional.positional_view(32, 50, typed, 3)[-1]
+        assert note.startswith("**") and len(note) < 250, note
     # odd d_model is made even, k is kept inside the range
     assert len(positional.positional_view(33, 20, "", 999)[1].data[0].z[0]) == 32
 

@@ -25,6 +25,10 @@ DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman
 
 def parse_pairs(german, english, min_pairs=2, max_pairs=4, max_chars=300):
     """Sentence pairs from two texts, one sentence a line; raises ValueError with a readable message."""
+    german, english = str(german or ""), str(english or "")
+    if max(len(german), len(english)) > max_pairs * (max_chars + 1):
+        raise ValueError(f"Give between {min_pairs} and {max_pairs} sentence pairs of under {max_chars} characters "
+                         f"each (one per line); that text has {max(len(german), len(english)):,} characters.")
     de, en = nonblank_lines(german), nonblank_lines(english)
     if len(de) != len(en):
         raise ValueError(f"{len(de)} German lines but {len(en)} English lines: give one translation per sentence.")
@@ -242,5 +246,8 @@ def build(cfg, page):
     """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
     with gr.Tab("Masks", id="masks") as tab:
         outputs, inputs = _layout(cfg)
-    tab.select(opener(("masks",), show), [page, *inputs], outputs, api_visibility="private")
-    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private")
+    # the batch runs the model: these events queue with the translations (app/ui.py)
+    tab.select(opener(("masks",), show), [page, *inputs], outputs, api_visibility="private",
+               concurrency_limit=1, concurrency_id="model")
+    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private",
+          concurrency_limit=1, concurrency_id="model")

@@ -23,9 +23,15 @@ def encoding(d_model, positions):
     return PositionalEncoding(d_model, dropout=0.0, max_len=positions).pe[0]
 
 
+MAX_DIMS_CHARS = 200  # the dimensions box: a dozen numbers need far less
+
+
 def parse_dims(text, d_model, default=(4, 5, 6, 7)):
     """Dimensions to plot from text like "4, 5, 6 7"; raises ValueError with a readable message."""
-    parts = (text or "").replace(",", " ").split()
+    text = str(text or "")
+    if len(text) > MAX_DIMS_CHARS:
+        raise ValueError(f"That is {len(text):,} characters; give up to 12 dimensions, e.g. 4, 5, 6, 7.")
+    parts = text.replace(",", " ").split()
     if not parts:
         return [d for d in default if d < d_model]
     try:
@@ -34,7 +40,8 @@ def parse_dims(text, d_model, default=(4, 5, 6, 7)):
         raise ValueError(f"Dimensions must be whole numbers, e.g. 4, 5, 6, 7 (got {text!r}).")
     bad = [d for d in dims if not 0 <= d < d_model]
     if bad:
-        raise ValueError(f"Dimensions must lie in 0..{d_model - 1}; {bad} do not.")
+        shown = ", ".join(map(str, bad[:5])) + (" ..." if len(bad) > 5 else "")
+        raise ValueError(f"Dimensions must lie in 0..{d_model - 1}; {shown} do not.")
     return dims[:12]
 
 

@@ -247,7 +247,8 @@ def build(demo, page, state, default_alpha):
         step, prev_btn, next_btn, step_views = _step_replay()
     outputs = [probs, step, *step_views]
     translated = gr.on([go_btn.click, src.submit, demo.load], translate, [src, *settings, state],
-                       [out, status, state], api_name="translate", show_progress_on=[out])
+                       [out, status, state], api_name="translate", show_progress_on=[out],
+                       concurrency_limit=1, concurrency_id="model")
     tab.select(opener(("translate",), show), [page, state], outputs, api_visibility="private")
     # the slider's own event fires on the user's input only: a new translation and the buttons send the step's
     # views with the slider's new value, so nothing is drawn twice
