@@ -16,6 +16,7 @@ import math
 import os
 import random
 import shutil
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -106,20 +107,25 @@ class TrainState:
         return self.minutes + self.elapsed_minutes()
 
     def save(self, path, model, optimizer, scheduler):
-        """Write the resume point atomically (a temporary file, then a rename)."""
+        """Write the resume point atomically (a temporary file, then a rename); the one before it is kept as
+        `last.prev.pt`, for a `last.pt` damaged after it was written."""
         device = next(model.parameters()).device
         checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                       "scheduler": scheduler.state_dict(), "step": self.step, "epoch": self.epoch,
                       "batch_pos": self.batch_pos, "minutes": self.total_minutes(), "rng": torch.get_rng_state(),
                       "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None}
-        tmp = Path(path).with_suffix(".tmp")
+        path = Path(path)
+        tmp = path.with_suffix(".tmp")
         torch.save(checkpoint, tmp)
+        if path.exists():
+            os.replace(path, previous_checkpoint(path))
         os.replace(tmp, path)
 
     @classmethod
     def load(cls, path, model, optimizer, scheduler):
-        """Restore model, optimizer, scheduler and RNG states from `path`; the state to continue from."""
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        """Restore model, optimizer, scheduler and RNG states from `path` (or, when it is missing or damaged,
+        from the resume point before it); the state to continue from."""
+        checkpoint = read_resume_point(path)
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         scheduler.load_state_dict(checkpoint["scheduler"])
@@ -208,13 +214,40 @@ def evaluate(model, data, config, epoch, args, autocast=nullcontext):
     return result
 
 
+def previous_checkpoint(path):
+    """Where the resume point before `path` is kept: last.pt -> last.prev.pt."""
+    return Path(path).with_suffix(".prev.pt")
+
+
+def read_resume_point(path):
+    """The checkpoint dict in `path`, else in the one before it (a process killed while saving, or a file
+    damaged afterwards, leaves one of them whole). Raises RuntimeError naming both when neither reads."""
+    problems = []
+    for candidate in (Path(path), previous_checkpoint(path)):
+        if not candidate.exists():
+            problems.append(f"{candidate} is missing")
+            continue
+        try:
+            checkpoint = torch.load(candidate, map_location="cpu", weights_only=True)
+        except Exception as e:  # torch raises several kinds for a truncated or garbled file
+            problems.append(f"{candidate} cannot be read ({type(e).__name__}: {str(e)[:120]})")
+            continue
+        if problems:
+            print(f"warning: {problems[0]}; resuming from {candidate}", file=sys.stderr)
+        return checkpoint
+    raise RuntimeError("no resume point: " + "; ".join(problems))
+
+
 def truncate_log(path, step, epoch):
-    """Drop log records written after the checkpoint being resumed."""
+    """Drop log records written after the checkpoint being resumed, and a last line cut short by a kill."""
     if not path.exists():
         return
     keep = []
     for line in path.read_text().splitlines():
-        rec = json.loads(line)
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:  # a record cut short: written after the checkpoint, dropped
+            continue
         if rec["type"] == "step" and rec["step"] > step or rec["type"] == "epoch" and rec["epoch"] > epoch:
             continue
         keep.append(line)
@@ -473,7 +506,7 @@ def main(argv=None):
     loss_compute = SimpleLossCompute(model.generator, LabelSmoothing(data.vocab, PAD, args.smoothing))
 
     log = RunLog(run_dir / "log.jsonl", enabled=is_main)
-    resuming = args.resume and (run_dir / "last.pt").exists()
+    resuming = args.resume and any(p.exists() for p in (run_dir / "last.pt", previous_checkpoint(run_dir / "last.pt")))
     state = TrainState.load(run_dir / "last.pt", model, optimizer, scheduler) if resuming else TrainState()
     log.start(state if resuming else None)
     if is_main and state.step == 0:

@@ -2,6 +2,10 @@
 import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -14,7 +18,7 @@ from core.evaluate import score
 from core.model import make_model
 from core.train import LabelSmoothing, SimpleLossCompute, TrainState, average_checkpoints, main, rate, run_epoch
 from core.translate import Translator
-from tests.conftest import free_port
+from tests.conftest import ROOT, free_port
 
 
 def test_noam_rate_at_known_steps():
@@ -301,3 +305,58 @@ def test_ddp_two_cpu_processes_end_with_identical_weights(tiny_data, tiny_spm, t
     n_batches = recs[0]["batching"]["token_based"]["batches"]
     assert len(steps) == math.ceil(n_batches // 2 / 2)
     assert all(math.isfinite(r["loss"]) for r in steps)
+
+
+def step_lines(log):
+    """{step: its log line} of the step records in a log (a last line cut short left out)."""
+    out = {}
+    for line in log.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if rec["type"] == "step":
+            out[rec["step"]] = line
+    return out
+
+
+def test_a_run_killed_mid_epoch_resumes_from_its_last_whole_checkpoint(tiny_data, tiny_spm, tmp_path, capfd):
+    """SIGKILL part-way (no clean stop), then the newest checkpoint damaged as a kill during its write would
+    leave it: the resumed run reads the one before, and its log, losses and rates are those of a run that was
+    never interrupted, with no step missing or twice."""
+    _, spm = tiny_spm
+    common = ("--epochs", "2", "--dropout", "0.1")
+    main(tiny_args(tiny_data, spm, tmp_path / "a", *common))
+    steps = read_log(tmp_path / "a" / "log.jsonl")[1]
+
+    run = tmp_path / "b"
+    argv = tiny_args(tiny_data, spm, run, *common, "--save-every-min", "0.0001")  # a resume point every step
+    child = subprocess.Popen([sys.executable, "-m", "core.train", *argv], cwd=ROOT)
+    log = run / "log.jsonl"
+    deadline = time.monotonic() + 300
+    while child.poll() is None and time.monotonic() < deadline:  # until half the steps are logged
+        if log.exists() and log.read_text().count('"type": "step"') >= len(steps) // 2:
+            break
+        time.sleep(0.02)
+    assert child.poll() is None, "the run ended before it could be killed"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    last = run / "last.pt"
+    assert last.exists() and (run / "last.prev.pt").exists()
+    last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])  # cut short
+    resumed_at = torch.load(run / "last.prev.pt", weights_only=True)["step"]
+    assert 0 < resumed_at < len(steps)
+    logged = step_lines(log)
+
+    main(tiny_args(tiny_data, spm, run, *common, "--resume"))
+    assert "last.pt cannot be read" in capfd.readouterr().err
+    # the steps up to the resume point were kept as the killed process wrote them (their timings included),
+    # not trained again
+    assert {k: v for k, v in step_lines(log).items() if k <= resumed_at} == \
+        {k: v for k, v in logged.items() if k <= resumed_at}
+    recs_b, steps_b, epochs_b = read_log(log)
+    assert [r["step"] for r in steps_b] == list(range(1, len(steps) + 1))
+    assert [r["loss"] for r in steps_b] == pytest.approx([r["loss"] for r in steps], rel=1e-6)
+    for r in steps_b:  # the Noam curve continues where it was
+        assert r["lr"] == pytest.approx(rate(r["step"] - 1, 32, 1.0, 20))
+    assert [r["epoch"] for r in epochs_b] == [1, 2] and [r["type"] for r in recs_b].count("config") == 1
