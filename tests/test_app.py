@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from app import views
+from app import loadtest, views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
 from app.common import md_literal
 from app.shared import examples, get_translator
@@ -334,3 +334,12 @@ def test_markdown_shows_user_text_as_typed(typed):
     rendered = MarkdownIt("commonmark").render(md_literal(typed))
     assert rendered.startswith("<p>") and rendered.count("<") == 2  # <p> and </p>: no link, image, tag
     assert html.unescape(rendered[3:-5]) == typed
+
+
+def test_load_of_eight_clients_without_failure_or_cross_talk():
+    """`python -m app.loadtest` in small: 8 gradio_client sessions x 3 translations against `python app.py`, all
+    at once; every answer is its own input's (checked against one answer per sentence made in turn)."""
+    r = loadtest.main(["--clients", "8", "--requests", "3"])
+    assert r["app"]["ok"] == 24 and r["app"]["failures"] == 0 and r["app"]["crossed"] == 0, r["app"]
+    assert r["echo"]["ok"] == 24 and r["throughput_ratio"] > 0
+    assert r["rss_after_mb"] is None or r["rss_after_mb"] - r["rss_before_mb"] < 50
