@@ -12,6 +12,9 @@ process under the same clients and requests, the ceiling Gradio and the client s
 
 --burst N then submits N translations at the same moment: each must come back as a translation or as the
 queue's "full, try again" message, and the server must answer a request after it.
+
+--memory N instead measures this process over N translations drawn in every view of every tab (no server):
+what the app's own code keeps, apart from Gradio's per-session state.
 """
 import argparse
 import json
@@ -98,6 +101,32 @@ def burst(url, text, n, expected):
             "served_after": after}
 
 
+def memory_growth(n, warmup=20):
+    """Resident memory of this process over `n` translations, each drawn in every view of every tab that shows
+    one (all five Attention views, bertviz's included), after `warmup` of them: (MB before, MB after)."""
+    import os
+
+    from app.shared import examples
+    from app.tabs import attention, overview, translate
+    from app.views import ROOT, open_tab
+    sentences = examples()
+    where = [(("translate",), translate.show, ()), (("overview",), overview.show, ())] + [
+        (("attention", sub), attention.show, ("encoder", 0, 0))
+        for sub in ("one-head", "all-heads", "layers-heads", "bertviz-head", "bertviz-model")]
+    page = {"open": {ROOT: "translate", "attention": "one-head"}, "drawn": {}}
+    before = None
+    for i in range(warmup + n):
+        if i == warmup:
+            before = resident_mb(os.getpid())
+        ins = translate.translate(sentences[i % len(sentences)], "greedy")[2]
+        for tabs, show, controls in where:
+            open_tab(page, tabs)
+            for value in show(page, ins, *controls):
+                if hasattr(value, "to_json"):
+                    value.to_json()  # as Gradio sends a figure
+    return before, resident_mb(os.getpid())
+
+
 def echo_server():
     """A trivial Gradio endpoint (/echo) served from this process: (url, the Blocks to close)."""
     import gradio as gr
@@ -154,7 +183,14 @@ def main(argv=None):
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--requests", type=int, default=10, help="translations per client")
     ap.add_argument("--burst", type=int, default=0, help="then this many translations at the same moment")
+    ap.add_argument("--memory", type=int, default=0, metavar="N",
+                    help="instead: this process's memory over N translations drawn in every view (no server)")
     args = ap.parse_args(argv)
+    if args.memory:
+        before, after = memory_growth(args.memory)
+        print(f"resident memory over {args.memory} translations, every view drawn: {before:.0f} MB before, "
+              f"{after:.0f} MB after ({after - before:+.0f} MB)")
+        return {"memory_before_mb": before, "memory_after_mb": after}
     with ExitStack() as stack:
         url, pid = args.url, args.pid
         if url is None:
