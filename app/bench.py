@@ -63,13 +63,15 @@ def api_round_trip(repeat):
     """The public /translate endpoint through gradio_client against `python app.py`: median ms per call, beside
     the same translations run in this process (the function the endpoint calls)."""
     from gradio_client import Client
+
+    from app.loadtest import translate_call
     calls, direct = [], []
     with AppProcess() as app:
         client = Client(app.url, verbose=False)
         for i in range(repeat + 1):
             for s in SENTENCES:
                 t0 = time.perf_counter()
-                client.predict(s, "greedy", 4, 0.6, 1.0, 10, 100, api_name="/translate")
+                translate_call(client, s)
                 if i:  # the first round warms up
                     calls.append(time.perf_counter() - t0)
     for _ in range(repeat):

@@ -1,5 +1,5 @@
-"""What several tabs use: values from the browser kept in range, token axes, a heatmap of a matrix with a
-token on each row and column, the empty-figure placeholder, and the code panel.
+"""What several tabs use: the figures' compact plotly template, values from the browser kept in range, user
+text made literal for Markdown, token axes, the empty-figure placeholder, and the code panel.
 
 Token axes are numeric with the pieces as tick labels: a categorical axis would merge repeated tokens.
 """
@@ -16,7 +16,7 @@ MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]  # 0 = masked (grey), 1 = may atte
 
 def compact_template():
     """Plotly's default look, keeping only what this app's figures use (2-D axes, heatmaps, bars, lines,
-    histograms). Every figure carries its template to the browser: plotly's full one is 6.5 KB, this about 1.5."""
+    histograms). Every figure carries its template to the browser: plotly's full one is 6.5 KB, this 2.3."""
     full = pio.templates["plotly"]
     layout = ("autotypenumbers", "colorway", "font", "hovermode", "hoverlabel", "paper_bgcolor", "plot_bgcolor",
               "colorscale", "xaxis", "yaxis", "annotationdefaults", "shapedefaults", "title")

@@ -70,7 +70,8 @@ def test_bad_input_gives_messages_not_errors(ins):
 
 
 def test_heatmap_shows_the_model_attention(ins):
-    heat, grid, overview = attention.attention_figures(ins, "cross", 1, 3)
+    heat, grid, overview = (attention.one_head(ins, "cross", 1, 3), attention.all_heads(ins, "cross", 1),
+                            attention.layers_by_heads(ins, "cross"))
     half = 0.5 * 10 ** -attention.DECIMALS + 1e-6  # rounded to 3 decimals, in float32
     torch.testing.assert_close(torch.tensor(heat.data[0].z), ins.cross[1, 3], atol=half, rtol=0)
     assert list(heat.layout.yaxis.ticktext) == [html.escape(t, quote=False) for t in ins.tgt_tokens]
@@ -296,11 +297,11 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
         monkeypatch.setattr(model, "encode", forbidden)
         monkeypatch.setattr(model, "decode", forbidden)
     for kind in ("encoder", "decoder", "cross"):
-        attention.attention_figures(ins, kind, 2, 5)
+        attention.one_head(ins, kind, 2, 5), attention.all_heads(ins, kind, 2), attention.layers_by_heads(ins, kind)
     translate.decoding_step(ins, 2)
     translate.next_step(ins, 2)
     translate.previous_step(ins, 2)
-    attention.bertviz_views(ins)
+    head_view_html(ins), model_view_html(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
     show_translation(page, ins, "cross", 0, 1)
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):

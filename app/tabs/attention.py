@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from core import model as core_model
 
 from ..bertviz_views import head_view_html, model_view_html
-from ..common import clamp, code_panel, empty_figure, label
+from ..common import clamp, code_panel, label
 from ..views import View, opener, refresh
 
 KINDS = {
@@ -130,21 +130,6 @@ def all_heads(ins, kind, layer):
 def layers_by_heads(ins, kind):
     maps, q, k, _, _, name = _maps(ins, kind)
     return layer_head_overview(maps, q, k, f"{name}: every layer × every head")
-
-
-def attention_figures(ins, kind, layer, head):
-    """Heatmap of one head, grid of the layer's heads, overview of all layers and heads (each view draws one of
-    them when it is shown; this draws all three, for a script)."""
-    if ins is None:
-        msg = "Translate a sentence first."
-        return empty_figure(msg), empty_figure(msg), empty_figure(msg)
-    return one_head(ins, kind, layer, head), all_heads(ins, kind, layer), layers_by_heads(ins, kind)
-
-
-def bertviz_views(ins):
-    if ins is None:
-        return "", ""
-    return head_view_html(ins), model_view_html(ins)
 
 
 # the views of the tab, in the order of its outputs; each reads the controls (kind, layer, head) named in `uses`
