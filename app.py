@@ -11,8 +11,9 @@ import sys
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
 
-from app.shared import get_translator  # noqa: E402
-from app.ui import CSS, build_demo, theme  # noqa: E402
+from app.shared import SESSIONS_KEPT, get_translator  # noqa: E402
+from app.style import CSS, theme  # noqa: E402
+from app.ui import build_demo  # noqa: E402
 from core.checkpoint import AssetError  # noqa: E402
 
 
@@ -27,7 +28,8 @@ def main(argv=None):
     except AssetError as e:
         print(f"Transformer Explorer cannot start. {e}", file=sys.stderr)
         return 2
-    build_demo().launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), footer_links=[])
+    build_demo().launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), footer_links=[],
+                        state_session_capacity=SESSIONS_KEPT)
     return 0
 
 

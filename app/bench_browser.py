@@ -347,7 +347,7 @@ def echo_demo():
 
 def run_echo(browser, clicks):
     """Click -> output shown on the echo page (the very first click apart), its bytes, and the counter check."""
-    from app.ui import theme
+    from app.style import theme
     demo = echo_demo()
     demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, theme=theme(), footer_links=[])
     try:

@@ -13,6 +13,12 @@ process under the same clients and requests, the ceiling Gradio and the client s
 --burst N then submits N translations at the same moment: each must come back as a translation or as the
 queue's "full, try again" message, and the server must answer a request after it.
 
+--pages N instead sends N translations through the server as pages do (app/pageclient.py: the events a browser
+tab sends, private ones included): after each translation the page opens every tab and sub-tab in turn, so each
+translation is drawn in every view. `--clients` pages run at once; each is closed after --per-page translations and
+a new one opened, so the server sees pages come and go. Printed: the server's resident memory after a warm-up and
+after the N translations, and the time per translation with all its views.
+
 --memory N instead measures this process over N translations drawn in every view of every tab (no server):
 what the app's own code keeps, apart from Gradio's per-session state.
 """
@@ -127,6 +133,41 @@ def memory_growth(n, warmup=20):
     return before, resident_mb(os.getpid())
 
 
+def pages(url, pid, n, clients, per_page, warmup=20):
+    """`n` translations, each drawn in every view, by `clients` pages at once that close after `per_page`
+    translations each: a dict of the server's resident memory (after `warmup` translations, and at the end),
+    the translations and failures, and seconds per translation with its views."""
+    from app.pageclient import AppConfig, PageSession
+    from app.shared import examples
+    sentences, app = examples(), AppConfig.read(url)
+    failures, lock = [], threading.Lock()
+
+    def page_run(first, count):
+        with PageSession(app) as page:
+            for i in range(first, first + count):
+                try:
+                    page.translate(sentences[i % len(sentences)])
+                    for tab in app.tabs:
+                        page.open(tab)
+                except Exception as e:  # counted and shown, never raised
+                    with lock:
+                        failures.append(f"{type(e).__name__}: {str(e)[:100]}")
+
+    def drive_pages(total):
+        starts = range(0, total, per_page)
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(lambda s: page_run(s, min(per_page, total - s)), starts))
+
+    drive_pages(warmup)
+    before, t0 = resident_mb(pid), time.perf_counter()
+    drive_pages(n)
+    seconds = time.perf_counter() - t0
+    time.sleep(2)  # the server frees closed pages' state in its own time (its expiry task runs every second)
+    return {"translations": n, "pages": -(-n // per_page), "warmup": warmup, "clients": clients, "failures": len(failures),
+            "first_failures": failures[:3], "rss_before_mb": before, "rss_after_mb": resident_mb(pid),
+            "s_per_translation": seconds / n, "events_per_translation": 2 + len(app.tabs)}
+
+
 def echo_server():
     """A trivial Gradio endpoint (/echo) served from this process: (url, the Blocks to close)."""
     import gradio as gr
@@ -183,6 +224,10 @@ def main(argv=None):
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--requests", type=int, default=10, help="translations per client")
     ap.add_argument("--burst", type=int, default=0, help="then this many translations at the same moment")
+    ap.add_argument("--pages", type=int, default=0, metavar="N",
+                    help="instead: N translations through the server, each drawn in every view, as pages do")
+    ap.add_argument("--per-page", type=int, default=10, help="with --pages: translations before a page closes")
+    ap.add_argument("--warmup", type=int, default=20, help="with --pages: translations before memory is read")
     ap.add_argument("--memory", type=int, default=0, metavar="N",
                     help="instead: this process's memory over N translations drawn in every view (no server)")
     args = ap.parse_args(argv)
@@ -197,6 +242,16 @@ def main(argv=None):
             from app.serve import AppProcess
             app = stack.enter_context(AppProcess())
             url, pid = app.url, app.proc.pid
+        if args.pages:
+            r = pages(url, pid, args.pages, args.clients, args.per_page, args.warmup)
+            print(f"{r['translations']} translations, each drawn in every view ({r['events_per_translation']} "
+                  f"events), by {r['pages']} pages, {r['clients']} at once: {r['failures']} failed, "
+                  f"{r['s_per_translation']:.2f} s per translation with its views")
+            print(f"server resident memory: {r['rss_before_mb']:.0f} MB after {args.warmup} translations, "
+                  f"{r['rss_after_mb']:.0f} MB after {r['translations']} more "
+                  f"({r['rss_after_mb'] - r['rss_before_mb']:+.0f} MB)")
+            print(json.dumps(r, default=str))
+            return r
         r = run(url, pid, args.clients, args.requests, args.burst)
     report(r)
     return r

@@ -24,3 +24,24 @@ def get_translator():
 def examples():
     """German example sentences written for this project (assets/examples.txt)."""
     return nonblank_lines((ASSETS / "examples.txt").read_text(encoding="utf-8"))
+
+
+# Sessions whose state the server keeps at most (Gradio's launch option; its default is 10,000). A session
+# whose page is closed is freed at once (`free_closed_sessions`); this bounds the rest: pages left open, and
+# clients that never open the heartbeat stream. The least recently used go first.
+SESSIONS_KEPT = 1000
+
+
+def free_closed_sessions(demo):
+    """Free a session's state as soon as its page is closed. Gradio keeps a closed page's state for an hour in
+    case it reconnects; ours is not worth keeping (a page that comes back translates again when it loads). The
+    state is dropped through Gradio's own state holder, as its hourly expiry does."""
+    import gradio as gr
+
+    def forget(request: gr.Request):
+        holder = demo.state_holder
+        holder.delete_state(request.session_hash)
+        holder.session_data.pop(request.session_hash, None)
+        holder.time_last_used.pop(request.session_hash, None)
+
+    demo.unload(forget)

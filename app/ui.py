@@ -11,35 +11,14 @@ here, once every tab is built).
 import gradio as gr
 
 from .bertviz_views import STATIC_FILES
-from .shared import get_translator
+from .shared import free_closed_sessions, get_translator
 from .tabs import attention, engineering, masks, overview, positional, training, translate
 from .views import ROOT, page_state
-
-CSS = """
-.tok-row {display:flex; flex-wrap:wrap; gap:4px; font-size:1.05em}
-.tok {padding:2px 6px; border-radius:5px; border:1px solid #ccd}
-.tok sub {font-size:0.65em; margin-left:2px; opacity:0.8}
-.tok-legend {font-size:0.8em; color:#666; margin-top:4px}
-.step code {font-size:1em} .step code.chosen {background:#fde2da}
-.mask-svg {overflow-x:auto} .mask-title, .cands-title {font-size:0.9em; margin:4px 0 6px}
-.cand {display:grid; grid-template-columns:9em 1fr 4.5em; gap:8px; align-items:center; font-size:0.95em;
-  margin:2px 0} .cand-tok {overflow:hidden; text-overflow:ellipsis; white-space:nowrap; text-align:right}
-.cand-bar {background:#eef1f6; height:14px; border-radius:3px; overflow:hidden}
-.cand-bar span {display:block; height:100%; background:#4a7dc9}
-.cand.chosen .cand-bar span {background:#e4572e} .cand.chosen .cand-tok {font-weight:bold}
-.cand-p {text-align:right; font-variant-numeric:tabular-nums}
-"""
 
 INTRO = """# Transformer Explorer
 *The encoder-decoder Transformer of "Attention Is All You Need", written after "The Annotated Transformer",
 trained on Multi30k German→English, and opened up.* Translate a sentence, then look inside: every attention
 head, the masks, the positional encoding and the training run that made the model."""
-
-
-def theme():
-    # system fonts only: the page loads nothing from outside the server
-    return gr.themes.Default(primary_hue="blue", font=["ui-sans-serif", "system-ui", "sans-serif"],
-                             font_mono=["ui-monospace", "Consolas", "monospace"])
 
 
 def show_translation(page, ins, kind, layer, head):
@@ -74,4 +53,5 @@ def build_demo():
         translation.translated.then(show_translation, [page, state, *attn.controls],
                                     [*translation.outputs, diagram, *attn.outputs], api_visibility="private",
                                     show_progress_on=translation.outputs[0])
+        free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

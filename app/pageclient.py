@@ -1,0 +1,136 @@
+"""A page of the app without a browser: the events a browser tab sends, in Gradio's own protocol, over HTTP.
+
+gradio_client reaches only the public endpoints (`/translate`); the views are drawn by private events, which a
+page triggers by their index in the app's config. `PageSession` does what an open tab does: it keeps the
+heartbeat stream open (so the server knows the page is there), joins the queue with an event's inputs (a State
+input is sent empty: the server reads its own copy), reads the answer from the session's event stream, and
+runs an event's `.then` followers after it, as the page does. Closing it ends the heartbeat, which is how the
+server learns that a tab was closed (its unload events run and its session is marked closed).
+
+    app = AppConfig.read(url)
+    with PageSession(app) as page:
+        page.translate("Ein Hund läuft.")   # /translate, then the views of the open tab
+        for tab in app.tabs:                # every tab and sub-tab opened in turn: each draws its views
+            page.open(tab)
+"""
+import json
+import socket
+import urllib.parse
+import uuid
+from dataclasses import dataclass
+
+import httpx
+
+API = "/gradio_api"
+
+
+class EventFailed(RuntimeError):
+    """An event came back with an error (its message is Gradio's)."""
+
+
+@dataclass
+class AppConfig:
+    """What a page needs from the app's /config: its events and its components' first values."""
+    url: str
+    events: dict      # event id -> its config entry
+    components: dict  # component id -> its config entry
+
+    @classmethod
+    def read(cls, url):
+        cfg = httpx.get(url.rstrip("/") + "/config", timeout=30).json()
+        return cls(url.rstrip("/"), {d["id"]: d for d in cfg["dependencies"]},
+                   {c["id"]: c for c in cfg["components"]})
+
+    def named(self, api_name):
+        return next(i for i, d in self.events.items() if d.get("api_name") == api_name)
+
+    def followers(self, event):
+        """The events chained after `event` with .then / .success, in order."""
+        return [i for i, d in self.events.items() if d.get("trigger_after") == event]
+
+    @property
+    def tabs(self):
+        """The select event of every tab and sub-tab, in the order of the page."""
+        return [i for i, d in self.events.items()
+                if any(t[1] == "select" and self.components[t[0]]["type"] == "tabitem" for t in d["targets"])]
+
+    def inputs(self, event, overrides=None):
+        """An event's input values as a page sends them: a state empty, a control at its first value."""
+        overrides = overrides or {}
+        out = []
+        for c in self.events[event]["inputs"]:
+            comp = self.components[c]
+            out.append(overrides.get(c, None if comp["type"] == "state" else comp["props"].get("value")))
+        return out
+
+
+class PageSession:
+    """One open tab of the app: a session of its own, its heartbeat, its events."""
+
+    def __init__(self, app, timeout=600):
+        self.app, self.timeout = app, timeout
+        self.session = uuid.uuid4().hex[:11]
+        self.http = httpx.Client(base_url=app.url + API, timeout=timeout)
+        self._heartbeat = None
+
+    def __enter__(self):
+        self.open_heartbeat()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def open_heartbeat(self):
+        """Open the heartbeat stream, as the page's EventSource does, and leave it open. Its few bytes (one line
+        every 15 s) are not read: the connection only has to exist, and to end when the page closes."""
+        u = urllib.parse.urlsplit(self.app.url)
+        self._heartbeat = socket.create_connection((u.hostname, u.port or 80), timeout=self.timeout)
+        path = f"{u.path.rstrip('/')}{API}/heartbeat/{self.session}"
+        self._heartbeat.sendall(f"GET {path} HTTP/1.1\r\nHost: {u.netloc}\r\nAccept: text/event-stream\r\n"
+                                "\r\n".encode())
+
+    def close(self):
+        """Close the page: its heartbeat connection ends, and the server marks the session closed."""
+        if self._heartbeat is not None:
+            self._heartbeat.shutdown(socket.SHUT_RDWR)
+            self._heartbeat.close()
+            self._heartbeat = None
+        self.http.close()
+
+    def call(self, event, data):
+        """Run event `event` with input values `data`; its output values (or EventFailed)."""
+        body = {"data": data, "fn_index": event, "session_hash": self.session, "event_data": None,
+                "trigger_id": None}
+        joined = self.http.post("/queue/join", json=body)
+        if joined.status_code != 200:
+            raise EventFailed(joined.json().get("detail") or joined.text)
+        event_id = joined.json()["event_id"]
+        with self.http.stream("GET", "/queue/data", params={"session_hash": self.session}) as r:
+            for line in r.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                msg = json.loads(line[5:])
+                if msg.get("event_id") != event_id or msg.get("msg") != "process_completed":
+                    continue
+                out = msg.get("output") or {}
+                if not msg.get("success"):
+                    raise EventFailed(out.get("error") or "the event failed")
+                return out.get("data")
+        raise EventFailed("the event stream ended before the event completed")
+
+    def run(self, event, overrides=None):
+        """An event and the events chained after it, as the page runs them: the first one's outputs."""
+        out = self.call(event, self.app.inputs(event, overrides))
+        for follower in self.app.followers(event):
+            self.run(follower)
+        return out
+
+    def translate(self, text):
+        """The German `text` translated by /translate, then drawn in the open tab's views: the English."""
+        event = self.app.named("translate")
+        box = self.app.events[event]["inputs"][0]
+        return self.run(event, {box: text})[0]
+
+    def open(self, tab_event):
+        """Open a tab (by its select event): its views are drawn for the last translation."""
+        return self.run(tab_event)
