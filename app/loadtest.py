@@ -159,13 +159,16 @@ def pages(url, pid, n, clients, per_page, warmup=20):
             list(pool.map(lambda s: page_run(s, min(per_page, total - s)), starts))
 
     drive_pages(warmup)
-    before, t0 = resident_mb(pid), time.perf_counter()
-    drive_pages(n)
+    before, t0, trend = resident_mb(pid), time.perf_counter(), []
+    chunk = max(per_page * clients, n // 10)  # memory is read after each tenth of the run
+    for done in range(0, n, chunk):
+        drive_pages(min(chunk, n - done))
+        trend.append((min(done + chunk, n), resident_mb(pid)))
     seconds = time.perf_counter() - t0
     time.sleep(2)  # the server frees closed pages' state in its own time (its expiry task runs every second)
     return {"translations": n, "pages": -(-n // per_page), "warmup": warmup, "clients": clients, "failures": len(failures),
             "first_failures": failures[:3], "rss_before_mb": before, "rss_after_mb": resident_mb(pid),
-            "s_per_translation": seconds / n, "events_per_translation": 2 + len(app.tabs)}
+            "s_per_translation": seconds / n, "events_per_translation": 2 + len(app.tabs), "trend": trend}
 
 
 def echo_server():
@@ -250,6 +253,7 @@ def main(argv=None):
             print(f"server resident memory: {r['rss_before_mb']:.0f} MB after {args.warmup} translations, "
                   f"{r['rss_after_mb']:.0f} MB after {r['translations']} more "
                   f"({r['rss_after_mb'] - r['rss_before_mb']:+.0f} MB)")
+            print("on the way: " + ", ".join(f"{mb:.0f} MB after {k}" for k, mb in r["trend"] if mb))
             print(json.dumps(r, default=str))
             return r
         r = run(url, pid, args.clients, args.requests, args.burst)

@@ -1,18 +1,18 @@
-"""The page: header, theme, the shared state, and the tabs in order. Each tab is one module of app/tabs/ whose
+"""The page: header, the shared state, and the tabs in order. Each tab is one module of app/tabs/ whose
 build() lays the tab out and wires its own events next to its components.
 
 What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation) and
 the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
 tab whose components another tab's event must reach returns them. One such event exists: after each
-translation, `show_translation` draws it in the views on screen and clears the others, in the Translate,
-Overview and Attention tabs (the Attention tab is laid out after the Translate tab, so that event is wired
-here, once every tab is built).
+translation, `show_translation` draws it in the views on screen and clears the others, in every tab that
+shows a translation (those tabs are laid out after the Translate tab, so that event is wired here, once every
+tab is built).
 """
 import gradio as gr
 
 from .bertviz_views import STATIC_FILES
 from .shared import free_closed_sessions, get_translator
-from .tabs import attention, engineering, masks, overview, positional, training, translate
+from .tabs import attention, engineering, masks, overview, positional, training, translate, why
 from .views import ROOT, page_state
 
 INTRO = """# Transformer Explorer
@@ -21,9 +21,10 @@ trained on Multi30k German→English, and opened up.* Translate a sentence, then
 head, the masks, the positional encoding and the training run that made the model."""
 
 
-def show_translation(page, ins, kind, layer, head):
+def show_translation(page, ins, kind, layer, head, token=None):
     """A new translation drawn in every view that shows one: those on screen drawn, the others cleared."""
-    return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head))
+    return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head),
+            *why.show(page, ins, token))
 
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
@@ -44,14 +45,16 @@ def build_demo():
             diagram = overview.build(tr.config, page, state)
             translation = translate.build(demo, page, state, tr.alpha)
             attn = attention.build(tr.config, page, state)
+            why_controls, why_outputs = why.build(page, state)
             masks.build(tr.config, page)
             positional.build(tr.config, page)
             training.build(page)
             engineering.build()
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (app.bench --browser)
-        translation.translated.then(show_translation, [page, state, *attn.controls],
-                                    [*translation.outputs, diagram, *attn.outputs], api_visibility="private",
+        translation.translated.then(show_translation, [page, state, *attn.controls, *why_controls],
+                                    [*translation.outputs, diagram, *attn.outputs, *why_outputs],
+                                    api_visibility="private",
                                     show_progress_on=translation.outputs[0])
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -22,7 +22,8 @@ sync_api = pytest.importorskip("playwright.sync_api")
 TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine; a bound, never a pause
 SENTENCE = "Zwei Hunde spielen im Schnee."  # not the example translated on load, so its translation is new
 OTHER = "Eine Katze schläft auf dem Sofa."
-TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Masks": "#m-masks",
+TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Why this word": "#why-source",
+        "Masks": "#m-masks",
         "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None}
 ATTENTION_VIEWS = {"One head": "#heatmap", "All heads of the layer": "#head-grid", "Layers × heads": "#overview-grid",
                    "bertviz head view": "#bertviz-head", "bertviz model view": "#bertviz-model"}
@@ -233,6 +234,25 @@ def test_attention_heatmap_and_bertviz_render(page):
     assert "Hunde" not in plot_text(page, "heatmap") and "Cross-attention" in plot_text(page, "heatmap")
 
 
+def test_why_this_word_attributes_the_chosen_token(page):
+    """The Why tab draws the attention and the attributions of a token of the translation; picking another
+    token redraws them for that token."""
+    english = translate(page, SENTENCE)
+    open_tab(page, "Why this word", "#why-source")
+    wait_plot(page, "why-source")
+    wait_plot(page, "why-target")
+    wait_until(page, "text('#why-reading').includes('ranks') && settled('why-reading')", what="the reading")
+    first = plot_text(page, "why-source")
+    assert "gradient × input" in first and "occlusion" in first
+    page.locator("#why-token input").click()
+    last = page.get_by_role("option").last
+    picked = last.inner_text()
+    assert picked.endswith("</s>") and len(english) > 0
+    last.click()
+    after = wait_plot_change(page, "why-source", first)
+    assert "</s>" in after and "output " + picked.split()[0] + "," in after
+
+
 def test_masks_tab_reacts(page):
     open_tab(page, "Masks", "#m-masks")
     wait_plot(page, "m-masks")
@@ -328,6 +348,8 @@ def test_typed_markup_is_shown_and_never_run(page):
     page.frame_locator("#bertviz-model iframe").locator("svg").first.wait_for()
     open_tab(page, "bertviz head view", "#bertviz-head")
     page.frame_locator("#bertviz-head iframe").locator("svg text", has_text="<").first.wait_for()
+    open_tab(page, "Why this word", "#why-source")
+    wait_until(page, "text('#why-reading').includes('ranks') && settled('why-reading')", what="the reading")
     open_tab(page, "Masks", "#m-masks")
     wait_plot(page, "m-masks")
     page.locator("#m-de textarea").fill(f"{PAYLOADS[0]}\n{PAYLOADS[3]}")

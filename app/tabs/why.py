@@ -1,0 +1,174 @@
+"""The Why this word tab: one output token of the last translation, its cross-attention from every head beside
+two attributions of its probability to the input pieces (core/attribution.py).
+
+Attention is read from the Inspection; the attributions need one backward pass and one batched forward pass of
+the float32 model for the chosen token, kept per translation and token so that choosing a token again costs
+nothing.
+"""
+import weakref
+from collections import OrderedDict
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from core.attribution import attribute
+
+from ..common import clamp, code_panel, empty_figure, label, md_literal
+from ..shared import MODEL_LOCK, get_translator
+from ..views import View, opener, refresh
+from .attention import positions, rounded
+
+DIFFERENCE = ("**Reading the three rows.** Attention is where each head *read from*: weights that sum to one, "
+              "taken before the value vectors and the layers above transform what was read. The two attributions "
+              "ask what the token's probability *depends on*. Gradient × input is a local, linear reading: how "
+              "log p would change if a piece's embedding were scaled a little towards zero (positive: the piece "
+              "supports the token). Occlusion is a counterfactual: how much p drops when the piece is replaced "
+              "by `<unk>` and the model run again. Where attention is high but both attributions are near zero, "
+              "the head read from a piece the choice did not depend on (often `<s>`, `</s>` or the full stop).")
+NOT_YET = "Translate a sentence first (Translate tab): its output tokens will be listed here."
+CACHED = 64  # attributions kept (per translation and token), least recently used dropped
+
+
+# ---- the attribution of one token, kept ----------------------------------------------------------------
+
+_kept = OrderedDict()  # (id of the Inspection, position) -> (a weak reference to it, its Attribution)
+
+
+def attribution(ins, position):
+    """The attributions of output `position` of `ins`, computed once per (translation, position). The cache
+    holds the Inspection weakly: a session that is gone takes its translation with it."""
+    key = (id(ins), position)
+    if key in _kept and _kept[key][0]() is ins:
+        _kept.move_to_end(key)
+        return _kept[key][1]
+    tr = get_translator()
+    ids = [tr.tokenizer.piece_to_id(p) for p in ins.src_tokens], [tr.tokenizer.piece_to_id(p) for p in ins.tgt_tokens]
+    with MODEL_LOCK:  # the model's modules are shared: one caller at a time
+        att = attribute(tr.model, *ids, position)
+    _kept[key] = (weakref.ref(ins), att)
+    if len(_kept) > CACHED:
+        _kept.popitem(last=False)
+    return att
+
+
+def default_position(ins):
+    """The first output token that is a word (not a piece that only continues one), else the first."""
+    for i, t in enumerate(ins.out_tokens[:-1]):
+        if t.startswith("▁") and len(t) > 2:
+            return i
+    return 0
+
+
+def token_choices(ins):
+    """(label, position) for each output token: what the token menu lists."""
+    return [(f"{i + 1} {t}", i) for i, t in enumerate(ins.out_tokens)]
+
+
+# ---- figures ------------------------------------------------------------------------------------------
+
+def _bars(fig, row, col, values, names, color, hover):
+    v = np.round(np.asarray(values, dtype=np.float32), 4)
+    colors = np.where(v >= 0, color, "#c44e52")
+    fig.add_trace(go.Bar(x=names, y=v, marker_color=colors, hovertemplate=hover, showlegend=False), row=row, col=col)
+
+
+def source_figure(ins, att, position):
+    """Over the source pieces: every head's cross-attention for this output position (layers × heads rows),
+    their average, then gradient x input and occlusion, on one shared axis."""
+    src = positions(ins.src_tokens)
+    maps = ins.cross[:, :, position]                        # (L, H, S)
+    L, H, S = maps.shape
+    heads = rounded(maps.reshape(L * H, S))
+    fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.04, row_heights=[0.4, 0.2, 0.2, 0.2],
+                        subplot_titles=("cross-attention of every head (layer.head)", "average over heads",
+                                        "gradient × input", "occlusion: drop in p when replaced by <unk>"))
+    fig.add_trace(go.Heatmap(z=heads, x=src, y=[f"{lay}.{h}" for lay in range(L) for h in range(H)],
+                             colorscale="Blues", zmin=0, zmax=1, showscale=False,
+                             hovertemplate="layer.head %{y} → %{x}<br>weight %{z:.3f}<extra></extra>"), row=1, col=1)
+    _bars(fig, 2, 1, maps.mean(dim=(0, 1)), src, "#4a7dc9", "%{x}<br>mean weight %{y:.3f}<extra></extra>")
+    _bars(fig, 3, 1, att.grad_src, src, "#55a868", "%{x}<br>gradient × input %{y:.4f}<extra></extra>")
+    _bars(fig, 4, 1, att.occl_src, src, "#8172b2", "%{x}<br>drop in p %{y:.4f}<extra></extra>")
+    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    fig.update_layout(height=620, margin=dict(l=50, r=10, t=60, b=60), title=dict(
+        text=f"Why “{label(ins.out_tokens[position])}” (output {position + 1}, p = {att.probability:.3f}): the source",
+        font=dict(size=14)))
+    return fig
+
+
+def target_figure(ins, att, position):
+    """Over the English pieces before the token: decoder self-attention averaged over heads, gradient x input,
+    occlusion (<s> is never replaced)."""
+    tgt = positions(ins.tgt_tokens[:position + 1])
+    self_avg = ins.decoder[:, :, position, :position + 1].mean(dim=(0, 1))
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06,
+                        subplot_titles=("decoder self-attention, average", "gradient × input", "occlusion"))
+    _bars(fig, 1, 1, self_avg, tgt, "#4a7dc9", "%{x}<br>mean weight %{y:.3f}<extra></extra>")
+    _bars(fig, 1, 2, att.grad_tgt, tgt, "#55a868", "%{x}<br>gradient × input %{y:.4f}<extra></extra>")
+    _bars(fig, 1, 3, att.occl_tgt, tgt, "#8172b2", "%{x}<br>drop in p %{y:.4f}<extra></extra>")
+    fig.update_layout(height=300, margin=dict(l=40, r=10, t=50, b=80),
+                      title=dict(text="… and the English before it", font=dict(size=14)))
+    return fig
+
+
+def reading(ins, att, position):
+    """One line per measure: the source piece it ranks first, and whether the three agree, from the numbers."""
+    src = ins.src_tokens
+    avg = ins.cross[:, :, position].mean(dim=(0, 1))
+    top = {name: int(np.argmax(np.asarray(v))) for name, v in
+           (("attention", avg), ("gradient × input", att.grad_src), ("occlusion", att.occl_src))}
+    lines = [f"- **{name}** ranks `{md_literal(src[j])}` (source position {j}) first" for name, j in top.items()]
+    same = len(set(top.values())) == 1
+    verdict = ("All three point at the same piece." if same else
+               "They disagree: the piece attention favours is not the one the probability depends on most."
+               if top["attention"] not in (top["gradient × input"], top["occlusion"]) else
+               "Attention agrees with one attribution but not the other.")
+    return "\n".join(lines) + f"\n\n{verdict}"
+
+
+# ---- views --------------------------------------------------------------------------------------------
+
+def tokens_view(ins):
+    """The token menu for this translation, on its default token."""
+    return gr.update(choices=token_choices(ins), value=default_position(ins))
+
+
+def why_view(ins, position):
+    T = len(ins.out_tokens)
+    position = default_position(ins) if position is None else clamp(position, 0, T - 1)
+    att = attribution(ins, position)
+    return source_figure(ins, att, position), target_figure(ins, att, position), reading(ins, att, position)
+
+
+def _blank_why():
+    return empty_figure(NOT_YET), empty_figure(NOT_YET), ""
+
+
+VIEWS = [View("why/tokens", ("why",), tokens_view, blank=(gr.update(choices=[], value=None),)),
+         View("why/attribution", ("why",), why_view, outputs=3, uses=(0,), blank=_blank_why)]
+
+
+def show(page, ins, position):
+    """The tab's views for the page as it is (app/views.py)."""
+    return refresh(page, ins, VIEWS, (position,))
+
+
+# ---- layout and events -----------------------------------------------------------------------------
+
+def build(page, state):
+    """Lay out the tab and wire its events; returns (controls, outputs) for the translation event (app/ui.py)."""
+    with gr.Tab("Why this word", id="why") as tab:
+        gr.Markdown("Pick an output token: where each head of the cross-attention read from, beside what the "
+                    "token's probability depends on (two attributions, computed for the token you pick).")
+        token = gr.Dropdown(choices=[], value=None, label="output token", elem_id="why-token")
+        src_fig = gr.Plot(elem_id="why-source")
+        tgt_fig = gr.Plot(elem_id="why-target")
+        note = gr.Markdown(elem_id="why-reading")
+        gr.Markdown(DIFFERENCE)
+        code_panel("The code", attribute)
+    outputs = [token, src_fig, tgt_fig, note]
+    inputs = [page, state, token]
+    tab.select(opener(("why",), show), inputs, outputs, api_visibility="private", concurrency_id="model")
+    token.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
+    return [token], outputs

@@ -1,0 +1,67 @@
+"""The Why this word tab's callbacks (app/tabs/why.py) on the shipped model: what it draws is the Inspection's
+attention and core.attribution's numbers for the chosen token, computed once per translation and token."""
+import numpy as np
+import pytest
+
+from app.tabs import translate, why
+from app.views import ROOT
+from core.attribution import attribute
+from tests.conftest import needs_shipped
+
+pytestmark = needs_shipped
+
+
+@pytest.fixture(scope="module")
+def ins():
+    return translate.translate("Ein Mädchen liest ein Buch im Garten.", "greedy")[2]
+
+
+def traces(fig):
+    return {a.text: fig.data[i] for i, a in enumerate(fig.layout.annotations)}
+
+
+def test_the_menu_lists_every_output_token(ins):
+    update = why.tokens_view(ins)
+    assert [c[1] for c in update["choices"]] == list(range(len(ins.out_tokens)))
+    assert update["choices"][-1][0].endswith("</s>") and update["value"] == why.default_position(ins)
+
+
+def test_the_figures_show_the_attention_and_the_attributions_of_the_token(ins, monkeypatch):
+    position = 2
+    src_fig, tgt_fig, note = why.why_view(ins, position)
+    heat, avg, grad, occl = src_fig.data
+    L, H = ins.cross.shape[:2]
+    assert np.asarray(heat.z).shape == (L * H, len(ins.src_tokens))
+    np.testing.assert_allclose(np.asarray(heat.z)[L * H - 1], ins.cross[L - 1, H - 1, position].numpy(), atol=5e-4)
+    np.testing.assert_allclose(avg.y, ins.cross[:, :, position].mean(dim=(0, 1)).numpy(), atol=5e-4)
+    from app.shared import get_translator
+    tr = get_translator()
+    direct = attribute(tr.model, [tr.tokenizer.piece_to_id(p) for p in ins.src_tokens],
+                       [tr.tokenizer.piece_to_id(p) for p in ins.tgt_tokens], position)
+    np.testing.assert_allclose(grad.y, direct.grad_src.numpy(), atol=1e-4)
+    np.testing.assert_allclose(occl.y, direct.occl_src.numpy(), atol=1e-4)
+    assert len(tgt_fig.data[0].y) == position + 1  # only the English before the token
+    assert direct.token == tr.tokenizer.piece_to_id(ins.out_tokens[position])
+    assert abs(direct.probability - ins.token_probs[position]) < 0.02  # the float32 model beside the decoder's
+    assert "ranks" in note and ins.out_tokens[position] in src_fig.layout.title.text
+
+
+def test_a_token_is_attributed_once(ins, monkeypatch):
+    why.why_view(ins, 1)
+    monkeypatch.setattr(why, "attribute", lambda *a, **k: pytest.fail("the model ran again"))
+    why.why_view(ins, 1)
+
+
+def test_controls_from_the_browser_are_kept_in_range(ins):
+    last = len(ins.out_tokens) - 1
+    assert why.why_view(ins, 10_000)[0].layout.title.text == why.why_view(ins, last)[0].layout.title.text
+    assert "output 1," in why.why_view(ins, "nonsense")[0].layout.title.text
+
+
+def test_before_any_translation_the_tab_says_what_to_do():
+    page = {"open": {ROOT: "why"}, "drawn": {}}
+    out = why.show(page, None, None)
+    assert all(v.__class__.__name__ == "SkipUpdate" or v is None or isinstance(v, dict) for v in out[:1])
+    page["drawn"]["why/attribution"] = (object(), (None,))  # an earlier sentence's figures are cleared
+    fig = why.show(page, None, None)[1]
+    assert why.NOT_YET in fig.layout.annotations[0].text
