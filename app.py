@@ -11,6 +11,7 @@ import sys
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
 
+from app.links import link_script  # noqa: E402
 from app.shared import SESSIONS_KEPT, get_translator  # noqa: E402
 from app.style import CSS, theme  # noqa: E402
 from app.ui import build_demo  # noqa: E402
@@ -28,8 +29,9 @@ def main(argv=None):
     except AssetError as e:
         print(f"Transformer Explorer cannot start. {e}", file=sys.stderr)
         return 2
-    build_demo().launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), footer_links=[],
-                        state_session_capacity=SESSIONS_KEPT)
+    demo = build_demo()
+    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), js=link_script(demo),
+                footer_links=[], state_session_capacity=SESSIONS_KEPT)
     return 0
 
 

@@ -10,6 +10,7 @@ tab is built).
 """
 import gradio as gr
 
+from . import links
 from .bertviz_views import STATIC_FILES
 from .shared import free_closed_sessions, get_translator
 from .tabs import attention, engineering, masks, overview, positional, training, translate, why
@@ -50,11 +51,12 @@ def build_demo():
             positional.build(tr.config, page)
             training.build(page)
             engineering.build()
+        linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn)  # the page load opens a link
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (app.bench --browser)
-        translation.translated.then(show_translation, [page, state, *attn.controls, *why_controls],
-                                    [*translation.outputs, diagram, *attn.outputs, *why_outputs],
-                                    api_visibility="private",
-                                    show_progress_on=translation.outputs[0])
+        for event in (translation.translated, linked):
+            event.then(show_translation, [page, state, *attn.controls, *why_controls],
+                       [*translation.outputs, diagram, *attn.outputs, *why_outputs], api_visibility="private",
+                       show_progress_on=translation.outputs[0])
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -3,8 +3,9 @@
     python -m core.translate "Ein Mann fährt Fahrrad."  [--beam 4]
 """
 import argparse
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -28,6 +29,40 @@ class Inspection:
     token_probs: list         # probability of each output token given its prefix (T)
     topk: list                # per step: [(piece, probability), ...] best candidates
     truncated: bool = False
+    settings: dict = field(default_factory=dict)  # how it was decoded: method, beam, alpha, max_len, ...
+
+    JSON_FORMAT = "transformer-explorer/inspection"
+    JSON_DECIMALS = 6  # weights and probabilities lie in [0, 1], where float32 keeps about 7 decimals
+
+    def to_json(self):
+        """The whole Inspection as JSON text: plain lists and numbers, readable with `json` alone. Weights and
+        probabilities are rounded to 6 decimals, which float32 holds exactly enough for the text to come
+        back the same: `Inspection.from_json(text).to_json() == text`."""
+        def num(x):
+            return round(float(x), self.JSON_DECIMALS)
+
+        def maps(t):
+            return [[[[num(w) for w in row] for row in m] for m in layer] for layer in t.tolist()]
+
+        return json.dumps({
+            "format": self.JSON_FORMAT, "version": 1, "translation": self.translation,
+            "src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens, "out_tokens": self.out_tokens,
+            "encoder": maps(self.encoder), "decoder": maps(self.decoder), "cross": maps(self.cross),
+            "token_probs": [num(p) for p in self.token_probs],
+            "topk": [[[piece, num(p)] for piece, p in step] for step in self.topk],
+            "truncated": self.truncated, "settings": self.settings}, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text):
+        """An Inspection from `to_json`'s text (ValueError if it is not one)."""
+        d = json.loads(text)
+        if not isinstance(d, dict) or d.get("format") != cls.JSON_FORMAT:
+            raise ValueError(f"not a {cls.JSON_FORMAT} document")
+        maps = {k: torch.tensor(d[k], dtype=torch.float32) for k in ("encoder", "decoder", "cross")}
+        return cls(translation=d["translation"], src_tokens=d["src_tokens"], tgt_tokens=d["tgt_tokens"],
+                   out_tokens=d["out_tokens"], token_probs=d["token_probs"],
+                   topk=[[(piece, p) for piece, p in step] for step in d["topk"]],
+                   truncated=d["truncated"], settings=d.get("settings", {}), **maps)
 
 
 class Translator:
@@ -122,7 +157,8 @@ class Translator:
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
-            truncated=truncated)
+            truncated=truncated, settings=dict(method=method, beam=beam, alpha=self.alpha if alpha is None else alpha,
+                                               max_len=max_len, **kw))
 
 
 def main(argv=None):

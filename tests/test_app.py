@@ -265,14 +265,15 @@ def test_translate_api_is_named_translate():
     demo = build_demo()
     names = [d.api_name for d in demo.fns.values() if getattr(d, "api_name", None)]
     assert "translate" in names
-    # the only public endpoint: one event that the button, Enter in the German box and the page load run
+    # the only public endpoint: one event that the button and Enter in the German box run (the page load
+    # translates the linked sentence through app/links.py, privately)
     public = [d for d in demo.fns.values() if d.api_visibility == "public"]
     assert [d.api_name for d in public] == ["translate"]
-    assert sorted(event for _, event in public[0].targets) == ["click", "load", "submit"]
+    assert sorted(event for _, event in public[0].targets) == ["click", "submit"]
     assert len(public[0].inputs) == 8  # the text, six decoding settings, the state
     # after it, one event shows the translation in the views of the Translate, Overview and Attention tabs (it
     # draws those on screen and clears the others: tests/test_views.py)
-    (render,) = [d for d in demo.fns.values() if d.trigger_after == public[0]._id]
+    (render,) = [d for d in demo.fns.values() if d.trigger_after == public[0]._id and d.fn is not None]
     drawn = {getattr(c, "elem_id", None) for c in render.outputs}
     assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",
             "bertviz-model"} <= drawn
@@ -282,7 +283,8 @@ def test_translate_api_is_named_translate():
     # at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
     assert (public[0].concurrency_id, public[0].concurrency_limit) == ("model", 1)
-    assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {"translate", "open_masks", "show"}
+    assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
+        "translate", "open_link", "open_masks", "show", "open_why"}
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):

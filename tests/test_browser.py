@@ -9,6 +9,7 @@ import json
 import os
 import re
 import time
+import urllib.parse
 
 import pytest
 
@@ -251,6 +252,47 @@ def test_why_this_word_attributes_the_chosen_token(page):
     last.click()
     after = wait_plot_change(page, "why-source", first)
     assert "</s>" in after and "output " + picked.split()[0] + "," in after
+
+
+def test_a_link_restores_sentence_settings_tab_and_head(page):
+    """The address records what a translation and the Attention tab's controls chose; opening it elsewhere
+    restores the sentence, its settings, the sub-tab and the head."""
+    translate(page, OTHER)
+    open_tab(page, "Attention", "#heatmap")
+    open_tab(page, "All heads of the layer", "#head-grid")
+    page.locator("#kind label", has_text="Cross-attention").click()
+    wait_until(page, "new URL(location.href).searchParams.get('kind') === 'cross'", what="the kind in the address")
+    link = page.url
+    params = page.evaluate("Object.fromEntries(new URL(location.href).searchParams)")
+    assert params["text"] == OTHER and params["tab"] == "attention/all-heads" and params["method"] == "greedy"
+    english = page.locator("#out textarea").input_value()
+    other = page.context.new_page()
+    other.set_default_timeout(TIMEOUT_MS)
+    other.app, other.errors, other.events = page.app, [], []
+    other.goto(link)
+    wait_until(other, "plotText('head-grid').includes('Cross-attention') && settled('head-grid')",
+               what="the linked sub-tab, drawn for cross-attention")
+    open_tab(other, "Translate", "#src")
+    wait_until(other, "el('#out textarea')?.value === arg", english, what="the linked translation")
+    assert other.locator("#src textarea").input_value() == OTHER
+    other.close()
+
+
+def test_a_hostile_link_is_read_as_data(page):
+    """Markup in the sentence, an unknown tab, numbers out of range: the page shows the text as typed, keeps
+    every control in range and runs nothing."""
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    query = urllib.parse.urlencode({"text": PAYLOADS[0], "tab": "constructor", "layer": "99", "head": "-5",
+                                    "kind": "<b>", "method": "eval", "beam": "1e9"})
+    page.goto(page.app.url.rstrip("/") + "/?" + query)
+    open_tab(page, "Translate", "#src")
+    wait_until(page, "el('#src textarea')?.value === arg && el('#out textarea').value !== '' && settled('out')",
+               PAYLOADS[0], what="the linked sentence, translated")
+    open_tab(page, "Attention", "#heatmap")
+    wait_plot(page, "heatmap")
+    assert "Encoder self-attention, layer 2, head 0" in plot_text(page, "heatmap")
+    assert dialogs == [] and touched_anywhere(page) == []
 
 
 def test_masks_tab_reacts(page):

@@ -59,9 +59,9 @@ def test_controls_from_the_browser_are_kept_in_range(ins):
 
 
 def test_before_any_translation_the_tab_says_what_to_do():
+    import gradio as gr
     page = {"open": {ROOT: "why"}, "drawn": {}}
-    out = why.show(page, None, None)
-    assert all(v.__class__.__name__ == "SkipUpdate" or v is None or isinstance(v, dict) for v in out[:1])
-    page["drawn"]["why/attribution"] = (object(), (None,))  # an earlier sentence's figures are cleared
+    assert why.show(page, None, None) == tuple(gr.skip() for _ in range(4))  # the layout's placeholders stay
+    page["drawn"]["why/attribution"] = (object(), (None,))  # a closed session's figures of an earlier sentence
     fig = why.show(page, None, None)[1]
     assert why.NOT_YET in fig.layout.annotations[0].text

@@ -239,14 +239,14 @@ def _layout(default_alpha):
 
 
 def build(demo, page, state, default_alpha):
-    """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button, by
-    Enter in the text box and on page load) and the outputs of `show`, which each new translation runs (see
-    app/ui.py)."""
+    """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button and by
+    Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
+    translation runs (see app/ui.py), and the box, settings and results a link fills in."""
     with gr.Tab("Translate", id="translate") as tab:
         src, settings, go_btn, out, status, probs = _layout(default_alpha)
         step, prev_btn, next_btn, step_views = _step_replay()
     outputs = [probs, step, *step_views]
-    translated = gr.on([go_btn.click, src.submit, demo.load], translate, [src, *settings, state],
+    translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
     tab.select(opener(("translate",), show), [page, state], outputs, api_visibility="private")
@@ -257,4 +257,4 @@ def build(demo, page, state, default_alpha):
         # a click while the last one runs waits for it, then moves on from the step it reached
         button.click(move, [state, step], [step, *step_views], trigger_mode="always_last",
                      api_visibility="private")
-    return SimpleNamespace(translated=translated, outputs=outputs)
+    return SimpleNamespace(translated=translated, outputs=outputs, inputs=[src, *settings], results=[out, status])

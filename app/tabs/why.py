@@ -162,8 +162,8 @@ def build(page, state):
         gr.Markdown("Pick an output token: where each head of the cross-attention read from, beside what the "
                     "token's probability depends on (two attributions, computed for the token you pick).")
         token = gr.Dropdown(choices=[], value=None, label="output token", elem_id="why-token")
-        src_fig = gr.Plot(elem_id="why-source")
-        tgt_fig = gr.Plot(elem_id="why-target")
+        src_fig = gr.Plot(empty_figure(NOT_YET), elem_id="why-source")
+        tgt_fig = gr.Plot(empty_figure(NOT_YET), elem_id="why-target")
         note = gr.Markdown(elem_id="why-reading")
         gr.Markdown(DIFFERENCE)
         code_panel("The code", attribute)

@@ -1,0 +1,124 @@
+"""Links to a view: the page's address records the sentence, its decoding settings, the tab on screen and the
+attention kind, layer and head; opening such an address restores them.
+
+    http://127.0.0.1:7860/?text=Ein+Hund+läuft.&method=beam&beam=4&tab=attention/all-heads&kind=cross&layer=1
+
+Two halves. In the browser, `LINK_JS` (run once when the page loads) keeps the address up to date: the events
+that change a recorded value call `explorerLink.set`, and a click on a tab records the tab's path; when the page
+opens with a `tab` parameter it clicks that tab (and sub-tab), which draws its views as a click by hand would.
+On the server, `open_link` reads the parameters when the page loads and translates the linked sentence with the
+linked settings. Everything read from an address is untrusted: the sentence goes through the same limits as
+typed text, names must be one of the known ones, numbers are clamped to their controls' ranges, and the tab is
+looked up in the list of the page's own tabs, never used as a selector or as markup.
+"""
+import json
+
+import gradio as gr
+
+from .common import clamp
+from .shared import examples
+from .tabs.attention import KINDS
+from .tabs.translate import MAX_CHARS, METHODS, translate
+
+TEXT_CAP = 4 * MAX_CHARS  # longer than any sentence the app takes: translate() says so; beyond, cut here first
+SETTINGS = ("method", "beam", "alpha", "temperature", "top_k", "max_len")  # in the order translate() takes them
+
+
+def read_link(params, cfg, default_alpha):
+    """The values a link names, each checked: {"text", the six settings, "kind", "layer", "head"}; a value that
+    is missing or unreadable takes its control's default."""
+    get = params.get
+    text = (get("text") or "").strip()[:TEXT_CAP] or examples()[0]
+    method = get("method") if get("method") in METHODS else "greedy"
+    kind = get("kind") if get("kind") in KINDS else "encoder"
+    return {"text": text, "method": method,
+            "beam": clamp(get("beam", 4), 1, 8), "alpha": clamp(get("alpha", default_alpha), 0.0, 2.0, float),
+            "temperature": clamp(get("temperature", 1.0), 0.1, 2.0, float), "top_k": clamp(get("top_k", 10), 0, 50),
+            "max_len": clamp(get("max_len", 100), 5, 200),
+            "kind": kind, "layer": clamp(get("layer", 0), 0, cfg["N"] - 1), "head": clamp(get("head", 0), 0, cfg["h"] - 1)}
+
+
+def link_opener(cfg, default_alpha):
+    """The page-load callback: the linked sentence translated with the linked settings. Returns, in order, the
+    German box, the six settings, the English, the status line, the Inspection, and the Attention tab's kind,
+    layer and head."""
+    def open_link(previous, request: gr.Request):
+        v = read_link(dict(request.query_params) if request is not None else {}, cfg, default_alpha)
+        english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous)
+        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, v["kind"], v["layer"], v["head"])
+    return open_link
+
+
+def tab_paths(demo):
+    """{tab label: path of tab ids from the top ("attention/all-heads")} for every tab of the page."""
+    paths = {}
+    for block in demo.blocks.values():
+        if isinstance(block, gr.Tab) and block.id is not None:
+            path, parent = [str(block.id)], block.parent
+            while parent is not None:
+                if isinstance(parent, gr.Tab) and parent.id is not None:
+                    path.insert(0, str(parent.id))
+                parent = parent.parent
+            paths[str(block.label)] = "/".join(path)
+    return paths
+
+
+# Run by the page once it loads (launch(js=...)); TABS is filled in by link_script. It writes the address with
+# history.replaceState (and tells a parent frame, as a Hugging Face Space expects), and on load clicks the
+# linked tab once its button exists.
+LINK_JS = """() => {
+  const TABS = %s;
+  const labels = Object.fromEntries(Object.entries(TABS).map(([label, path]) => [path, label]));
+  const set = (values) => {
+    const url = new URL(window.location.href);
+    for (const [key, value] of Object.entries(values)) {
+      if (value === null || value === undefined || value === '') url.searchParams.delete(key);
+      else url.searchParams.set(key, String(value));
+    }
+    window.history.replaceState(null, '', url);
+    if (window.parent !== window) window.parent.postMessage({queryString: url.search, hash: url.hash}, '*');
+  };
+  window.explorerLink = {set};
+  const button = (label) => [...document.querySelectorAll('[role=tab]')].find(b => b.textContent.trim() === label);
+  document.addEventListener('click', (e) => {
+    const b = e.target.closest && e.target.closest('[role=tab]');
+    const label = b && b.textContent.trim();
+    const path = label && Object.hasOwn(TABS, label) ? TABS[label] : null;
+    if (path) set({tab: path});
+  }, true);
+  const wanted = new URLSearchParams(window.location.search).get('tab');
+  if (!wanted || !Object.hasOwn(labels, wanted)) return;
+  const parts = wanted.split('/');
+  const steps = parts.map((_, i) => labels[parts.slice(0, i + 1).join('/')]).filter(Boolean);
+  const started = Date.now();
+  const next = () => {
+    if (!steps.length || Date.now() - started > 60000) return;
+    const b = button(steps[0]);
+    if (b) { b.click(); steps.shift(); }
+    setTimeout(next, 50);
+  };
+  next();
+}"""
+
+# after a translation: the sentence and its settings; after a move of the Attention tab's controls: those
+RECORD_TRANSLATION = ("(text, method, beam, alpha, temperature, top_k, max_len) => { window.explorerLink?.set("
+                      "{text, method, beam, alpha, temperature, top_k, max_len}); }")
+RECORD_HEAD = "(kind, layer, head) => { window.explorerLink?.set({kind, layer, head}); }"
+
+
+def wire(demo, cfg, default_alpha, state, translation, attn):
+    """The page-load event that opens a link (returned, for the events that follow a translation), and the
+    events that record the sentence, its settings and the attention head in the address."""
+    linked = demo.load(link_opener(cfg, default_alpha), [state],
+                       [*translation.inputs, *translation.results, state, *attn.controls],
+                       api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
+    for event in (translation.translated, linked):
+        event.then(None, translation.inputs, None, js=RECORD_TRANSLATION)
+    gr.on([c.change for c in attn.controls], None, attn.controls, None, js=RECORD_HEAD)
+    return linked
+
+
+def link_script(demo):
+    """The page's link script, with the page's own tabs. json.dumps escapes nothing a label could use to leave
+    the script: labels are this app's own, and '<' is written as \\u003c besides."""
+    return LINK_JS % json.dumps(tab_paths(demo)).replace("<", "\\u003c")
