@@ -45,14 +45,15 @@ class AppConfig:
         return next(i for i, d in self.events.items() if d.get("api_name") == api_name)
 
     def followers(self, event):
-        """The events chained after `event` with .then / .success, in order."""
-        return [i for i, d in self.events.items() if d.get("trigger_after") == event]
+        """The events chained after `event` with .then / .success that run on the server, in order (an event
+        with no Python function runs in the browser alone)."""
+        return [i for i, d in self.events.items() if d.get("trigger_after") == event and d.get("backend_fn", True)]
 
     @property
     def tabs(self):
         """The select event of every tab and sub-tab, in the order of the page."""
-        return [i for i, d in self.events.items()
-                if any(t[1] == "select" and self.components[t[0]]["type"] == "tabitem" for t in d["targets"])]
+        return [i for i, d in self.events.items() if d.get("backend_fn", True)
+                and any(t[1] == "select" and self.components[t[0]]["type"] == "tabitem" for t in d["targets"])]
 
     def inputs(self, event, overrides=None):
         """An event's input values as a page sends them: a state empty, a control at its first value."""

@@ -254,6 +254,17 @@ def test_why_this_word_attributes_the_chosen_token(page):
     assert "</s>" in after and "output " + picked.split()[0] + "," in after
 
 
+def test_the_translation_exports_as_json(page):
+    """Export gives a JSON file of the translation's Inspection, served by the app."""
+    english = translate(page, SENTENCE)
+    page.locator("#export-btn").click()
+    link = page.locator("#export-file a[href*='.json']").first
+    link.wait_for(state="visible")
+    body = page.request.get(link.get_attribute("href")).json()
+    assert body["translation"] == english and body["format"] == "transformer-explorer/inspection"
+    assert len(body["cross"][0][0]) == len(body["out_tokens"])
+
+
 def test_a_link_restores_sentence_settings_tab_and_head(page):
     """The address records what a translation and the Attention tab's controls chose; opening it elsewhere
     restores the sentence, its settings, the sub-tab and the head."""

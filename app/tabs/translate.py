@@ -5,9 +5,12 @@ the decoding replayed one step at a time.
 session's state; every view draws from it, when it is shown (app/views.py). This tab's views are the token
 strip, drawn with each translation beside the English, and the step replay, drawn when the tab is on screen.
 """
+import hashlib
 import html
 import itertools
+import tempfile
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
@@ -20,6 +23,8 @@ from ..views import View, opener, refresh
 
 MAX_CHARS = 1000
 METHODS = ("greedy", "beam", "sample")
+EXPORTS = Path(tempfile.gettempdir()) / "transformer-explorer-exports"
+EXPORT_AGE_S = 3600  # an export file is kept this long (Gradio serves its own copy, cleaned as old)
 
 
 # ---- figures ---------------------------------------------------------------------------------------
@@ -136,6 +141,24 @@ def translate(text, method="beam", beam=4, alpha=None, temperature=1.0, top_k=10
     return ins.translation, status, ins
 
 
+def export_json(ins):
+    """The Inspection of the last translation as a JSON file to download (core Inspection.to_json: reload it
+    with Inspection.from_json, or read it with any JSON reader). Files are named by their content, so the same
+    translation is written once; files older than an hour are removed."""
+    if ins is None:
+        return gr.update(value=None, visible=False)
+    EXPORTS.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for old in EXPORTS.glob("*.json"):
+        if now - old.stat().st_mtime > EXPORT_AGE_S:
+            old.unlink(missing_ok=True)
+    text = ins.to_json()
+    path = EXPORTS / f"translation-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+    return gr.update(value=str(path), visible=True)
+
+
 def token_probs(ins):
     return token_probs_html(ins) if ins is not None else ""
 
@@ -223,7 +246,8 @@ def _step_replay():
 
 
 def _layout(default_alpha):
-    """The text box, the examples, the settings and the button; the English, the status and the token strip."""
+    """The text box, the examples, the settings and the button; the English, the status, the token strip and
+    the export button with its file."""
     with gr.Row():
         with gr.Column(scale=1):
             src = gr.Textbox(label="German", lines=2, max_lines=6, value=examples()[0],
@@ -235,7 +259,11 @@ def _layout(default_alpha):
             out = gr.Textbox(label="English", interactive=False, elem_id="out")
             status = gr.Markdown(elem_id="status")
             probs = gr.HTML(elem_id="token-probs")
-    return src, settings, go_btn, out, status, probs
+            with gr.Row():
+                export = gr.Button("Export this translation as JSON", size="sm", elem_id="export-btn")
+                exported = gr.File(label="JSON: tokens, every attention map, each step's candidates, settings",
+                                   visible=False, interactive=False, elem_id="export-file")
+    return src, settings, go_btn, out, status, probs, (export, exported)
 
 
 def build(demo, page, state, default_alpha):
@@ -243,13 +271,14 @@ def build(demo, page, state, default_alpha):
     Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
     translation runs (see app/ui.py), and the box, settings and results a link fills in."""
     with gr.Tab("Translate", id="translate") as tab:
-        src, settings, go_btn, out, status, probs = _layout(default_alpha)
+        src, settings, go_btn, out, status, probs, (export, exported) = _layout(default_alpha)
         step, prev_btn, next_btn, step_views = _step_replay()
     outputs = [probs, step, *step_views]
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
     tab.select(opener(("translate",), show), [page, state], outputs, api_visibility="private")
+    export.click(export_json, [state], exported, api_visibility="private")
     # the slider's own event fires on the user's input only: a new translation and the buttons send the step's
     # views with the slider's new value, so nothing is drawn twice
     step.input(decoding_step, [state, step], step_views, trigger_mode="always_last", api_visibility="private")
