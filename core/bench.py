@@ -11,7 +11,9 @@
    same batches, same loss and optimizer, and this model with nn.Dropout in place of its own; dropout
    alone (forward and backward on one feed-forward activation) against nn.Dropout;
 3. translating test_2016_flickr in batches: sentences/s with greedy and beam search;
-4. a translation with every attention map captured (what the app shows) vs the plain translation.
+4. a translation with every attention map captured (what the app shows) vs the plain translation;
+5. the attributions of one output token (gradient x input and occlusion, core/attribution.py) of a sentence of
+   about 20 pieces vs a translation of that sentence with every attention map.
 Prints a table of the rows declared in ROWS, then one JSON line with every figure.
 """
 import argparse
@@ -25,6 +27,7 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
+from .attribution import attribute
 from .data import PAD, collate, default_data_dir, encode_pairs, load_split, token_batches
 from .decode import greedy_decode, greedy_decode_uncached
 from .model import Dropout, PositionalEncoding, make_model
@@ -70,6 +73,8 @@ ROWS = (
         "greedy"),
     Row("one translation with every attention map (ms)", "inspect_ms", "translate_ms", "capture_overhead", 1,
         "translate only"),
+    Row("attributions of one output token, a sentence of about 20 pieces (ms)", "attribution_ms",
+        "attribution_inspect_ms", "attribution_vs_inspect", 1, "its translation"),
 )
 
 
@@ -246,6 +251,20 @@ def bench_capture(tr, text, repeat):
             "capture_overhead": statistics.median(full) / statistics.median(plain)}
 
 
+def bench_attribution(tr, texts, repeat, pieces=20):
+    """The attributions of the middle output token of the text whose source is nearest `pieces` pieces long,
+    beside one translation of it with every attention map (what the app does before it can attribute)."""
+    text = min(texts, key=lambda t: abs(len(tr.encode_source(t)[0]) - pieces))
+    ins = tr.inspect(text)
+    piece = tr.tokenizer.piece_to_id
+    src, tgt = [piece(p) for p in ins.src_tokens], [piece(p) for p in ins.tgt_tokens]
+    position = len(ins.out_tokens) // 2
+    ours = statistics.median(time_call(lambda: attribute(tr.model, src, tgt, position), repeat))
+    ref = statistics.median(time_call(lambda: tr.inspect(text), repeat))
+    return {"attribution_pieces": len(src), "attribution_ms": ours * 1e3, "attribution_inspect_ms": ref * 1e3,
+            "attribution_vs_inspect": ours / ref}
+
+
 def bf16_matmul_slowdown(rows, d_model, d_ff, repeat=3):
     """How many times longer one (rows x d_model) @ (d_model x d_ff) product takes in bfloat16 than in
     float32 (median of `repeat`): CPUs without native bfloat16 kernels (no AVX-512 BF16 or AMX) emulate it,
@@ -281,6 +300,7 @@ def run_benchmarks(tr, test, train, sentences, repeat, steps, corpus, max_tokens
     results["greedy_sentences_per_s"] = bench_corpus(tr, texts, 1)
     results["beam4_sentences_per_s"] = bench_corpus(tr, texts, 4)
     results.update(bench_capture(tr, test[0][0], repeat * 4))
+    results.update(bench_attribution(tr, [p[0] for p in test[:200]], repeat * 4))
     return results
 
 
