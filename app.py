@@ -11,9 +11,9 @@ import sys
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
 
-from app.links import link_script  # noqa: E402
+from app.links import page_script  # noqa: E402
 from app.shared import SESSIONS_KEPT, get_translator  # noqa: E402
-from app.style import CSS, theme  # noqa: E402
+from app.style import CSS, EXPORT_JS, theme  # noqa: E402
 from app.ui import build_demo  # noqa: E402
 from core.checkpoint import AssetError  # noqa: E402
 
@@ -30,7 +30,7 @@ def main(argv=None):
         print(f"Transformer Explorer cannot start. {e}", file=sys.stderr)
         return 2
     demo = build_demo()
-    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), js=link_script(demo),
+    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), js=page_script(demo, EXPORT_JS),
                 footer_links=[], state_session_capacity=SESSIONS_KEPT)
     return 0
 

@@ -3,7 +3,9 @@
 bertviz writes a page that loads RequireJS, then jQuery and d3, from a CDN. Here the CDN script tag is
 replaced by a few lines that stand in for RequireJS and load jQuery (package xstatic-jquery) and d3 v5
 (shipped inside the mpld3 package) from this server. The page goes into an iframe's `srcdoc`, sandboxed
-to scripts only, so nothing it contains can reach the app around it.
+to scripts (and downloads, for its "Save SVG" button), so nothing it contains can reach the app around it.
+
+`standalone_html` writes the same view as one self-contained file: jQuery and d3 inlined, nothing to fetch.
 """
 import html
 import json
@@ -45,14 +47,50 @@ _REQUIRE_SHIM = """<script>
 </script>"""
 
 
+# The same, for a file that must open anywhere: jQuery and d3 written into the page, handed over at once.
+_REQUIRE_INLINE = """<script>%(jquery)s</script>
+<script>%(d3)s</script>
+<script>
+window.require = {config: function () {}};
+window.requirejs = function (deps, callback) {
+  callback.apply(null, deps.map(function (d) { return d === "jquery" ? window.jQuery : window.d3; }));
+};
+</script>"""
+
+# A button above the view that saves its SVG (bertviz draws each view into one <svg> under #vis).
+_SAVE_SVG = """<button id="save-svg" type="button" style="font-size:12px;margin-bottom:4px">Save SVG</button>
+<script>
+document.getElementById("save-svg").addEventListener("click", function () {
+  var svg = document.querySelector("#vis svg");
+  if (!svg) return;
+  svg.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+  var text = new XMLSerializer().serializeToString(svg);
+  var a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], {type: "image/svg+xml"}));
+  a.download = "%(name)s.svg";
+  document.body.appendChild(a); a.click(); a.remove();
+});
+</script>"""
+
+
 def static_url(path):
     """The URL under which Gradio serves a file registered with gr.set_static_paths."""
     return f"/gradio_api/file={path}"
 
 
-def _offline(page):
-    """Swap the CDN loader for the local shim and make the embedded JSON unable to end its <script>."""
-    shim = _REQUIRE_SHIM % {"jquery": static_url(JQUERY_JS), "d3": static_url(D3_JS)}
+def _inline(path):
+    """A library's source for an inline <script>: it must hold nothing that ends the script."""
+    text = Path(path).read_text(encoding="utf-8")
+    if "</script" in text.lower() or "<!--" in text:
+        raise RuntimeError(f"{path} cannot be inlined in a <script>")
+    return text
+
+
+def _offline(page, standalone=False):
+    """Swap the CDN loader for the local shim (or, standalone, for the libraries themselves) and make the
+    embedded JSON unable to end its <script>."""
+    shim = (_REQUIRE_INLINE % {"jquery": _inline(JQUERY_JS), "d3": _inline(D3_JS)} if standalone else
+            _REQUIRE_SHIM % {"jquery": static_url(JQUERY_JS), "d3": static_url(D3_JS)})
     page, n = _CDN_REQUIRE.subn(lambda _: shim, page)
     if n != 1:
         raise RuntimeError("unexpected bertviz output: RequireJS loader not found")
@@ -84,15 +122,17 @@ def _escape_script(script):
     return body + end + rest
 
 
-def _page(body):
+def _page(body, name, title="bertviz"):
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title>"
             "<style>body{margin:6px;background:#fff;color:#111;font-family:sans-serif}</style></head>"
-            f"<body>{body}</body></html>")
+            f"<body>{_SAVE_SVG % {'name': name}}{body}</body></html>")
 
 
 def _iframe(page, height, title):
-    return (f'<iframe title="{html.escape(title)}" sandbox="allow-scripts" referrerpolicy="no-referrer" '
-            f'style="width:100%;height:{height}px;border:1px solid #ddd;border-radius:8px;background:#fff" '
+    return (f'<iframe title="{html.escape(title)}" sandbox="allow-scripts allow-downloads" '
+            'referrerpolicy="no-referrer" '
+            f'style="width:100%;height:{height + 30}px;border:1px solid #ddd;border-radius:8px;background:#fff" '
             f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
 
 
@@ -105,19 +145,37 @@ def _as_layers(maps):
     return tuple(m.unsqueeze(0) for m in maps.double().round(decimals=DECIMALS))
 
 
-def head_view_html(ins):
-    """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe."""
-    page = head_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
+def _head_view(ins):
+    return head_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
                      cross_attention=_as_layers(ins.cross), encoder_tokens=list(ins.src_tokens),
                      decoder_tokens=list(ins.tgt_tokens), html_action="return").data
+
+
+def _model_view(ins):
+    return model_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
+                      cross_attention=_as_layers(ins.cross), encoder_tokens=list(ins.src_tokens),
+                      decoder_tokens=list(ins.tgt_tokens), display_mode="light", html_action="return").data
+
+
+VIEWS = {"head": _head_view, "model": _model_view}
+
+
+def head_view_html(ins):
+    """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe."""
     rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
-    return _iframe(_page(_offline(page)), 120 + int(rows * 22.5), "bertviz head view")
+    return _iframe(_page(_offline(_head_view(ins)), "bertviz-head-view"), 120 + int(rows * 22.5),
+                   "bertviz head view")
 
 
 def model_view_html(ins):
     """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe."""
-    page = model_view(encoder_attention=_as_layers(ins.encoder), decoder_attention=_as_layers(ins.decoder),
-                      cross_attention=_as_layers(ins.cross), encoder_tokens=list(ins.src_tokens),
-                      decoder_tokens=list(ins.tgt_tokens), display_mode="light", html_action="return").data
     layers = ins.encoder.size(0)
-    return _iframe(_page(_offline(page)), 140 + layers * 120, "bertviz model view")
+    return _iframe(_page(_offline(_model_view(ins)), "bertviz-model-view"), 140 + layers * 120,
+                   "bertviz model view")
+
+
+def standalone_html(ins, view):
+    """The bertviz `view` ("head" or "model") of an Inspection as one self-contained HTML page, for a file."""
+    name = f"bertviz-{view}-view"
+    return _page(_offline(VIEWS[view](ins), standalone=True), name,
+                 f"bertviz {view} view: {ins.translation[:80]}")

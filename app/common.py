@@ -3,9 +3,13 @@ text made literal for Markdown, token axes, the empty-figure placeholder, and th
 
 Token axes are numeric with the pieces as tick labels: a categorical axis would merge repeated tokens.
 """
+import hashlib
 import html
 import inspect
 import re
+import tempfile
+import time
+from pathlib import Path
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -68,3 +72,21 @@ def code_panel(title, *objects):
     """The source of the pieces a tab explores, shown beside their pictures (closed at first)."""
     with gr.Accordion(title, open=False):
         gr.Code("\n\n".join(inspect.getsource(o) for o in objects), language="python")
+
+
+EXPORTS = Path(tempfile.gettempdir()) / "transformer-explorer-exports"
+EXPORT_AGE_S = 3600  # an export file is kept this long (Gradio serves its own copy of it)
+
+
+def export_file(text, stem, suffix):
+    """`text` written to a file for download, named by its stem and content (the same content is written
+    once), in a directory from which files older than an hour are removed. Returns the path."""
+    EXPORTS.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for old in EXPORTS.iterdir():
+        if now - old.stat().st_mtime > EXPORT_AGE_S:
+            old.unlink(missing_ok=True)
+    path = EXPORTS / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+    return str(path)

@@ -122,3 +122,9 @@ def link_script(demo):
     """The page's link script, with the page's own tabs. json.dumps escapes nothing a label could use to leave
     the script: labels are this app's own, and '<' is written as \\u003c besides."""
     return LINK_JS % json.dumps(tab_paths(demo)).replace("<", "\\u003c")
+
+
+def page_script(demo, *others):
+    """One function for launch(js=...): the link script, then each of `others` (functions as strings)."""
+    calls = "".join(f"({f})();\n" for f in (link_script(demo), *others))
+    return "() => {\n" + calls + "}"

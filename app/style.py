@@ -1,4 +1,5 @@
-"""The page's look: its stylesheet (token strips, the step replay's mask and candidates) and its theme."""
+"""The page's look: its stylesheet (token strips, the step replay's mask and candidates), its theme, and the
+script that adds an SVG button to every figure."""
 import gradio as gr
 
 CSS = """
@@ -14,6 +15,8 @@ CSS = """
 .cand-bar span {display:block; height:100%; background:#4a7dc9}
 .cand.chosen .cand-bar span {background:#e4572e} .cand.chosen .cand-tok {font-weight:bold}
 .cand-p {text-align:right; font-variant-numeric:tabular-nums}
+.save-svg {position:absolute; bottom:2px; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
+  border-radius:4px; background:#fff; color:#445; cursor:pointer; opacity:0.75} .save-svg:hover {opacity:1}
 """
 
 
@@ -21,3 +24,27 @@ def theme():
     # system fonts only: the page loads nothing from outside the server
     return gr.themes.Default(primary_hue="blue", font=["ui-sans-serif", "system-ui", "sans-serif"],
                              font_mono=["ui-monospace", "Consolas", "monospace"])
+
+
+# Run by the page once it loads (with app/links.py's script): beside the PNG button of each plotly figure's
+# toolbar, an "SVG" button that saves the figure as SVG through the page's own plotly (window.Plotly), named after
+# the figure's element id. Figures drawn later are found as they appear.
+EXPORT_JS = """() => {
+  const add = (gd) => {
+    if (gd.dataset.svgButton || !window.Plotly) return;
+    gd.dataset.svgButton = '1';
+    const b = document.createElement('button');
+    b.type = 'button'; b.className = 'save-svg'; b.textContent = 'SVG';
+    b.title = 'Save this figure as SVG';
+    b.addEventListener('click', (e) => {
+      e.stopPropagation();
+      const name = (gd.closest('[id]')?.id || 'figure').replace(/[^A-Za-z0-9_-]/g, '');
+      window.Plotly.downloadImage(gd, {format: 'svg', filename: name});
+    });
+    gd.parentElement.style.position = 'relative';
+    gd.parentElement.appendChild(b);
+  };
+  const scan = () => document.querySelectorAll('.js-plotly-plot').forEach(add);
+  new MutationObserver(scan).observe(document.body, {childList: true, subtree: true});
+  scan();
+}"""

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from app import loadtest, views
-from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html
+from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
 from app.common import md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
@@ -218,14 +218,22 @@ def test_bertviz_views_are_offline_and_cannot_be_broken_out_of():
     evil = fake_inspection(["<s>", "</script><script>alert(1)</script>", "<!--", "</s>"],
                            ["<s>", "</ScRiPt>", "a"])
     for frame in (head_view_html(evil), model_view_html(evil)):
-        assert frame.startswith("<iframe") and 'sandbox="allow-scripts"' in frame
+        assert frame.startswith("<iframe") and 'sandbox="allow-scripts allow-downloads"' in frame
         assert "allow-same-origin" not in frame
         page = html.unescape(frame.split('srcdoc="', 1)[1].rsplit('"></iframe>', 1)[0])
         assert "cdnjs" not in page and 'src="http' not in page  # nothing from a CDN
         scripts = ScriptCollector.scripts_of(page)
-        assert len(scripts) == 2  # the RequireJS stand-in and bertviz's own: no token ended one early
-        assert "<\\/script><script>alert(1)<\\/script>" in scripts[1] and "<\\/ScRiPt>" in scripts[1]
+        # the Save SVG button's, the RequireJS stand-in and bertviz's own: no token ended one early
+        assert len(scripts) == 3 and "XMLSerializer" in scripts[0]
+        assert "<\\/script><script>alert(1)<\\/script>" in scripts[2] and "<\\/ScRiPt>" in scripts[2]
         assert f"/gradio_api/file={D3_JS}" in page and f"/gradio_api/file={JQUERY_JS}" in page
+    for view in ("head", "model"):  # the file to download: the same view, with both libraries inside it
+        page = standalone_html(evil, view)
+        scripts = ScriptCollector.scripts_of(page)
+        assert len(scripts) == 5 and "/gradio_api/" not in page and "src=" not in page.split("<body>")[0]
+        assert scripts[1] == JQUERY_JS.read_text(encoding="utf-8")
+        assert scripts[2] == D3_JS.read_text(encoding="utf-8")
+        assert "<\\/script><script>alert(1)<\\/script>" in scripts[4]
 
 
 def _params(frame):

@@ -254,8 +254,9 @@ def test_why_this_word_attributes_the_chosen_token(page):
     assert "</s>" in after and "output " + picked.split()[0] + "," in after
 
 
-def test_the_translation_exports_as_json(page):
-    """Export gives a JSON file of the translation's Inspection, served by the app."""
+def test_the_translation_exports_as_json_and_figures_save_themselves(page):
+    """Export gives a JSON file of the translation's Inspection; a figure saves itself as SVG; a bertviz view
+    saves its SVG from inside its sandbox, and the app writes it as one self-contained HTML file."""
     english = translate(page, SENTENCE)
     page.locator("#export-btn").click()
     link = page.locator("#export-file a[href*='.json']").first
@@ -263,6 +264,23 @@ def test_the_translation_exports_as_json(page):
     body = page.request.get(link.get_attribute("href")).json()
     assert body["translation"] == english and body["format"] == "transformer-explorer/inspection"
     assert len(body["cross"][0][0]) == len(body["out_tokens"])
+    open_tab(page, "Attention", "#heatmap")
+    wait_plot(page, "heatmap")
+    with page.expect_download() as saved:
+        page.locator("#heatmap .save-svg").click()
+    assert saved.value.suggested_filename == "heatmap.svg"
+    assert open(saved.value.path(), encoding="utf-8").read().startswith("<svg")
+    open_tab(page, "bertviz head view", "#bertviz-head")
+    frame = page.frame_locator("#bertviz-head iframe")
+    frame.locator("#vis svg").first.wait_for()
+    with page.expect_download() as saved:
+        frame.locator("#save-svg").click()
+    assert saved.value.suggested_filename == "bertviz-head-view.svg"
+    page.locator("#bertviz-head-save").click()
+    link = page.locator("#bertviz-head-file a[href*='.html']").first
+    link.wait_for(state="visible")
+    standalone = page.request.get(link.get_attribute("href")).text()
+    assert "/gradio_api/" not in standalone and "jQuery" in standalone
 
 
 def test_a_link_restores_sentence_settings_tab_and_head(page):

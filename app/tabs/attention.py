@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 
 from core import model as core_model
 
-from ..bertviz_views import head_view_html, model_view_html
-from ..common import clamp, code_panel, label
+from ..bertviz_views import head_view_html, model_view_html, standalone_html
+from ..common import clamp, code_panel, export_file, label
 from ..views import View, opener, refresh
 
 KINDS = {
@@ -149,6 +149,21 @@ def show(page, ins, kind, layer, head):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
+def bertviz_file(ins, view):
+    """A bertviz view of the last translation as a self-contained HTML file to download."""
+    if ins is None:
+        return gr.update(value=None, visible=False)
+    return gr.update(value=export_file(standalone_html(ins, view), f"bertviz-{view}-view", ".html"), visible=True)
+
+
+def _save_html(view):
+    """A bertviz sub-tab's download: its button, its file, and the view it saves."""
+    with gr.Row():
+        button = gr.Button("Save as a self-contained HTML file", size="sm", elem_id=f"bertviz-{view}-save")
+        file = gr.File(visible=False, interactive=False, elem_id=f"bertviz-{view}-file", label="HTML")
+    return button, file, view
+
+
 def _views():
     """The sub-tabs, one view each; returns the sub-tabs by id and the views' outputs in the order of VIEWS."""
     with gr.Tabs():
@@ -162,11 +177,13 @@ def _views():
             gr.Markdown("Lines link each token to the tokens it attends to; colours are heads. "
                         "Pick encoder, decoder or cross attention in the view's menu.")
             bv_head = gr.HTML(elem_id="bertviz-head")
+            saves = [_save_html("head")]
         with gr.Tab("bertviz model view", id="bertviz-model") as bv_model_tab:
             bv_model = gr.HTML(elem_id="bertviz-model")
+            saves.append(_save_html("model"))
     subtabs = {"one-head": one, "all-heads": all_, "layers-heads": layers, "bertviz-head": bv_head_tab,
                "bertviz-model": bv_model_tab}
-    return subtabs, [heat, grid, overview, bv_head, bv_model]
+    return subtabs, [heat, grid, overview, bv_head, bv_model], saves
 
 
 def build(cfg, page, state):
@@ -179,7 +196,7 @@ def build(cfg, page, state):
                             elem_id="kind")
             layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="layer")
             head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="head")
-        subtabs, outputs = _views()
+        subtabs, outputs, saves = _views()
         code_panel("The code", core_model.attention, core_model.MultiHeadedAttention)
     controls = [kind, layer, head]
     inputs = [page, state, *controls]
@@ -187,4 +204,6 @@ def build(cfg, page, state):
     for sub, subtab in subtabs.items():
         subtab.select(opener(("attention", sub), show), inputs, outputs, api_visibility="private")
     gr.on([c.change for c in controls], show, inputs, outputs, api_visibility="private")
+    for button, file, view in saves:
+        button.click(lambda ins, view=view: bertviz_file(ins, view), [state], file, api_visibility="private")
     return SimpleNamespace(controls=controls, outputs=outputs)

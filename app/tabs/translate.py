@@ -5,26 +5,21 @@ the decoding replayed one step at a time.
 session's state; every view draws from it, when it is shown (app/views.py). This tab's views are the token
 strip, drawn with each translation beside the English, and the step replay, drawn when the tab is on screen.
 """
-import hashlib
 import html
 import itertools
-import tempfile
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
 
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp
+from ..common import MASK_SCALE, clamp, export_file
 from ..shared import MODEL_LOCK, examples, get_translator
 from ..views import View, opener, refresh
 
 MAX_CHARS = 1000
 METHODS = ("greedy", "beam", "sample")
-EXPORTS = Path(tempfile.gettempdir()) / "transformer-explorer-exports"
-EXPORT_AGE_S = 3600  # an export file is kept this long (Gradio serves its own copy, cleaned as old)
 
 
 # ---- figures ---------------------------------------------------------------------------------------
@@ -143,20 +138,10 @@ def translate(text, method="beam", beam=4, alpha=None, temperature=1.0, top_k=10
 
 def export_json(ins):
     """The Inspection of the last translation as a JSON file to download (core Inspection.to_json: reload it
-    with Inspection.from_json, or read it with any JSON reader). Files are named by their content, so the same
-    translation is written once; files older than an hour are removed."""
+    with Inspection.from_json, or read it with any JSON reader)."""
     if ins is None:
         return gr.update(value=None, visible=False)
-    EXPORTS.mkdir(parents=True, exist_ok=True)
-    now = time.time()
-    for old in EXPORTS.glob("*.json"):
-        if now - old.stat().st_mtime > EXPORT_AGE_S:
-            old.unlink(missing_ok=True)
-    text = ins.to_json()
-    path = EXPORTS / f"translation-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
-    if not path.exists():
-        path.write_text(text, encoding="utf-8")
-    return gr.update(value=str(path), visible=True)
+    return gr.update(value=export_file(ins.to_json(), "translation", ".json"), visible=True)
 
 
 def token_probs(ins):
