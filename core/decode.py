@@ -166,12 +166,35 @@ def _generate(next_token, src, max_len, bos, eos):
     return [_strip(r) for r in torch.stack(ys, 1)[:, 1:].tolist()]
 
 
+def forced_tokens(prefix, rows, device):
+    """Per-row forced first tokens as a (rows, P) tensor, -1 where a row's prefix has ended; None for none.
+    `prefix` is one id list per row (no <s>)."""
+    if not prefix or not any(prefix):
+        return None
+    if len(prefix) != rows:
+        raise ValueError(f"{len(prefix)} prefixes for {rows} rows")
+    forced = torch.full((rows, max(len(p) for p in prefix)), -1, dtype=torch.long, device=device)
+    for i, p in enumerate(prefix):
+        forced[i, :len(p)] = torch.tensor(p, dtype=torch.long)
+    return forced
+
+
 @torch.inference_mode()
-def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS):
-    """Pick the most probable next token at each step; returns a list of id lists (no <s>, </s>)."""
+def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS, prefix=None):
+    """Pick the most probable next token at each step; returns a list of id lists (no <s>, </s>). With
+    `prefix` (an id list per row), each row first takes its prefix's tokens, then goes on by itself."""
     dec = IncrementalDecoder(model, model.encode(src, src_mask), src_mask, max_len)
-    # log_softmax keeps the argmax; argmax over float16 has no fast CPU kernel, float32 does
-    return _generate(lambda ys: model.generator.proj(dec.step(ys[-1])).float().argmax(dim=-1), src, max_len, bos, eos)
+    forced = forced_tokens(prefix, src.size(0), src.device)
+
+    def next_token(ys):
+        # log_softmax keeps the argmax; argmax over float16 has no fast CPU kernel, float32 does
+        best = model.generator.proj(dec.step(ys[-1])).float().argmax(dim=-1)
+        t = len(ys) - 1
+        if forced is None or t >= forced.size(1):
+            return best
+        return torch.where(forced[:, t] >= 0, forced[:, t], best)
+
+    return _generate(next_token, src, max_len, bos, eos)
 
 
 @torch.inference_mode()
@@ -212,14 +235,21 @@ def length_penalty(length, alpha):
 
 
 @torch.inference_mode()
-def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS):
+def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS, prefix=None, tree=None):
     """Beam search ("beam size of 4 and length penalty alpha = 0.6"), batched over sentences.
 
     Each step extends the `beam` live hypotheses of every sentence by their 2*beam best continuations;
     those that end in </s> join the sentence's finished pool (scored by log P / lp), the best `beam`
     others stay live. A sentence is done when its pool is full and no live hypothesis can still win.
+    With `prefix` (an id list per sentence) the first steps may only take the prefix's tokens. Given a
+    `SearchTree` as `tree` (one sentence), every candidate of every step is recorded in it.
     """
     B, k = src.size(0), beam
+    forced = forced_tokens(prefix, B, src.device)
+    if forced is not None:
+        forced = forced.repeat_interleave(k, dim=0)  # (B*k, P)
+    if tree is not None and B != 1:
+        raise ValueError("a search tree records one sentence")
     memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (B*k, S, D)
     src_mask = src_mask.repeat_interleave(k, dim=0)
     ys = torch.full((B * k, 1), bos, dtype=torch.long, device=src.device)
@@ -231,6 +261,11 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     base = (torch.arange(B, device=src.device) * k).unsqueeze(1)  # (B, 1)
     for step in range(1, max_len + 1):
         logp = model.generator(dec.step(ys[:, -1])).float()  # (B*k, V)
+        if forced is not None and step <= forced.size(1):
+            f = forced[:, step - 1]  # rows still in their prefix may only take its token
+            only = torch.full_like(logp, float("-inf")).scatter_(1, f.clamp(min=0).unsqueeze(1),
+                                                                 logp.gather(1, f.clamp(min=0).unsqueeze(1)))
+            logp = torch.where((f >= 0).unsqueeze(1), only, logp)
         V = logp.size(-1)
         cand = (scores.view(-1, 1) + logp).view(B, k * V)
         top, idx = cand.topk(2 * k, dim=1)  # (B, 2k)
@@ -243,6 +278,8 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
             finished[b].append((top[b, j].item() / length_penalty(len(hyp) + 1, alpha), hyp))
         # keep the best k continuations that did not end
         keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :k]  # (B, k)
+        if tree is not None and not done[0]:
+            tree.record_step(step, scores[0], top[0], beam_idx[0], tok[0], keep[0], k, eos, alpha)
         scores = top.gather(1, keep)
         rows = (base + beam_idx.gather(1, keep)).view(-1)
         ys = torch.cat([ys.index_select(0, rows), tok.gather(1, keep).view(-1, 1)], dim=1)
@@ -262,16 +299,21 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
         if not finished[b]:  # nothing ended within max_len: take the best live hypothesis
             finished[b].append((scores[b, 0].item(), ys[base[b, 0], 1:].tolist()))
         results.append(_strip(max(finished[b], key=lambda x: x[0])[1]))
+    if tree is not None:
+        tree.mark_returned(results[0])
     return results
 
 
 def decode_batch(model, src, src_mask, max_len, method="greedy", beam=4, alpha=0.6,
-                 temperature=1.0, top_k=0, seed=None):
-    """Dispatch to one decoding method; returns id lists without <s> and </s>."""
+                 temperature=1.0, top_k=0, seed=None, prefix=None):
+    """Dispatch to one decoding method; returns id lists without <s> and </s>. `prefix` (greedy and beam
+    search): an id list per row that each output starts with."""
     if method == "greedy" or (method == "beam" and beam <= 1):
-        return greedy_decode(model, src, src_mask, max_len)
+        return greedy_decode(model, src, src_mask, max_len, prefix=prefix)
     if method == "beam":
-        return beam_search(model, src, src_mask, max_len, beam=beam, alpha=alpha)
+        return beam_search(model, src, src_mask, max_len, beam=beam, alpha=alpha, prefix=prefix)
+    if prefix is not None and any(prefix):
+        raise ValueError("a prefix is taken by greedy decoding and beam search")
     if method == "sample":
         return sample_decode(model, src, src_mask, max_len, temperature=temperature, top_k=top_k, seed=seed)
     raise ValueError(f"unknown decoding method {method!r}")

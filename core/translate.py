@@ -12,8 +12,9 @@ import torch
 
 from .checkpoint import load_pretrained, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
-from .decode import HalfPrecisionDecoder, decode_batch
+from .decode import HalfPrecisionDecoder, beam_search, decode_batch
 from .model import attention_modules, keep_attention, subsequent_mask
+from .searchtree import SearchTree
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Inspection:
     token_probs: list         # probability of each output token given its prefix (T)
     topk: list                # per step: [(piece, probability), ...] best candidates
     truncated: bool = False
-    settings: dict = field(default_factory=dict)  # how it was decoded: method, beam, alpha, max_len, ...
+    decoding: dict = field(default_factory=dict)  # the settings that chose the tokens (method, beam, ...)
 
     JSON_FORMAT = "transformer-explorer/inspection"
     JSON_DECIMALS = 6  # weights and probabilities lie in [0, 1], where float32 keeps about 7 decimals
@@ -50,7 +51,7 @@ class Inspection:
             "encoder": maps(self.encoder), "decoder": maps(self.decoder), "cross": maps(self.cross),
             "token_probs": [num(p) for p in self.token_probs],
             "topk": [[[piece, num(p)] for piece, p in step] for step in self.topk],
-            "truncated": self.truncated, "settings": self.settings}, ensure_ascii=False)
+            "truncated": self.truncated, "decoding": self.decoding}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text):
@@ -62,7 +63,7 @@ class Inspection:
         return cls(translation=d["translation"], src_tokens=d["src_tokens"], tgt_tokens=d["tgt_tokens"],
                    out_tokens=d["out_tokens"], token_probs=d["token_probs"],
                    topk=[[(piece, p) for piece, p in step] for step in d["topk"]],
-                   truncated=d["truncated"], settings=d.get("settings", {}), **maps)
+                   truncated=d["truncated"], decoding=d.get("decoding", {}), **maps)
 
 
 class Translator:
@@ -101,12 +102,23 @@ class Translator:
     def default_max_len(self, src_len):
         return min(int(1.5 * src_len) + 10, self.max_src_tokens + 32)
 
+    def encode_prefix(self, prefix, count):
+        """English prefixes as id lists, one per text: None, one string for all, or one string per text."""
+        if prefix is None:
+            return None
+        prefix = [prefix] * count if isinstance(prefix, str) else list(prefix)
+        if len(prefix) != count:
+            raise ValueError(f"{len(prefix)} prefixes for {count} texts")
+        return [self.tokenizer.encode(p.strip()) if p and p.strip() else [] for p in prefix]
+
     @torch.no_grad()
     def translate_ids(self, texts, method="greedy", beam=4, alpha=None, max_len=None, batch_size=64,
-                      temperature=1.0, top_k=0, seed=None):
-        """Output ids for each text, decoding length-sorted batches."""
+                      temperature=1.0, top_k=0, seed=None, prefix=None):
+        """Output ids for each text, decoding length-sorted batches; each output starts with its `prefix`
+        (English, greedy and beam search) when given."""
         alpha = self.alpha if alpha is None else alpha
         srcs = [self.encode_source(t)[0] for t in texts]
+        prefixes = self.encode_prefix(prefix, len(texts))
         order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
         results = [None] * len(srcs)
         for i in range(0, len(order), batch_size):
@@ -114,9 +126,12 @@ class Translator:
             src = pad_to([srcs[j] for j in idx]).to(self.device)
             src_mask = (src != PAD).unsqueeze(-2)
             n = max_len or self.default_max_len(src.size(1))
+            if prefixes:
+                n = max(n, max(len(prefixes[j]) for j in idx) + 1)
             model = self.decoding_model(len(idx) * (beam if method == "beam" else 1))
             outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
-                                temperature=temperature, top_k=top_k, seed=seed)
+                                temperature=temperature, top_k=top_k, seed=seed,
+                                prefix=[prefixes[j] for j in idx] if prefixes else None)
             for j, out in zip(idx, outs):
                 results[j] = out
         return results
@@ -129,6 +144,44 @@ class Translator:
         outs = [self.tokenizer.decode(ids) for ids in
                 self.translate_ids(texts, method=method, beam=beam, alpha=alpha, **kw)]
         return outs[0] if single else outs
+
+    @torch.no_grad()
+    def score_ids(self, sources, targets):
+        """Teacher-forced natural-log probabilities of each target's tokens and </s> given its source, with
+        the float32 model: a list of lists of floats."""
+        srcs = [self.encode_source(t)[0] for t in sources]
+        tgts = [self.tokenizer.encode(t.strip()) + [EOS] for t in targets]
+        src = pad_to(srcs).to(self.device)
+        tgt_in = pad_to([[BOS] + t[:-1] for t in tgts]).to(self.device)
+        src_mask = (src != PAD).unsqueeze(-2)
+        tgt_mask = (tgt_in != PAD).unsqueeze(-2) & subsequent_mask(tgt_in.size(1)).to(self.device)
+        logp = self.model.generator(self.model(src, tgt_in, src_mask, tgt_mask))  # (B, T, V)
+        gold = pad_to(tgts).to(self.device)
+        picked = logp.gather(2, gold.unsqueeze(-1)).squeeze(-1)  # (B, T)
+        return [row[:len(t)].tolist() for row, t in zip(picked, tgts)]
+
+    def score(self, sources, targets):
+        """Each English target's total log-probability given its German source (teacher-forced, natural
+        log), with the per-token values: [(total, [(piece, log p), ...]), ...] (one pair for one string)."""
+        single = isinstance(sources, str)
+        sources, targets = ([sources], [targets]) if single else (list(sources), list(targets))
+        out = []
+        for target, values in zip(targets, self.score_ids(sources, targets)):
+            pieces = [self.tokenizer.id_to_piece(i) for i in self.tokenizer.encode(target.strip())] + ["</s>"]
+            out.append((sum(values), list(zip(pieces, values))))
+        return out[0] if single else out
+
+    @torch.no_grad()
+    def search_tree(self, text, beam=4, alpha=None, max_len=None):
+        """The beam search of `text` as a SearchTree (core/searchtree.py): every candidate of every step, with
+        the model that `translate` uses for it, so the returned hypothesis is the translation."""
+        src_ids, _ = self.encode_source(text)
+        src = torch.tensor([src_ids], device=self.device)
+        tree = SearchTree()
+        beam_search(self.decoding_model(beam), src, (src != PAD).unsqueeze(-2),
+                    max_len or self.default_max_len(src.size(1)), beam=beam,
+                    alpha=self.alpha if alpha is None else alpha, tree=tree)
+        return tree
 
     @torch.no_grad()
     def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, **kw):
@@ -157,7 +210,7 @@ class Translator:
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
-            truncated=truncated, settings=dict(method=method, beam=beam, alpha=self.alpha if alpha is None else alpha,
+            truncated=truncated, decoding=dict(method=method, beam=beam, alpha=self.alpha if alpha is None else alpha,
                                                max_len=max_len, **kw))
 
 

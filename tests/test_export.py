@@ -25,7 +25,7 @@ def test_the_json_is_plain_and_complete(ins):
     assert len(d["cross"][0][0][0]) == S
     for kind in ("encoder", "decoder", "cross"):
         assert torch.allclose(torch.tensor(d[kind]), getattr(ins, kind), atol=5.1e-7)
-    assert d["settings"] == {"method": "beam", "beam": 3, "alpha": 0.8, "max_len": 100}
+    assert d["decoding"] == {"method": "beam", "beam": 3, "alpha": 0.8, "max_len": 100}
     assert [p for _, p in d["topk"][0]] == sorted((p for _, p in d["topk"][0]), reverse=True)
 
 

@@ -1,0 +1,81 @@
+"""The search a beam search made, kept as a tree: every candidate of every step, with what became of it.
+
+`beam_search(..., tree=SearchTree())` records, at each step, the 2k best continuations it looked at: the node's
+token, the token's log-probability, the hypothesis's cumulative log-probability (its score), and its fate:
+
+- "kept": one of the k live hypotheses that go on to the next step;
+- "pruned": looked at and dropped (outranked, or a </s> beyond the best k);
+- "finished": ended with </s> among the best k, scored by log P / lp(length) (GNMT's length penalty);
+- "returned": the finished hypothesis (or, if none finished, the live one) beam search returned.
+"""
+from dataclasses import dataclass, field
+
+from .data import BOS
+
+
+@dataclass
+class Node:
+    """One hypothesis: the token that extends its parent's, and its scores."""
+    id: int
+    parent: int | None
+    step: int          # its length in tokens after <s>
+    token: int
+    logp: float        # log p(token | source, parent's tokens)
+    score: float       # log P of the whole hypothesis: the sum of logp along its path
+    status: str        # "root", "kept", "pruned", "finished" or "returned"
+    norm: float | None = None  # score / lp(step) for a finished hypothesis
+
+
+def _length_penalty(length, alpha):
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@dataclass
+class SearchTree:
+    """The candidates of one sentence's beam search, root first (the node for <s>)."""
+    nodes: list = field(default_factory=lambda: [Node(0, None, 0, BOS, 0.0, 0.0, "root")])
+    live: list = field(default_factory=lambda: [0])  # the node of each live beam row
+
+    def record_step(self, step, scores, top, beam_idx, tok, keep, k, eos, alpha):
+        """One step of beam search: `scores` (k,) of the live rows before it, the 2k candidates (`top` their
+        scores, `beam_idx` their rows, `tok` their tokens) and `keep` (k,), the candidates that stay live."""
+        kept = keep.tolist()
+        live = [None] * k
+        for j, (total, row, token) in enumerate(zip(top.tolist(), beam_idx.tolist(), tok.tolist())):
+            parent = self.live[row] if row < len(self.live) else None
+            if total == float("-inf") or parent is None:
+                continue  # no hypothesis: a copy of the identical start rows, or a forced-out token
+            if token == eos:
+                status = "finished" if j < k else "pruned"
+            else:
+                status = "kept" if j in kept else "pruned"
+            node = Node(len(self.nodes), parent, step, token, total - scores[row].item(), total, status,
+                        total / _length_penalty(step, alpha) if status == "finished" else None)
+            self.nodes.append(node)
+            if status == "kept":
+                live[kept.index(j)] = node.id
+        self.live = live
+
+    def path(self, node_id):
+        """The token ids of a hypothesis, after <s>, in order."""
+        out = []
+        while node_id is not None and self.nodes[node_id].parent is not None:
+            out.append(self.nodes[node_id].token)
+            node_id = self.nodes[node_id].parent
+        return out[::-1]
+
+    def mark_returned(self, ids):
+        """Mark the hypothesis beam search returned: the best finished one with these tokens (then </s>), or,
+        when none finished, the live one with these tokens."""
+        finished = [n for n in self.nodes if n.status == "finished" and self.path(n.id)[:-1] == list(ids)]
+        if finished:
+            max(finished, key=lambda n: n.norm).status = "returned"
+            return
+        for n in self.nodes:
+            if n.status == "kept" and self.path(n.id) == list(ids) and n.id in self.live:
+                n.status = "returned"
+                return
+
+    @property
+    def returned(self):
+        return next((n for n in self.nodes if n.status == "returned"), None)
