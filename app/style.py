@@ -15,6 +15,8 @@ CSS = """
 .cand-bar span {display:block; height:100%; background:#4a7dc9}
 .cand.chosen .cand-bar span {background:#e4572e} .cand.chosen .cand-tok {font-weight:bold}
 .cand-p {text-align:right; font-variant-numeric:tabular-nums}
+.whatif-row {margin:8px 0} .whatif-title {font-size:0.9em; color:#445; margin-bottom:3px}
+.whatif-verdict {margin-top:6px; font-size:0.95em}
 .save-svg {position:absolute; bottom:2px; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
   border-radius:4px; background:#fff; color:#445; cursor:pointer; opacity:0.75} .save-svg:hover {opacity:1}
 """

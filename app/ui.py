@@ -13,7 +13,7 @@ import gradio as gr
 from . import links
 from .bertviz_views import STATIC_FILES
 from .shared import free_closed_sessions, get_translator
-from .tabs import attention, engineering, masks, overview, positional, training, translate, why
+from .tabs import attention, engineering, masks, overview, positional, training, translate, whatif, why
 from .views import ROOT, page_state
 
 INTRO = """# Transformer Explorer
@@ -22,10 +22,10 @@ trained on Multi30k German→English, and opened up.* Translate a sentence, then
 head, the masks, the positional encoding and the training run that made the model."""
 
 
-def show_translation(page, ins, kind, layer, head, token=None):
+def show_translation(page, ins, kind, layer, head, token=None, beam=4):
     """A new translation drawn in every view that shows one: those on screen drawn, the others cleared."""
     return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head),
-            *why.show(page, ins, token))
+            *why.show(page, ins, token), *whatif.show(page, ins, beam))
 
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
@@ -47,6 +47,7 @@ def build_demo():
             translation = translate.build(demo, page, state, tr.alpha)
             attn = attention.build(tr.config, page, state)
             why_controls, why_outputs = why.build(page, state)
+            whatif_controls, whatif_outputs = whatif.build(page, state)
             masks.build(tr.config, page)
             positional.build(tr.config, page)
             training.build(page)
@@ -55,8 +56,9 @@ def build_demo():
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (app.bench --browser)
         for event in (translation.translated, linked):
-            event.then(show_translation, [page, state, *attn.controls, *why_controls],
-                       [*translation.outputs, diagram, *attn.outputs, *why_outputs], api_visibility="private",
+            event.then(show_translation, [page, state, *attn.controls, *why_controls, *whatif_controls],
+                       [*translation.outputs, diagram, *attn.outputs, *why_outputs, *whatif_outputs],
+                       api_visibility="private",
                        show_progress_on=translation.outputs[0])
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -24,6 +24,7 @@ TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine;
 SENTENCE = "Zwei Hunde spielen im Schnee."  # not the example translated on load, so its translation is new
 OTHER = "Eine Katze schläft auf dem Sofa."
 TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Why this word": "#why-source",
+        "Search and what-if": "#whatif-tree",
         "Masks": "#m-masks",
         "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None}
 ATTENTION_VIEWS = {"One head": "#heatmap", "All heads of the layer": "#head-grid", "Layers × heads": "#overview-grid",
@@ -322,6 +323,21 @@ def test_a_hostile_link_is_read_as_data(page):
     wait_plot(page, "heatmap")
     assert "Encoder self-attention, layer 2, head 0" in plot_text(page, "heatmap")
     assert dialogs == [] and touched_anywhere(page) == []
+
+
+def test_search_tree_and_what_if(page):
+    """The tab draws the beam search of the translation, and the model continues after a typed prefix."""
+    translate(page, SENTENCE)
+    open_tab(page, "Search and what-if", "#whatif-tree")
+    wait_until(page, "plotText('whatif-tree').includes('Beam search, beam size 4') && settled('whatif-tree')",
+               what="the search tree")
+    page.locator("#whatif-prefix textarea, #whatif-prefix input").first.fill("Three cats")
+    page.locator("#whatif-go-prefix").click()
+    wait_until(page, "text('#whatif-result').includes('after your prefix') && settled('whatif-result')",
+               what="the continuation")
+    pieces = page.evaluate("[...document.querySelectorAll('#whatif-result .whatif-row')[1].querySelectorAll('.tok')]"
+                           ".map(t => t.firstChild.textContent).join('')")
+    assert pieces.startswith("Threecats")  # the model's own translation says "Two dogs"
 
 
 def test_masks_tab_reacts(page):

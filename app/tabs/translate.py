@@ -24,7 +24,7 @@ METHODS = ("greedy", "beam", "sample")
 
 # ---- figures ---------------------------------------------------------------------------------------
 
-def _prob_color(p):
+def prob_color(p):
     """White (p = 0) to a saturated green (p = 1)."""
     r, g, b = (int(255 - (255 - c) * p) for c in (46, 160, 67))
     return f"rgb({r},{g},{b})"
@@ -35,7 +35,7 @@ def token_probs_html(ins):
     spans = []
     for tok, p in zip(ins.out_tokens, ins.token_probs):
         text = html.escape(tok.replace("▁", " ").strip() or tok)
-        spans.append(f'<span class="tok" title="p = {p:.3f}" style="background:{_prob_color(p)};'
+        spans.append(f'<span class="tok" title="p = {p:.3f}" style="background:{prob_color(p)};'
                      f'color:{"#fff" if p > 0.6 else "#111"}">{text}<sub>{p:.2f}</sub></span>')
     legend = '<div class="tok-legend">probability of each chosen token given the tokens before it</div>'
     return f'<div class="tok-row">{"".join(spans)}</div>{legend}'

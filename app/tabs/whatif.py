@@ -1,0 +1,248 @@
+"""The Search and what-if tab: the beam search behind the last translation as a tree, and the model made to
+continue from another word, from an English prefix, or to score a translation written by the user.
+
+The tree needs one beam search that records its candidates (Translator.search_tree), run when the tab is shown
+and kept per translation and beam size. Each what-if is one decoding or one teacher-forced pass, run when its
+button is pressed; all of them use the translation's own settings and the shared model, one at a time.
+"""
+import html
+import math
+import weakref
+from collections import OrderedDict
+
+import gradio as gr
+import plotly.graph_objects as go
+
+from ..common import clamp, empty_figure, label
+from ..shared import MODEL_LOCK, get_translator
+from ..views import View, opener, refresh
+from .translate import MAX_CHARS, prob_color
+
+NOT_YET = "Translate a sentence first (Translate tab): its beam search will be drawn here."
+CACHED = 16
+COLORS = {"kept": "#4a7dc9", "pruned": "#c9ced6", "finished": "#55a868", "returned": "#e4572e", "root": "#333"}
+
+_kept = OrderedDict()  # (id of the Inspection, beam) -> (a weak reference to it, its SearchTree)
+
+
+def search_tree(ins, beam):
+    """The beam search of the translation's source, recorded, once per (translation, beam size)."""
+    key = (id(ins), beam)
+    if key in _kept and _kept[key][0]() is ins:
+        _kept.move_to_end(key)
+        return _kept[key][1]
+    tr = get_translator()
+    decoding = ins.decoding or {}
+    with MODEL_LOCK:
+        tree = tr.search_tree(source_text(ins), beam=beam, alpha=decoding.get("alpha"),
+                              max_len=decoding.get("max_len"))
+    _kept[key] = (weakref.ref(ins), tree)
+    if len(_kept) > CACHED:
+        _kept.popitem(last=False)
+    return tree
+
+
+def source_text(ins):
+    """The German sentence, from its pieces (what the model read)."""
+    return get_translator().tokenizer.decode([get_translator().tokenizer.piece_to_id(p)
+                                              for p in ins.src_tokens[1:-1]])
+
+
+# ---- the tree ------------------------------------------------------------------------------------------
+
+def _layout(tree):
+    """(x, y) of every node: its step, and its rank by score among the nodes of that step."""
+    by_step = {}
+    for n in tree.nodes:
+        by_step.setdefault(n.step, []).append(n)
+    pos = {}
+    for step, nodes in by_step.items():
+        for rank, n in enumerate(sorted(nodes, key=lambda n: -n.score)):
+            pos[n.id] = (step, rank)
+    return pos
+
+
+def tree_figure(tree, piece, beam):
+    """The search as a tree: a node per candidate (x: step, y: rank by log P at that step), edges to its
+    parent; pruned ones faded, finished ones green, the returned translation red. A hover gives the whole
+    hypothesis, the token's log-probability, log P and (finished) log P / lp."""
+    pos = _layout(tree)
+    fig = go.Figure()
+    for faded in (True, False):  # pruned edges first, underneath
+        xs, ys = [], []
+        for n in tree.nodes[1:]:
+            if (n.status == "pruned") == faded:
+                (x0, y0), (x1, y1) = pos[n.parent], pos[n.id]
+                xs += [x0, x1, None]
+                ys += [y0, y1, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line=dict(color="#dde1e7" if faded else "#8aa6d1", width=1 if faded else 1.6)))
+    for status in ("pruned", "kept", "finished", "returned", "root"):
+        nodes = [n for n in tree.nodes if n.status == status]
+        if not nodes:
+            continue
+        hover = [label(f"{' '.join(piece(t) for t in tree.path(n.id)) or '<s>'}") +
+                 f"<br>log p(token) {n.logp:.3f} · log P {n.score:.3f}" +
+                 (f" · log P / lp {n.norm:.3f}" if n.norm is not None else "") for n in nodes]
+        fig.add_trace(go.Scatter(
+            x=[pos[n.id][0] for n in nodes], y=[pos[n.id][1] for n in nodes], mode="markers+text",
+            text=[label(piece(n.token)) for n in nodes], textposition="top center",
+            textfont=dict(size=10, color="#999" if status == "pruned" else "#222"),
+            marker=dict(size=12 if status == "returned" else 8, color=COLORS[status],
+                        opacity=0.5 if status == "pruned" else 1),
+            name=status, hovertext=hover, hovertemplate="%{hovertext}<extra>" + status + "</extra>"))
+    steps = max(n.step for n in tree.nodes)
+    fig.update_yaxes(autorange="reversed", title="rank by log P at the step", dtick=1)
+    fig.update_xaxes(title="step (tokens after <s>)", dtick=1)
+    fig.update_layout(height=380 + 14 * beam, margin=dict(l=60, r=10, t=50, b=50), hovermode="closest",
+                      title=dict(text=f"Beam search, beam size {beam}: {len(tree.nodes) - 1} candidates over "
+                                      f"{steps} steps", font=dict(size=14)),
+                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+    return fig
+
+
+# ---- what-if -------------------------------------------------------------------------------------------
+
+def _tokens_html(title, scored):
+    """A translation as pieces, each on its probability's colour, with its total log-probability."""
+    spans = "".join(
+        f'<span class="tok" title="log p = {lp:.3f}" style="background:{prob_color(math.exp(lp))};'
+        f'color:{"#fff" if math.exp(lp) > 0.6 else "#111"}">'
+        f'{html.escape(piece.replace("▁", " ").strip() or piece)}<sub>{math.exp(lp):.2f}</sub></span>'
+        for piece, lp in scored[1])
+    return (f'<div class="whatif-row"><div class="whatif-title">{html.escape(title)} · log P = {scored[0]:.2f}'
+            f'</div><div class="tok-row">{spans}</div></div>')
+
+
+def compare(ins, title, english):
+    """The model's translation beside `english`, both scored by the model (teacher-forced, float32)."""
+    tr = get_translator()
+    with MODEL_LOCK:
+        ours, other = tr.score([source_text(ins)] * 2, [ins.translation, english])
+    diff = other[0] - ours[0]
+    verdict = (f"The model finds {'this' if diff > 0 else 'its own translation'} more probable, by a factor of "
+               f"{math.exp(abs(diff)):.3g} (log P differs by {abs(diff):.2f}).")
+    return (_tokens_html("the model's translation", ours) + _tokens_html(title, other) +
+            f'<div class="whatif-verdict">{html.escape(verdict)}</div>')
+
+
+def _continue(ins, prefix):
+    """The translation's own decoding continued after the English `prefix`."""
+    tr = get_translator()
+    d = ins.decoding or {}
+    method = d.get("method") if d.get("method") in ("greedy", "beam") else "greedy"
+    with MODEL_LOCK:
+        return tr.translate(source_text(ins), method=method, beam=d.get("beam", 4), alpha=d.get("alpha"),
+                            prefix=prefix)
+
+
+def swap_word(ins, position, candidate):
+    """Replace the output token at `position` by another of the candidates the model scored there, and let the
+    model continue; the result beside the original."""
+    if ins is None:
+        return NOT_YET
+    T = len(ins.out_tokens)
+    position = clamp(position, 0, T - 1)
+    choices = [p for p, _ in ins.topk[position]]
+    if candidate not in choices:
+        return "Pick one of the candidates listed for that position."
+    tok = get_translator().tokenizer
+    prefix = tok.decode([tok.piece_to_id(p) for p in ins.tgt_tokens[1:position + 1] + [candidate]])
+    english = _continue(ins, prefix)
+    return compare(ins, f"with “{candidate}” at position {position + 1}, continued by the model", english)
+
+
+def force_prefix(ins, prefix):
+    """The model continues after an English prefix the user wrote."""
+    if ins is None:
+        return NOT_YET
+    prefix = (prefix or "").strip()
+    if not prefix:
+        return "Write the start of an English translation, for example “A woman”."
+    if len(prefix) > MAX_CHARS:
+        return f"That prefix has {len(prefix):,} characters; this demo takes up to {MAX_CHARS:,}."
+    return compare(ins, "after your prefix, continued by the model", _continue(ins, prefix))
+
+
+def score_mine(ins, english):
+    """The model's probability of a whole English translation the user wrote, token by token."""
+    if ins is None:
+        return NOT_YET
+    english = (english or "").strip()
+    if not english:
+        return "Write your own English translation of the sentence."
+    if len(english) > MAX_CHARS:
+        return f"That translation has {len(english):,} characters; this demo takes up to {MAX_CHARS:,}."
+    return compare(ins, "your translation", english)
+
+
+# ---- views ---------------------------------------------------------------------------------------------
+
+def tree_view(ins, beam):
+    beam = clamp(beam, 1, 8)
+    tok = get_translator().tokenizer
+    return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam)
+
+
+def positions_view(ins):
+    """The position menu for this translation, and the candidates of its first position."""
+    return (gr.update(choices=[(f"{i + 1} {t}", i) for i, t in enumerate(ins.out_tokens)], value=0),
+            candidates_update(ins, 0), "")
+
+
+def candidates_update(ins, position):
+    if ins is None:
+        return gr.update(choices=[], value=None)
+    position = clamp(position, 0, len(ins.out_tokens) - 1)
+    choices = [(f"{p}  ({q:.1%})", p) for p, q in ins.topk[position]]
+    return gr.update(choices=choices, value=choices[1][1] if len(choices) > 1 else None)
+
+
+def _blank():
+    return empty_figure(NOT_YET)
+
+
+VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=(0,), blank=lambda: (_blank(),)),
+         View("whatif/positions", ("whatif",), positions_view, outputs=3,
+              blank=(gr.update(choices=[], value=None), gr.update(choices=[], value=None), ""))]
+
+
+def show(page, ins, beam):
+    """The tab's views for the page as it is (app/views.py)."""
+    return refresh(page, ins, VIEWS, (beam,))
+
+
+# ---- layout and events -----------------------------------------------------------------------------
+
+def build(page, state):
+    """Lay out the tab and wire its events; returns (controls, outputs) for the translation event (app/ui.py)."""
+    with gr.Tab("Search and what-if", id="whatif") as tab:
+        gr.Markdown("### The beam search behind the translation\nEvery hypothesis beam search looked at, step by "
+                    "step: the k it kept, those it pruned, those that ended with `</s>` (scored by log P divided "
+                    "by the length penalty), and the one it returned. Hover a node for its whole prefix.")
+        beam = gr.Slider(1, 8, value=4, step=1, label="beam size", elem_id="whatif-beam")
+        tree = gr.Plot(_blank(), elem_id="whatif-tree")
+        gr.Markdown("### What if?\nMake the model take another word, start from your own words, or score your own "
+                    "translation: each is set beside the model's translation, every token coloured by the "
+                    "probability the model gives it.")
+        with gr.Row():
+            position = gr.Dropdown(choices=[], label="at output position", elem_id="whatif-position")
+            candidate = gr.Dropdown(choices=[], label="take instead", elem_id="whatif-candidate")
+            swap = gr.Button("Continue with this word", elem_id="whatif-swap")
+        with gr.Row():
+            prefix = gr.Textbox(label="English prefix", placeholder="A woman", max_lines=1, elem_id="whatif-prefix")
+            go_prefix = gr.Button("Continue after this prefix", elem_id="whatif-go-prefix")
+        with gr.Row():
+            mine = gr.Textbox(label="your translation", max_lines=2, elem_id="whatif-mine")
+            go_mine = gr.Button("Score my translation", elem_id="whatif-go-mine")
+        result = gr.HTML(elem_id="whatif-result")
+    outputs = [tree, position, candidate, result]
+    tab.select(opener(("whatif",), show), [page, state, beam], outputs, api_visibility="private",
+               concurrency_id="model")
+    beam.change(show, [page, state, beam], outputs, api_visibility="private", concurrency_id="model")
+    position.input(candidates_update, [state, position], candidate, api_visibility="private")
+    model = dict(api_visibility="private", concurrency_id="model")
+    swap.click(swap_word, [state, position, candidate], result, **model)
+    gr.on([go_prefix.click, prefix.submit], force_prefix, [state, prefix], result, **model)
+    gr.on([go_mine.click, mine.submit], score_mine, [state, mine], result, **model)
+    return [beam], outputs

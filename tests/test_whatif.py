@@ -1,0 +1,60 @@
+"""The Search and what-if tab's callbacks (app/tabs/whatif.py) on the shipped model."""
+import html
+import re
+
+import pytest
+
+from app.shared import get_translator
+from app.tabs import translate, whatif
+from tests.conftest import needs_shipped
+
+pytestmark = needs_shipped
+TEXT = "Ein Mann mit einem roten Hut sitzt auf einer Bank."
+
+
+@pytest.fixture(scope="module")
+def ins():
+    return translate.translate(TEXT, "beam", 4)[2]
+
+
+def log_ps(result):
+    return [float(x) for x in re.findall(r"log P = (-?[\d.]+)", result)]
+
+
+def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch):
+    fig = whatif.tree_view(ins, 4)
+    by_name = {t.name: t for t in fig.data if t.name}
+    assert len(by_name["returned"].x) == 1
+    tree = whatif.search_tree(ins, 4)
+    tok = get_translator().tokenizer
+    assert tok.decode(tree.path(tree.returned.id)[:-1]) == ins.translation
+    assert sum(len(t.x) for t in fig.data if t.name) == len(tree.nodes)
+    monkeypatch.setattr(get_translator(), "search_tree", lambda *a, **k: pytest.fail("searched again"))
+    whatif.tree_view(ins, 4)  # kept per translation and beam size
+
+
+def test_another_word_is_taken_and_the_model_goes_on(ins):
+    position, candidate = 1, ins.topk[1][1][0]
+    result = whatif.swap_word(ins, position, candidate)
+    assert html.escape(candidate.replace("▁", " ").strip()) in result and len(log_ps(result)) == 2
+    assert "Pick one of the candidates" in whatif.swap_word(ins, position, "<script>")
+    assert whatif.swap_word(None, 0, "x") == whatif.NOT_YET
+
+
+def test_a_prefix_is_continued_and_user_text_is_escaped(ins):
+    result = whatif.force_prefix(ins, "A woman")
+    assert "woman" in result
+    evil = whatif.force_prefix(ins, "<img src=x onerror=alert(1)>")
+    assert "<img" not in evil
+    assert "Write the start" in whatif.force_prefix(ins, "  ")
+    assert "characters" in whatif.force_prefix(ins, "a" * (translate.MAX_CHARS + 1))
+
+
+def test_a_users_translation_is_scored_by_the_model(ins):
+    mine = "A man in a red hat sits on a bench."
+    result = whatif.score_mine(ins, mine)
+    ours, theirs = log_ps(result)
+    tr = get_translator()
+    assert theirs == pytest.approx(tr.score(TEXT, mine)[0], abs=0.006)
+    assert ours == pytest.approx(tr.score(TEXT, ins.translation)[0], abs=0.006)
+    assert "Write your own" in whatif.score_mine(ins, "")
