@@ -12,7 +12,7 @@ import sys
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
 
 from app.links import page_script  # noqa: E402
-from app.shared import SESSIONS_KEPT, get_translator  # noqa: E402
+from app.shared import SESSIONS_KEPT, get_translator, limit_malloc_arenas  # noqa: E402
 from app.style import CSS, EXPORT_JS, theme  # noqa: E402
 from app.ui import build_demo  # noqa: E402
 from core.checkpoint import AssetError  # noqa: E402
@@ -24,6 +24,7 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=None,
                     help="serve on this port only (default: the first free one from $GRADIO_SERVER_PORT or 7860)")
     args = ap.parse_args(argv)
+    limit_malloc_arenas()  # before the server's threads start
     try:
         get_translator()  # the model first: a missing or damaged file stops here, with a message that names it
     except AssetError as e:

@@ -1,4 +1,5 @@
 """The shipped Translator, loaded once per process and shared by every request, and the lock around it."""
+import ctypes
 import os
 import threading
 from functools import lru_cache
@@ -45,3 +46,18 @@ def free_closed_sessions(demo):
         holder.time_last_used.pop(request.session_hash, None)
 
     demo.unload(forget)
+
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter for the number of malloc arenas (as MALLOC_ARENA_MAX sets it)
+
+
+def limit_malloc_arenas(n=2):
+    """Cap glibc's malloc arenas at `n` for this process (before its threads start). glibc gives threads that
+    allocate at the same time arenas of their own, up to 8 per core, and memory freed in one arena serves only
+    that arena: with Gradio running callbacks on a pool of threads, a server's resident memory kept growing
+    with the translations it served (`python -m app.loadtest --pages`). Returns whether it was set (not on a
+    C library without mallopt)."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, n))
+    except (OSError, AttributeError):
+        return False
