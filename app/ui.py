@@ -22,10 +22,19 @@ trained on Multi30k German→English, and opened up.* Translate a sentence, then
 head, the masks, the positional encoding and the training run that made the model."""
 
 
-def show_translation(page, ins, kind, layer, head, token=None, beam=4):
-    """A new translation drawn in every view that shows one: those on screen drawn, the others cleared."""
-    return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head),
-            *why.show(page, ins, token), *whatif.show(page, ins, beam))
+# The tabs that show a translation, in the order of show_translation's outputs, and how many controls each
+# one's show() reads after the Inspection (their first values when not given).
+TRANSLATION_TABS = ((translate, 0), (overview, 0), (attention, 3), (why, 1), (whatif, 1))
+
+
+def show_translation(page, ins, *controls):
+    """A new translation drawn in every view that shows one: those on screen drawn, the others cleared.
+    `controls` are those of TRANSLATION_TABS, in order."""
+    out = []
+    for tab, n in TRANSLATION_TABS:
+        out += tab.show(page, ins, *controls[:n])
+        controls = controls[n:]
+    return tuple(out)
 
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
@@ -46,8 +55,7 @@ def build_demo():
             diagram = overview.build(tr.config, page, state)
             translation = translate.build(demo, page, state, tr.alpha)
             attn = attention.build(tr.config, page, state)
-            why_controls, why_outputs = why.build(page, state)
-            whatif_controls, whatif_outputs = whatif.build(page, state)
+            shown = [attn, why.build(page, state), whatif.build(page, state)]  # the tabs with controls, in order
             masks.build(tr.config, page)
             positional.build(tr.config, page)
             training.build(page)
@@ -56,9 +64,8 @@ def build_demo():
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (app.bench --browser)
         for event in (translation.translated, linked):
-            event.then(show_translation, [page, state, *attn.controls, *why_controls, *whatif_controls],
-                       [*translation.outputs, diagram, *attn.outputs, *why_outputs, *whatif_outputs],
-                       api_visibility="private",
+            event.then(show_translation, [page, state, *(c for t in shown for c in t.controls)],
+                       [*translation.outputs, diagram, *(o for t in shown for o in t.outputs)], api_visibility="private",
                        show_progress_on=translation.outputs[0])
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -142,7 +142,7 @@ VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=(0
               blank=("",))]
 
 
-def show(page, ins, kind, layer, head):
+def show(page, ins, kind="encoder", layer=0, head=0):
     """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
     return refresh(page, ins, VIEWS, (kind, layer, head))
 

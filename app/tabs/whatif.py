@@ -9,6 +9,7 @@ import html
 import math
 import weakref
 from collections import OrderedDict
+from types import SimpleNamespace
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -207,7 +208,7 @@ VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=(0,), blank=lambda: (_
               blank=(gr.update(choices=[], value=None), gr.update(choices=[], value=None), ""))]
 
 
-def show(page, ins, beam):
+def show(page, ins, beam=4):
     """The tab's views for the page as it is (app/views.py)."""
     return refresh(page, ins, VIEWS, (beam,))
 
@@ -215,7 +216,7 @@ def show(page, ins, beam):
 # ---- layout and events -----------------------------------------------------------------------------
 
 def build(page, state):
-    """Lay out the tab and wire its events; returns (controls, outputs) for the translation event (app/ui.py)."""
+    """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab("Search and what-if", id="whatif") as tab:
         gr.Markdown("### The beam search behind the translation\nEvery hypothesis beam search looked at, step by "
                     "step: the k it kept, those it pruned, those that ended with `</s>` (scored by log P divided "
@@ -245,4 +246,4 @@ def build(page, state):
     swap.click(swap_word, [state, position, candidate], result, **model)
     gr.on([go_prefix.click, prefix.submit], force_prefix, [state, prefix], result, **model)
     gr.on([go_mine.click, mine.submit], score_mine, [state, mine], result, **model)
-    return [beam], outputs
+    return SimpleNamespace(controls=[beam], outputs=outputs)

@@ -7,6 +7,7 @@ nothing.
 """
 import weakref
 from collections import OrderedDict
+from types import SimpleNamespace
 
 import gradio as gr
 import numpy as np
@@ -149,7 +150,7 @@ VIEWS = [View("why/tokens", ("why",), tokens_view, blank=(gr.update(choices=[], 
          View("why/attribution", ("why",), why_view, outputs=3, uses=(0,), blank=_blank_why)]
 
 
-def show(page, ins, position):
+def show(page, ins, position=None):
     """The tab's views for the page as it is (app/views.py)."""
     return refresh(page, ins, VIEWS, (position,))
 
@@ -157,7 +158,7 @@ def show(page, ins, position):
 # ---- layout and events -----------------------------------------------------------------------------
 
 def build(page, state):
-    """Lay out the tab and wire its events; returns (controls, outputs) for the translation event (app/ui.py)."""
+    """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab("Why this word", id="why") as tab:
         gr.Markdown("Pick an output token: where each head of the cross-attention read from, beside what the "
                     "token's probability depends on (two attributions, computed for the token you pick).")
@@ -171,4 +172,4 @@ def build(page, state):
     inputs = [page, state, token]
     tab.select(opener(("why",), show), inputs, outputs, api_visibility="private", concurrency_id="model")
     token.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
-    return [token], outputs
+    return SimpleNamespace(controls=[token], outputs=outputs)
