@@ -292,7 +292,8 @@ def test_translate_api_is_named_translate():
     assert demo._queue.max_size == QUEUE_SIZE
     assert (public[0].concurrency_id, public[0].concurrency_limit) == ("model", 1)
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
-        "translate", "open_link", "open_masks", "show", "open_why"}
+        "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
+        "score_mine"}
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):
