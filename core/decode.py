@@ -234,6 +234,17 @@ def length_penalty(length, alpha):
     return ((5.0 + length) / 6.0) ** alpha
 
 
+def _only_forced(logp, forced, step):
+    """log-probabilities (rows, V) where each row still inside its forced prefix (`forced`, from
+    forced_tokens) keeps only its prefix's token at this step: every other token is -inf."""
+    if forced is None or step > forced.size(1):
+        return logp
+    f = forced[:, step - 1]
+    index = f.clamp(min=0).unsqueeze(1)
+    only = torch.full_like(logp, float("-inf")).scatter_(1, index, logp.gather(1, index))
+    return torch.where((f >= 0).unsqueeze(1), only, logp)
+
+
 @torch.inference_mode()
 def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS, prefix=None, tree=None):
     """Beam search ("beam size of 4 and length penalty alpha = 0.6"), batched over sentences.
@@ -260,12 +271,7 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     dec = IncrementalDecoder(model, memory, src_mask, max_len)
     base = (torch.arange(B, device=src.device) * k).unsqueeze(1)  # (B, 1)
     for step in range(1, max_len + 1):
-        logp = model.generator(dec.step(ys[:, -1])).float()  # (B*k, V)
-        if forced is not None and step <= forced.size(1):
-            f = forced[:, step - 1]  # rows still in their prefix may only take its token
-            only = torch.full_like(logp, float("-inf")).scatter_(1, f.clamp(min=0).unsqueeze(1),
-                                                                 logp.gather(1, f.clamp(min=0).unsqueeze(1)))
-            logp = torch.where((f >= 0).unsqueeze(1), only, logp)
+        logp = _only_forced(model.generator(dec.step(ys[:, -1])).float(), forced, step)  # (B*k, V)
         V = logp.size(-1)
         cand = (scores.view(-1, 1) + logp).view(B, k * V)
         top, idx = cand.topk(2 * k, dim=1)  # (B, 2k)
