@@ -166,9 +166,9 @@ def _generate(next_token, src, max_len, bos, eos):
     return [_strip(r) for r in torch.stack(ys, 1)[:, 1:].tolist()]
 
 
-def forced_tokens(prefix, rows, device):
-    """Per-row forced first tokens as a (rows, P) tensor, -1 where a row's prefix has ended; None for none.
-    `prefix` is one id list per row (no <s>)."""
+def forced_tokens(prefix, rows, device, repeat=1):
+    """Per-row forced first tokens as a (rows * repeat, P) tensor (each row `repeat` times, as beam search
+    lays out its hypotheses), -1 where a row's prefix has ended; None for none. `prefix`: an id list per row."""
     if not prefix or not any(prefix):
         return None
     if len(prefix) != rows:
@@ -176,7 +176,7 @@ def forced_tokens(prefix, rows, device):
     forced = torch.full((rows, max(len(p) for p in prefix)), -1, dtype=torch.long, device=device)
     for i, p in enumerate(prefix):
         forced[i, :len(p)] = torch.tensor(p, dtype=torch.long)
-    return forced
+    return forced.repeat_interleave(repeat, dim=0)
 
 
 @torch.inference_mode()
@@ -256,9 +256,7 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     `SearchTree` as `tree` (one sentence), every candidate of every step is recorded in it.
     """
     B, k = src.size(0), beam
-    forced = forced_tokens(prefix, B, src.device)
-    if forced is not None:
-        forced = forced.repeat_interleave(k, dim=0)  # (B*k, P)
+    forced = forced_tokens(prefix, B, src.device, repeat=k)  # (B*k, P) or None
     if tree is not None and B != 1:
         raise ValueError("a search tree records one sentence")
     memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (B*k, S, D)
