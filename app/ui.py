@@ -12,7 +12,7 @@ import gradio as gr
 
 from .bertviz_views import STATIC_FILES
 from .shared import get_translator
-from .tabs import attention, engineering, masks, overview, positional, training, translate
+from .tabs import attention, engineering, lab, masks, overview, positional, training, translate
 from .views import ROOT, page_state
 
 CSS = """
@@ -68,6 +68,7 @@ def build_demo():
             masks.build(tr.config, page)
             positional.build(tr.config, page)
             training.build(page)
+            lab.build(page)
             engineering.build()
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (app.bench --browser)
