@@ -11,7 +11,7 @@ swapping or wrapping module instances (or, for the masks and the rate, by changi
 the code the learner reads elsewhere is the code that runs here. The loop uses core/train.py's loss
 (LabelSmoothing, SimpleLossCompute) and Noam rate, and core/data.py's Batch with its masks.
 
-Sequences are digits 0-9 (token ids 4-13 beside the project's <blank>, <unk>, <s>, </s>) of 4 to 12 symbols,
+Sequences are digits 0-9 (token ids 4-13 beside the project's <blank>, <unk>, <s>, </s>) of 3 to 8 symbols,
 so a batch is padded. A sequence is held out when a hash of it is 0 mod 10: the training stream never draws one,
 and exact match is measured on 500 of them.
 """
@@ -39,14 +39,14 @@ from .train import LabelSmoothing, SimpleLossCompute, rate
 SYMBOLS = 10                   # digits 0..9
 FIRST = 4                      # token id of digit 0 (0-3 are <blank>, <unk>, <s>, </s>)
 VOCAB = FIRST + SYMBOLS
-MIN_LEN, MAX_LEN = 4, 12       # symbols per sequence
+MIN_LEN, MAX_LEN = 3, 8        # symbols per sequence
 HELD_OUT = 500                 # sequences decoded for exact match
-SIZE = dict(N=2, d_model=64, d_ff=256, h=4, dropout=0.0)
+SIZE = dict(N=2, d_model=32, d_ff=64, h=4, dropout=0.0)  # fresh data every step: no dropout
 BATCH = 64                     # sequences per optimizer step
-FACTOR, WARMUP = 1.0, 200      # Noam: peak rate 64^-0.5 * 200^-0.5 = 8.8e-3 at step 200
+FACTOR, WARMUP = 0.35, 100     # Noam: peak rate 0.35 * 32^-0.5 * 100^-0.5 = 6.2e-3 at step 100
 HIGH_LR_FACTOR = 10.0          # high_lr: the same schedule, ten times higher
 # per task: (optimizer steps, seconds) -- whichever comes first ends training
-BUDGET = {"copy": (600, 15.0), "reverse": (900, 30.0), "sort": (900, 30.0)}
+BUDGET = {"copy": (450, 15.0), "reverse": (700, 30.0), "sort": (700, 30.0)}
 ASSET = ASSETS / "lab.json"
 
 TASKS = {
@@ -443,7 +443,7 @@ def evaluate(model, cfg, n_examples=6):
             "examples": examples, "attention": attention_maps(model, cfg, seqs)}
 
 
-ATTENTION_EXAMPLE_LEN = 8
+ATTENTION_EXAMPLE_LEN = MAX_LEN
 
 
 @torch.no_grad()
@@ -485,9 +485,12 @@ def downsample(curve, points=120):
     return {name: [values[i] for i in idx] for name, values in curve.items()}
 
 
+EXTRA = ()  # mixes of breaks also shipped
+
+
 def shipped_configs(tasks=tuple(TASKS)):
-    """What the Lab tab opens with: the intact model and every single break, for every task."""
-    return [Config(task, breaks) for task in tasks for breaks in [()] + [(b,) for b in BREAKS]]
+    """What the Lab tab opens with: the intact model and every single break (and the EXTRA mixes), every task."""
+    return [Config(task, breaks) for task in tasks for breaks in [()] + [(b,) for b in BREAKS] + list(EXTRA)]
 
 
 def compact(record):
@@ -497,7 +500,10 @@ def compact(record):
     return dict(record, curve=curve)
 
 
-def precompute(path=ASSET, tasks=tuple(TASKS), seconds_factor=4.0):
+PRECOMPUTE_SECONDS_FACTOR = 20  # the shipped runs' seconds cap, times the task's: a safety net, never reached
+
+
+def precompute(path=ASSET, tasks=tuple(TASKS), seconds_factor=PRECOMPUTE_SECONDS_FACTOR):
     """Train every shipped configuration missing from `path` and add it (the file is rewritten after each run,
     so an interrupted run resumes where it stopped). Runs are capped by the task's steps; the seconds cap is
     `seconds_factor` times the task's, so that a busy machine does not change what is shipped."""
@@ -533,6 +539,21 @@ def summary(r):
     return (f"{run_name(Config(r['task'], tuple(r['breaks']))):<32} exact match {r['exact_match']:7.1%}  "
             f"loss {r['train_loss']:.4f}  held-out loss {r['held_out_loss']:.3f}  {r['steps']} steps "
             f"{r['seconds']:5.1f} s  {params}")
+
+
+def table(path=ASSET):
+    """The shipped runs as a Markdown table: per break and task, exact match and final training loss; the reading."""
+    runs = json.loads(Path(path).read_text())["runs"]
+    head = "| configuration | " + " | ".join(f"{t}: exact match, loss" for t in TASKS) + " | what it shows |"
+    lines = [head, "|" + "---|" * (len(TASKS) + 2)]
+    for name in ["intact", *BREAKS, *("+".join(b) for b in EXTRA)]:
+        cells = []
+        for task in TASKS:
+            r = runs.get(f"{task}/{name}")
+            cells.append(f"{r['exact_match']:.1%}, {r['train_loss']:.3f}" if r else "")
+        reading = READINGS.get(name, "the model as the code writes it" if name == "intact" else "")
+        lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {reading} |")
+    return "\n".join(lines)
 
 
 TARGETS = {"copy": 0.99, "reverse": 0.95}
@@ -573,6 +594,7 @@ def parse_args(argv=None):
     ap.add_argument("--bench", action="store_true", help="the targets and every break (--task limits it)")
     ap.add_argument("--precompute", metavar="PATH", nargs="?", const=str(ASSET),
                     help=f"add the missing shipped results to PATH (default {ASSET})")
+    ap.add_argument("--table", action="store_true", help="the shipped results as a Markdown table (README)")
     ap.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS), help="for --precompute")
     return ap.parse_args(argv)
 
@@ -598,6 +620,9 @@ def main(argv=None):
         return
     if args.precompute:
         precompute(args.precompute, tuple(args.tasks))
+        return
+    if args.table:
+        print(table())
         return
     if args.bench:
         bench((args.task,) if "--task" in (sys.argv[1:] if argv is None else argv) else tuple(TASKS))

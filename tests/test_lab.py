@@ -253,3 +253,76 @@ def test_cli_prints_one_json_line():
     assert all(name in listing for name in list(BREAKS) + list(lab.TASKS))
     bad = subprocess.run([sys.executable, "-m", "core.lab", "--accum", "3"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+# ---- the shipped results (assets/lab.json) ----------------------------------------------------------------
+
+def shipped_runs():
+    return json.loads((ROOT / "assets" / "lab.json").read_text())["runs"]
+
+
+def test_every_single_break_is_shipped_for_every_task():
+    runs = shipped_runs()
+    for cfg in lab.shipped_configs():
+        r = runs[lab.run_name(cfg)]
+        assert r["key"] == Config(cfg.task, cfg.breaks, seconds=lab.BUDGET[cfg.task][1] * lab.PRECOMPUTE_SECONDS_FACTOR).key()  # current settings
+        assert r["steps"] == lab.BUDGET[cfg.task][0]  # the step budget, never cut short by the clock
+        assert len(r["curve"]["loss"]) <= 125 and r["attention"]["cross"] and r["examples"]
+    assert set(lab.READINGS) == set(BREAKS)
+    assert len((ROOT / "assets" / "lab.json").read_bytes()) < 400_000
+
+
+def test_the_three_failures_show_clearly_in_the_shipped_runs():
+    runs = shipped_runs()
+    for task in lab.TASKS:
+        intact = runs[f"{task}/intact"]
+        masked = runs[f"{task}/no_subsequent_mask"]  # low training loss, failing greedy decoding
+        assert masked["train_loss"] < 0.1 and masked["exact_match"] < 0.1 < intact["exact_match"]
+        plain = runs[f"{task}/plain_list"]  # the layers' parameters never reach the optimizer
+        assert plain["params_registered"] < plain["params_held"] == intact["params_held"]
+        assert plain["exact_match"] < intact["exact_match"] - 0.3
+    for task in ("copy", "reverse"):  # order matters: without positions these fail ...
+        assert runs[f"{task}/no_positional_encoding"]["exact_match"] < 0.1
+    assert runs["sort/no_positional_encoding"]["exact_match"] > 0.5  # ... sorting does not need it
+    assert runs["copy/intact"]["exact_match"] >= lab.TARGETS["copy"]
+    assert runs["reverse/intact"]["exact_match"] >= lab.TARGETS["reverse"]
+
+
+# ---- the Lab tab ---------------------------------------------------------------------------------------------
+
+def test_tab_clamps_what_the_browser_sends():
+    from app.tabs import lab as tab
+    cfg = tab.config_from("rm -rf", ["no_scale", "<script>", "no_scale"], "9", "7")
+    assert (cfg.task, cfg.breaks, cfg.smoothing, cfg.accum) == ("copy", ("no_scale",), 0.3, 4)
+    assert tab.config_from("reverse", None, None, None).steps == lab.BUDGET["reverse"][0]
+    assert tab.config_from("copy", [], 0, 1, steps=10**9).steps == lab.BUDGET["copy"][0]  # never above the budget
+
+
+def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained():
+    from app.tabs import lab as tab
+    curve, result, examples, cross, self_attn = tab.lab_view("reverse", ["no_positional_encoding"], 0.0, 1)
+    run = shipped_runs()["reverse/no_positional_encoding"]
+    assert f"{run['exact_match']:.1%}" in result and lab.READINGS["no_positional_encoding"] in result
+    assert [t.name for t in curve.data] == ["intact", "intact", "this run", "this run"]
+    assert "<table" in examples and len(cross.data) == lab.SIZE["N"] * lab.SIZE["h"]
+    _, note, examples, _, _ = tab.lab_view("sort", ["no_scale", "untied"], 0.1, 2)
+    assert "has not been trained yet" in note and examples == ""
+
+
+def test_examples_mark_wrong_tokens_and_escape():
+    from app.tabs.lab import examples_html
+    out = examples_html([{"input": [1, 2, 3], "target": [1, 2, 3], "output": [1, 5]},
+                         {"input": ["<b>"], "target": ["<b>"], "output": ["<b>"]}])
+    assert out.count("fde2da") == 2  # the 5, and the missing 3
+    assert 'title="expected 2"' in out and 'title="expected 3"' in out and "<b>" not in out
+
+
+def test_tab_trains_a_run_and_keeps_it():
+    from app.tabs import lab as tab
+    updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
+    assert "Starting" in updates[0][1]
+    assert any("Training" in str(u[1]) for u in updates[1:-1])  # the curve drawn while it trains
+    curve, result, examples, cross, self_attn = updates[-1]
+    assert "25 steps" in result and "Gradient accumulation: 2 micro-batches" in result
+    again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
+    assert len(again) == 1 and again[0][1] == result  # trained once: the same result at once

@@ -41,8 +41,8 @@ def shipped():
 
 
 def config_key(cfg):
-    """What makes two runs the same: task, breaks, smoothing and accumulation (the budget is the server's)."""
-    return f"{run_name(cfg)}|eps={cfg.smoothing:g}|accum={cfg.accum}"
+    """What makes two runs the same: task, breaks, smoothing, accumulation and the step budget."""
+    return f"{run_name(cfg)}|eps={cfg.smoothing:g}|accum={cfg.accum}|steps={cfg.steps}"
 
 
 def cached(cfg):
@@ -51,7 +51,7 @@ def cached(cfg):
         if config_key(cfg) in RUNS:
             RUNS.move_to_end(config_key(cfg))
             return RUNS[config_key(cfg)]
-    if cfg.smoothing == 0 and cfg.accum == 1:
+    if cfg.smoothing == 0 and cfg.accum == 1 and cfg.steps == BUDGET[cfg.task][0]:
         return shipped().get(run_name(cfg))
     return None
 
@@ -63,13 +63,16 @@ def keep(cfg, record):
             RUNS.popitem(last=False)
 
 
-def config_from(task, breaks, smoothing, accum):
-    """A checked Config from the controls' values (anything the browser sends is clamped or dropped)."""
+def config_from(task, breaks, smoothing, accum, steps=None):
+    """A checked Config from the controls' values (anything the browser sends is clamped or dropped), within the
+    server's budget: the task's, lowered by `steps` or by the environment's EXPLORER_LAB_MAX_STEPS if given."""
     task = task if task in TASKS else "copy"
     breaks = tuple(b for b in (breaks or []) if b in BREAKS)
     accum = clamp(accum, 1, max(ACCUM_CHOICES))
     accum = max(a for a in ACCUM_CHOICES if a <= accum)
-    return Config(task, breaks, clamp(smoothing, 0.0, 0.3, float), accum).checked()
+    budget = BUDGET[task][0]
+    steps = min(budget, steps or budget, clamp(os.environ.get("EXPLORER_LAB_MAX_STEPS", budget), 1, budget))
+    return Config(task, breaks, clamp(smoothing, 0.0, 0.3, float), accum, steps).checked()
 
 
 # ---- figures and text --------------------------------------------------------------------------------
@@ -228,25 +231,22 @@ def run_lab(cfg):
         proc.wait()
 
 
-def train_run(task, breaks, smoothing, accum, steps=None, seconds=None):
+def train_run(task, breaks, smoothing, accum, steps=None):
     """Press Train: a configuration trained already answers at once; otherwise it trains, its curve redrawn
-    beside the intact model's as it goes, then its results. `steps` and `seconds` (tests only) can lower the
-    server's budget, never raise it."""
-    cfg = config_from(task, breaks, smoothing, accum)
-    if steps or seconds:
-        cfg = Config(cfg.task, cfg.breaks, cfg.smoothing, cfg.accum, min(steps or cfg.steps, cfg.steps),
-                     min(seconds or cfg.seconds, cfg.seconds)).checked()
-    run = cached(cfg) if steps is None and seconds is None else None
+    beside the intact model's as it goes, then its results. `steps` (tests) can lower the budget, not raise it."""
+    cfg = config_from(task, breaks, smoothing, accum, steps)
+    run = cached(cfg)
     if run is not None:
         yield outputs_for(run, cfg)
         return
     intact = shipped()[f"{cfg.task}/intact"]
     skip = (gr.skip(),) * 3
     started = time.time()
+    yield (curve_figure(None, intact["curve"], f"{run_name(cfg)}: starting"),
+           f"Starting **{html.escape(run_name(cfg))}** (at most {cfg.steps} steps or {cfg.seconds:g} s) ...", *skip)
     for msg in run_lab(cfg):
         if "exact_match" in msg:
-            if steps is None and seconds is None:
-                keep(cfg, msg)
+            keep(cfg, msg)
             yield outputs_for(msg, cfg)
             return
         status = f"Training **{html.escape(run_name(cfg))}**: step {msg['step'][-1]} of {cfg.steps}, " \
@@ -269,7 +269,7 @@ def show(page, *controls):
 # ---- layout and events -----------------------------------------------------------------------------------
 
 INTRO = """Train a small Transformer (the project's own `make_model`: {N} layers, d_model {d_model}, {h} heads) on a
-toy task in seconds, with any of the code's engineering choices broken, and see what fails. Digits go in, 4 to 12
+toy task in seconds, with any of the code's engineering choices broken, and see what fails. Digits go in, 3 to 8
 of them (so batches are padded); exact match is greedy decoding of 500 held-out sequences. The intact model and
 every single break are precomputed; any other mix trains here, one run at a time, on one CPU thread."""
 
