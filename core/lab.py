@@ -485,7 +485,7 @@ def downsample(curve, points=120):
     return {name: [values[i] for i in idx] for name, values in curve.items()}
 
 
-EXTRA = ()  # mixes of breaks also shipped
+EXTRA = (("no_warmup", "post_norm"),)  # mixes of breaks also shipped: post-norm without its warmup
 
 
 def shipped_configs(tasks=tuple(TASKS)):

@@ -51,7 +51,7 @@ def cached(cfg):
         if config_key(cfg) in RUNS:
             RUNS.move_to_end(config_key(cfg))
             return RUNS[config_key(cfg)]
-    if cfg.smoothing == 0 and cfg.accum == 1 and cfg.steps == BUDGET[cfg.task][0]:
+    if cfg.smoothing == 0 and cfg.accum == 1:  # shipped: trained with the task's full budget
         return shipped().get(run_name(cfg))
     return None
 
@@ -149,8 +149,9 @@ def result_markdown(run, intact, cfg):
     """Exact match, losses and parameter counts beside the intact model's, and what the break shows."""
     def pct(r):
         return f"{r['exact_match']:.1%}"
+    cpu = f" ({run['cpu_seconds']:.1f} s of CPU)" if "cpu_seconds" in run else ""
     lines = [f"**{html.escape(run_name(cfg))}**, ε = {cfg.smoothing:g}, {cfg.accum} micro-batch(es) a step: "
-             f"{run['steps']} steps in {run['seconds']:.1f} s.",
+             f"{run['steps']} steps in {run['seconds']:.1f} s{cpu}.",
              "", "| | this run | intact |", "|---|---|---|",
              f"| exact match (500 held-out, greedy) | {pct(run)} | {pct(intact)} |",
              f"| final training loss | {run['train_loss']:.4f} | {intact['train_loss']:.4f} |",
