@@ -357,9 +357,9 @@ def test_lab_trains_and_shows_the_result(page):
     wait_text(page, "has not been trained yet")
     page.locator("#lab-train").click()
     wait_until(page, "/exact match \\d/.test(plotText('lab-curve')) && plotText('lab-curve').includes('this run') "
-               "&& settled('lab-curve') && text('#lab-result').includes('40 steps in')", what="the run's curve and result")
+               "&& settled('lab-curve') && / steps in /.test(text('#lab-result'))", what="the run's curve and result")
     result = page.locator("#lab-result").inner_text()
-    assert "no_scale+untied" in result and "40 steps" in result
+    assert "no_scale+untied" in result and int(re.search(r"(\d+) steps in", result)[1]) <= 40  # the lowered cap
     assert page.locator("#lab-examples table tr").count() > 1
     wait_plot(page, "lab-cross")
     shot(page, "lab")

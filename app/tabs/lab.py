@@ -21,7 +21,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core import lab as core_lab
-from core.lab import ACCUM_CHOICES, ASSET, BREAKS, BUDGET, READINGS, SIZE, TASKS, Config, run_name
+from core.data import BOS, PAD, UNK
+from core.lab import ACCUM_CHOICES, ASSET, BREAKS, BUDGET, FIRST, READINGS, SIZE, TASKS, Config, run_name
 from core.model import make_model
 
 from ..common import clamp, code_panel, empty_figure, token_axis
@@ -106,7 +107,7 @@ def attention_figure(att, kind):
     """One example's attention, layers down, heads across: cross-attention (decoder inputs x source) or the
     decoder's self-attention (decoder inputs x decoder inputs), in percent."""
     maps = att[kind]
-    rows = ["<s>"] + [str(t) for t in att["output"]]
+    rows = ["<s>"] + [token_text(t) for t in att["output"]]
     cols = [str(t) for t in att["input"]] if kind == "cross" else rows
     n_layers, n_heads = len(maps), len(maps[0])
     fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.03, vertical_spacing=0.08,
@@ -127,6 +128,13 @@ TOKEN_STYLE = "display:inline-block; min-width:1.3em; text-align:center; margin:
 WRONG_STYLE = "background:#fde2da; color:#b3261e; font-weight:bold; text-decoration:underline"
 
 
+SPECIAL = {PAD - FIRST: "<blank>", UNK - FIRST: "<unk>", BOS - FIRST: "<s>"}  # outputs that are not digits
+
+
+def token_text(t):
+    return SPECIAL.get(t, str(t))
+
+
 def examples_html(examples):
     """Inputs, expected answers and the model's outputs; a wrong, missing or extra token is marked."""
     rows = []
@@ -134,7 +142,7 @@ def examples_html(examples):
         target, output = ex["target"], ex["output"]
         cells = []
         for i in range(max(len(target), len(output))):
-            got = str(output[i]) if i < len(output) else "·"
+            got = token_text(output[i]) if i < len(output) else "·"
             ok = i < len(output) and i < len(target) and output[i] == target[i]
             tip = "" if ok else f' title="expected {html.escape(str(target[i]) if i < len(target) else "end")}"'
             cells.append(f'<span style="{TOKEN_STYLE}{"" if ok else WRONG_STYLE}"{tip}>{html.escape(got)}</span>')
@@ -159,8 +167,9 @@ def result_markdown(run, intact, cfg):
              f"| parameters registered (what the optimizer sees) | {run['params_registered']:,} | "
              f"{intact['params_registered']:,} |",
              f"| parameters held (walking the layers) | {run['params_held']:,} | {intact['params_held']:,} |"]
-    if len(cfg.breaks) == 1 and cfg.breaks[0] in READINGS:
-        lines += ["", f"*What it shows:* {READINGS[cfg.breaks[0]]}"]
+    reading = READINGS.get("+".join(cfg.breaks))
+    if reading and cfg.smoothing == 0 and cfg.accum == 1:
+        lines += ["", f"*What it shows:* {reading}"]
     check = run.get("gradient_check")
     if check:
         lines += ["", f"Gradient accumulation: {check['accum']} micro-batches of {check['micro_batch']} against one "
