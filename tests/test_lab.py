@@ -162,7 +162,7 @@ def test_rate_breaks():
     for s in (1, 10, lab.WARMUP, 1000):
         assert flat(s) == peak
         assert high(s) == pytest.approx(lab.HIGH_LR_FACTOR * intact(s))
-    assert intact(1) < peak / 100  # the intact schedule starts near 0
+    assert intact(1) == pytest.approx(peak / lab.WARMUP)  # the intact schedule rises linearly from near 0
 
 
 def test_post_norm_puts_the_norm_after_the_residual_sum():
@@ -276,8 +276,9 @@ def test_the_three_failures_show_clearly_in_the_shipped_runs():
     runs = shipped_runs()
     for task in lab.TASKS:
         intact = runs[f"{task}/intact"]
-        masked = runs[f"{task}/no_subsequent_mask"]  # low training loss, failing greedy decoding
-        assert masked["train_loss"] < 0.1 and masked["exact_match"] < 0.1 < intact["exact_match"]
+        masked = runs[f"{task}/no_subsequent_mask"]  # a low loss under teacher forcing, failing greedy decoding
+        assert masked["train_loss"] < 0.1 and masked["held_out_loss"] < intact["held_out_loss"]
+        assert masked["exact_match"] < 0.25 < 0.9 < intact["exact_match"]
         plain = runs[f"{task}/plain_list"]  # the layers' parameters never reach the optimizer
         assert plain["params_registered"] < plain["params_held"] == intact["params_held"]
         assert plain["exact_match"] < intact["exact_match"] - 0.3
@@ -295,6 +296,7 @@ def test_tab_clamps_what_the_browser_sends():
     cfg = tab.config_from("rm -rf", ["no_scale", "<script>", "no_scale"], "9", "7")
     assert (cfg.task, cfg.breaks, cfg.smoothing, cfg.accum) == ("copy", ("no_scale",), 0.3, 4)
     assert tab.config_from("reverse", None, None, None).steps == lab.BUDGET["reverse"][0]
+    assert tab.config_from(["copy"], [["no_scale"], {}], [], {}).breaks == ()  # unhashable values are dropped
     assert tab.config_from("copy", [], 0, 1, steps=10**9).steps == lab.BUDGET["copy"][0]  # never above the budget
 
 

@@ -67,8 +67,8 @@ def keep(cfg, record):
 def config_from(task, breaks, smoothing, accum, steps=None):
     """A checked Config from the controls' values (anything the browser sends is clamped or dropped), within the
     server's budget: the task's, lowered by `steps` or by the environment's EXPLORER_LAB_MAX_STEPS if given."""
-    task = task if task in TASKS else "copy"
-    breaks = tuple(b for b in (breaks or []) if b in BREAKS)
+    task = task if isinstance(task, str) and task in TASKS else "copy"
+    breaks = tuple(b for b in (breaks if isinstance(breaks, list) else []) if isinstance(b, str) and b in BREAKS)
     accum = clamp(accum, 1, max(ACCUM_CHOICES))
     accum = max(a for a in ACCUM_CHOICES if a <= accum)
     budget = BUDGET[task][0]
