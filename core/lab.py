@@ -615,7 +615,7 @@ def bench(tasks=tuple(TASKS)):
             f"  target >= {target:.0%} within {BUDGET[task][1]:g} s: "
             f"{'met' if intact['exact_match'] >= target and intact['steps'] == BUDGET[task][0] else 'NOT met'}")
         print(f"\n{task}: intact {intact['exact_match']:.1%} exact match in {intact['steps']} steps, "
-              f"{intact['seconds']:.1f} s{verdict}")
+              f"{intact['seconds']:.1f} s ({intact['cpu_seconds']:.1f} s of CPU){verdict}")
         for b in BREAKS:
             r = train(Config(task, (b,)))
             print(f"  {b:<24} exact match {r['exact_match']:7.1%} (intact {intact['exact_match']:.1%})  "
