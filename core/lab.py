@@ -99,9 +99,10 @@ READINGS = {
                  "the last steps stay large.",
     "high_lr": "Ten times the rate wrecks copy and reverse (the loss stalls near 1) and costs sort a sixth of "
                "its sequences.",
-    "post_norm": "Harmless at N = 2 (slightly worse on copy and sort, better on reverse, and a few points below "
-                 "pre-norm when warm-up is removed too, `no_warmup+post_norm`): post-norm's trouble, gradients "
-                 "that fade through many normalised residual sums, needs more depth than two layers to show.",
+    "post_norm": "Harmless at N = 2 (slightly worse on copy and sort, better on reverse): post-norm's trouble, "
+                 "gradients that fade through many normalised residual sums, needs depth, and at N = 6 (outside "
+                 "the Lab's budget, three times the time) the same 450 steps of copy reached 72.0 % exact match "
+                 "with post-norm against 92.0 % with pre-norm.",
     "default_init": "PyTorch's defaults train badly (copy and reverse fail, sort loses a fifth): nn.Embedding "
                     "draws N(0, 1), which the √d_model scale makes about 5.7 a coordinate, and the output layer "
                     "tied to it starts with huge logits; Xavier's small tied matrix is what lets the scale and the "
