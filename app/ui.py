@@ -13,7 +13,7 @@ import gradio as gr
 from . import links
 from .bertviz_views import STATIC_FILES
 from .shared import free_closed_sessions, get_translator
-from .tabs import attention, engineering, masks, overview, positional, training, translate, whatif, why
+from .tabs import attention, engineering, lab, masks, overview, positional, training, translate, whatif, why
 from .views import ROOT, page_state
 
 INTRO = """# Transformer Explorer
@@ -59,6 +59,7 @@ def build_demo():
             masks.build(tr.config, page)
             positional.build(tr.config, page)
             training.build(page)
+            lab.build(page)
             engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn)  # the page load opens a link
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the

@@ -26,7 +26,8 @@ OTHER = "Eine Katze schläft auf dem Sofa."
 TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Why this word": "#why-source",
         "Search and what-if": "#whatif-tree",
         "Masks": "#m-masks",
-        "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None}
+        "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None,
+        "Lab": "#lab-curve"}
 ATTENTION_VIEWS = {"One head": "#heatmap", "All heads of the layer": "#head-grid", "Layers × heads": "#overview-grid",
                    "bertviz head view": "#bertviz-head", "bertviz model view": "#bertviz-model"}
 # for the conditions below: `arg` is the value passed with one, and
@@ -40,8 +41,10 @@ const replayStep = () => +(plotText('r-fig').match(/step (\\d+) of/) ?? [])[1];"
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    with AppProcess(log=tmp_path_factory.mktemp("app") / "app.log") as running:
-        yield running
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EXPLORER_LAB_MAX_STEPS", "40")  # the Lab's runs, short (its server cap lowered)
+        with AppProcess(log=tmp_path_factory.mktemp("app") / "app.log") as running:
+            yield running
 
 
 @pytest.fixture(scope="module")
@@ -451,6 +454,24 @@ def test_typed_markup_is_shown_and_never_run(page):
     assert "[click me](javascript:window.__xss=4) http://example.com" in shown and PAYLOADS[0] in shown
     assert len(page.frames) >= 3  # the page and both bertviz views
     assert dialogs == [] and touched_anywhere(page) == []
+
+
+def test_lab_trains_and_shows_the_result(page):
+    """The Lab opens with the shipped intact run; a configuration trained here redraws the curve beside it."""
+    open_tab(page, "Lab", "#lab-curve")
+    wait_plot(page, "lab-curve")
+    wait_until(page, "text('#lab-result').includes('exact match')", what="the shipped result")
+    page.locator("#lab-breaks label", has_text="no_scale").click()
+    page.locator("#lab-breaks label", has_text="untied").click()
+    wait_text(page, "has not been trained yet")
+    page.locator("#lab-train").click()
+    wait_until(page, "/exact match \\d/.test(plotText('lab-curve')) && plotText('lab-curve').includes('this run') "
+               "&& settled('lab-curve') && / steps in /.test(text('#lab-result'))", what="the run's curve and result")
+    result = page.locator("#lab-result").inner_text()
+    assert "no_scale+untied" in result and int(re.search(r"(\d+) steps in", result)[1]) <= 40  # the lowered cap
+    assert page.locator("#lab-examples table tr").count() > 1
+    wait_plot(page, "lab-cross")
+    shot(page, "lab")
 
 
 def test_translate_api_endpoint(app):

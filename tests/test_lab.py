@@ -1,0 +1,330 @@
+"""The Lab (core/lab.py): each break changes exactly what it names, the intact copy model learns its task, and
+accumulated gradients equal one large batch's; then the shipped results and the Lab tab's callbacks."""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from core import lab
+from core.lab import BREAKS, PAD, Config, build_model, held_parameters, lr_lambda, masks, to_batch
+from core.model import Embeddings, PositionalEncoding, SublayerConnection
+from core.train import rate
+from tests.conftest import ROOT
+
+N = lab.SIZE["N"]
+
+
+def size(modules):
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
+def registered(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+def batch(task="copy", n=6, seed=0):
+    return to_batch(task, lab.sample(n, torch.Generator().manual_seed(seed)))
+
+
+def attention_weights(model, b, breaks=()):
+    """The weights of every attention layer in one forward pass, by role: {(stack, layer, kind): (B, H, q, k)}."""
+    for m in lab.attention_layers(model):
+        m.keep_attn = True
+    src_mask, tgt_mask = masks(b.src, b.tgt, breaks)
+    model.eval()
+    with torch.no_grad():
+        model(b.src, b.tgt, src_mask, tgt_mask)
+    out = {}
+    for i, layer in enumerate(model.encoder.layers):
+        out["encoder", i, "self"] = layer.self_attn.attn
+    for i, layer in enumerate(model.decoder.layers):
+        out["decoder", i, "self"], out["decoder", i, "cross"] = layer.self_attn.attn, layer.src_attn.attn
+    return out
+
+
+# ---- tasks ---------------------------------------------------------------------------------------------
+
+def test_tasks_and_padding():
+    seqs = [[3, 1, 2, 0], [9, 8, 7, 6, 5]]
+    assert lab.answer("copy", seqs[0]) == [3, 1, 2, 0]
+    assert lab.answer("reverse", seqs[0]) == [0, 2, 1, 3]
+    assert lab.answer("sort", seqs[0]) == [0, 1, 2, 3]
+    b = to_batch("reverse", seqs)
+    assert b.src.tolist() == [[7, 5, 6, 4, PAD], [13, 12, 11, 10, 9]]
+    assert b.tgt_y[0].tolist() == [4, 6, 5, 7, lab.EOS, PAD]  # the answer, </s>, then padding
+    drawn = lab.sample(400, torch.Generator().manual_seed(1))
+    assert {len(s) for s in drawn} == set(range(lab.MIN_LEN, lab.MAX_LEN + 1))  # lengths vary: batches are padded
+    assert not any(lab.held_out(s) for s in drawn)
+    held = lab.held_out_set()
+    assert len(held) == lab.HELD_OUT and all(lab.held_out(s) for s in held)
+
+
+# ---- each break changes what it names --------------------------------------------------------------------
+
+def test_plain_list_hides_exactly_the_layers_and_leaves_them_untrained():
+    intact, model = build_model(()), build_model(("plain_list",))
+    assert isinstance(model.encoder.layers, list) and isinstance(model.decoder.layers, list)
+    layers = size(model.encoder.layers) + size(model.decoder.layers)
+    held = sum(p.numel() for p in held_parameters(model))
+    assert held == registered(intact) == sum(p.numel() for p in held_parameters(intact))
+    assert registered(model) == held - layers
+    assert not any(k.startswith(("encoder.layers", "decoder.layers")) for k in model.state_dict())
+    before = [p.detach().clone() for layer in model.encoder.layers + model.decoder.layers for p in layer.parameters()]
+    embedding = model.src_embed[0].lut.weight.detach().clone()
+    cfg = Config("copy", ("plain_list",), steps=3, seconds=60).checked()
+    trained, _, _ = lab.fit(cfg)
+    after = [p for layer in trained.encoder.layers + trained.decoder.layers for p in layer.parameters()]
+    # build_model is seeded: the same initial weights; the layers' are unchanged, the registered ones moved
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+    assert not torch.equal(trained.src_embed[0].lut.weight, embedding)
+
+
+def test_shared_layers_are_one_object_with_one_storage():
+    intact, model = build_model(()), build_model(("shared_layers",))
+    for stack in (model.encoder, model.decoder):
+        assert all(layer is stack.layers[0] for layer in stack.layers)
+        a, b = stack.layers[0].feed_forward.w_1.weight, stack.layers[1].feed_forward.w_1.weight
+        assert a.data_ptr() == b.data_ptr()
+    for stack in (intact.encoder, intact.decoder):
+        assert stack.layers[0].feed_forward.w_1.weight.data_ptr() != stack.layers[1].feed_forward.w_1.weight.data_ptr()
+    one = size([intact.encoder.layers[0]]) + size([intact.decoder.layers[0]])
+    assert registered(model) == registered(intact) - (N - 1) * one
+
+
+def test_no_subsequent_mask_lets_the_decoder_see_later_positions():
+    b = batch()
+    _, tgt_mask = masks(b.src, b.tgt, ("no_subsequent_mask",))
+    _, std = masks(b.src, b.tgt, ())
+    assert torch.equal(std, b.tgt_mask)  # intact: exactly Batch's mask
+    assert torch.equal(tgt_mask, (b.tgt != PAD).unsqueeze(-2).expand_as(tgt_mask))  # padding only
+    future = torch.triu(torch.ones(b.tgt.size(1), b.tgt.size(1), dtype=torch.bool), 1)
+    broken = attention_weights(build_model(()), b, ("no_subsequent_mask",))
+    intact = attention_weights(build_model(()), b)
+    for i in range(N):
+        assert broken["decoder", i, "self"][..., future].sum() > 0
+        assert intact["decoder", i, "self"][..., future].sum() == 0
+
+
+def test_no_padding_mask_lets_attention_reach_the_padding():
+    b = batch(n=8)
+    src_mask, tgt_mask = masks(b.src, b.tgt, ("no_padding_mask",))
+    assert src_mask.all()
+    assert torch.equal(tgt_mask[0], lab.subsequent_mask(b.tgt.size(1))[0])  # still causal
+    pad = (b.src == PAD)[:, None, None, :]  # (B, 1, 1, S)
+    assert pad.any()
+    broken = attention_weights(build_model(()), b, ("no_padding_mask",))
+    intact = attention_weights(build_model(()), b)
+    for key in (("encoder", 0, "self"), ("decoder", N - 1, "cross")):
+        assert (broken[key] * pad).sum() > 0
+        assert (intact[key] * pad).sum() == 0
+
+
+def test_no_positional_encoding_removes_only_the_addition():
+    model, intact = build_model(("no_positional_encoding",)), build_model(())
+    assert not any(isinstance(m, PositionalEncoding) for m in model.modules())
+    assert model.src_embed[1] is not None and model.src_embed[1].p == intact.src_embed[1].dropout.p
+    x = batch().src
+    model.eval()
+    assert torch.equal(model.src_embed(x), model.src_embed[0](x))  # the scaled embedding, nothing added
+    # the encoder no longer knows order: permuting the source permutes its output
+    src = torch.tensor([[5, 6, 7, 8, 9]])
+    perm = torch.tensor([4, 2, 0, 3, 1])
+    mask = torch.ones(1, 1, 5, dtype=torch.bool)
+    with torch.no_grad():
+        a, p = model.encode(src, mask), model.encode(src[:, perm], mask)
+    torch.testing.assert_close(a[:, perm], p)
+
+
+def test_no_scale_drops_exactly_the_division_by_sqrt_dk():
+    b = batch()
+    for breaks in ((), ("no_scale",)):
+        model = build_model(breaks)
+        weights = attention_weights(model, b, breaks)
+        layer = model.encoder.layers[0].self_attn
+        q_lin = layer.linears[0].linear if breaks else layer.linears[0]  # the original W^Q
+        with torch.no_grad():
+            x = model.encoder.layers[0].sublayer[0].norm(model.src_embed(b.src))
+            q = q_lin(x).view(x.size(0), -1, layer.h, layer.d_k).transpose(1, 2)
+            k = layer.linears[1](x).view(x.size(0), -1, layer.h, layer.d_k).transpose(1, 2)
+            scores = q @ k.transpose(-2, -1) / (1.0 if breaks else math.sqrt(layer.d_k))
+            scores = scores.masked_fill(~masks(b.src, b.tgt, breaks)[0].unsqueeze(1), -1e9)
+        torch.testing.assert_close(weights["encoder", 0, "self"], scores.softmax(-1))
+
+
+def test_rate_breaks():
+    intact, flat, high = lr_lambda(()), lr_lambda(("no_warmup",)), lr_lambda(("high_lr",))
+    peak = rate(lab.WARMUP, lab.SIZE["d_model"], lab.FACTOR, lab.WARMUP)
+    assert max(intact(s) for s in range(1, 3000)) == pytest.approx(peak)
+    for s in (1, 10, lab.WARMUP, 1000):
+        assert flat(s) == peak
+        assert high(s) == pytest.approx(lab.HIGH_LR_FACTOR * intact(s))
+    assert intact(1) == pytest.approx(peak / lab.WARMUP)  # the intact schedule rises linearly from near 0
+
+
+def test_post_norm_puts_the_norm_after_the_residual_sum():
+    model = build_model(("post_norm",))
+    intact = build_model(())
+    sub = model.encoder.layers[0].sublayer[0]
+    assert isinstance(sub, lab.PostNormSublayerConnection) and isinstance(sub, SublayerConnection)
+    assert isinstance(model.encoder.norm, torch.nn.Identity) and isinstance(model.decoder.norm, torch.nn.Identity)
+    assert registered(model) == registered(intact) - 4 * lab.SIZE["d_model"]  # the two final norms' gain, bias
+    x = torch.randn(2, 5, lab.SIZE["d_model"])
+    f = torch.nn.Linear(lab.SIZE["d_model"], lab.SIZE["d_model"])
+    ref = F.layer_norm(x + f(x), (x.size(-1),), sub.norm.a_2, sub.norm.b_2, sub.norm.eps)
+    torch.testing.assert_close(sub(x, f), ref)
+    torch.testing.assert_close(intact.encoder.layers[0].sublayer[0](x, f), x + f(intact.encoder.layers[0].sublayer[0].norm(x)))
+
+
+def test_default_init_is_pytorchs():
+    model, intact = build_model(("default_init",)), build_model(())
+    w = model.encoder.layers[0].feed_forward.w_1.weight  # kaiming-uniform(a = sqrt 5): U(+-1/sqrt(fan_in))
+    bound = 1 / math.sqrt(w.size(1))
+    assert w.abs().max() <= bound and w.abs().max() > 0.9 * bound
+    xavier = math.sqrt(6 / sum(w.shape))
+    assert intact.encoder.layers[0].feed_forward.w_1.weight.abs().max() > bound  # Xavier's wider bound
+    assert intact.encoder.layers[0].feed_forward.w_1.weight.abs().max() <= xavier
+    emb = model.src_embed[0].lut.weight  # nn.Embedding's N(0, 1), shared with the generator
+    assert 0.8 < emb.std().item() < 1.2 and emb is model.generator.proj.weight
+    assert intact.src_embed[0].lut.weight.std().item() < 0.5
+
+
+def test_no_embedding_scale_and_untied():
+    model = build_model(("no_embedding_scale",))
+    assert isinstance(model.src_embed[0], torch.nn.Embedding) and not isinstance(model.src_embed[0], Embeddings)
+    x = batch().src
+    torch.testing.assert_close(model.src_embed[0](x), build_model(()).src_embed[0](x) / math.sqrt(lab.SIZE["d_model"]))
+    assert model.src_embed[0].weight is model.generator.proj.weight  # still tied
+    untied, intact = build_model(("untied",)), build_model(())
+    w = [untied.src_embed[0].lut.weight, untied.tgt_embed[0].lut.weight, untied.generator.proj.weight]
+    assert len({p.data_ptr() for p in w}) == 3
+    assert registered(untied) == registered(intact) + 2 * lab.VOCAB * lab.SIZE["d_model"]
+
+
+def test_every_break_is_tested_above():
+    assert set(BREAKS) == {"shared_layers", "plain_list", "no_subsequent_mask", "no_padding_mask",
+                           "no_positional_encoding", "no_scale", "no_warmup", "high_lr", "post_norm", "default_init",
+                           "no_embedding_scale", "untied"}
+
+
+def test_smoothing_and_bad_configurations():
+    _, _, _, loss_compute = lab.setup(Config("copy", smoothing=0.2).checked())
+    assert loss_compute.criterion.smoothing == 0.2
+    for bad, message in ((Config("dance"), "unknown task"), (Config(breaks=("nope",)), "unknown break"),
+                         (Config(smoothing=0.5), "smoothing"), (Config(accum=3), "accum")):
+        with pytest.raises(ValueError, match=message):
+            bad.checked()
+
+
+# ---- accumulation ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("accum", [2, 8])
+def test_accumulated_gradients_equal_one_large_batch(accum):
+    check = lab.gradient_check("reverse", accum)
+    assert check["max_rel_diff"] < 1e-5, check  # float32 rounding of sums taken in another order
+    assert check["activation_bytes_accumulated"] < check["activation_bytes_one_batch"]
+
+
+# ---- training -------------------------------------------------------------------------------------------
+
+def test_intact_copy_reaches_the_target():
+    """The task's step budget with the fixed seed (the seconds left generous, so a busy machine cannot cut it)."""
+    record = lab.train(Config("copy", seconds=600))
+    assert record["steps"] == lab.BUDGET["copy"][0]
+    assert record["exact_match"] >= lab.TARGETS["copy"], record["exact_match"]
+
+
+def test_cli_prints_one_json_line():
+    out = subprocess.run([sys.executable, "-m", "core.lab", "--task", "sort", "--break", "plain_list", "--break",
+                          "no_scale", "--steps", "2", "--json"], cwd=ROOT, capture_output=True, text=True, check=True)
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    r = json.loads(lines[0])
+    for key in ("task", "breaks", "steps", "seconds", "train_loss", "exact_match", "params_held", "params_registered",
+                "curve"):
+        assert key in r
+    assert r["breaks"] == ["no_scale", "plain_list"] and r["steps"] == 2 and len(r["curve"]["loss"]) == 2
+    assert r["params_registered"] < r["params_held"]
+    listing = subprocess.run([sys.executable, "-m", "core.lab", "--list"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout
+    assert all(name in listing for name in list(BREAKS) + list(lab.TASKS))
+    bad = subprocess.run([sys.executable, "-m", "core.lab", "--accum", "3"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+# ---- the shipped results (assets/lab.json) ----------------------------------------------------------------
+
+def shipped_runs():
+    return json.loads((ROOT / "assets" / "lab.json").read_text())["runs"]
+
+
+def test_every_single_break_is_shipped_for_every_task():
+    runs = shipped_runs()
+    for cfg in lab.shipped_configs():
+        r = runs[lab.run_name(cfg)]
+        assert r["key"] == Config(cfg.task, cfg.breaks, seconds=lab.BUDGET[cfg.task][1] * lab.PRECOMPUTE_SECONDS_FACTOR).key()  # current settings
+        assert r["steps"] == lab.BUDGET[cfg.task][0]  # the step budget, never cut short by the clock
+        assert len(r["curve"]["loss"]) <= 125 and r["attention"]["cross"] and r["examples"]
+    assert set(lab.READINGS) == set(BREAKS) | {'+'.join(b) for b in lab.EXTRA}
+    assert len((ROOT / "assets" / "lab.json").read_bytes()) < 400_000
+
+
+def test_the_three_failures_show_clearly_in_the_shipped_runs():
+    runs = shipped_runs()
+    for task in lab.TASKS:
+        intact = runs[f"{task}/intact"]
+        masked = runs[f"{task}/no_subsequent_mask"]  # a low loss under teacher forcing, failing greedy decoding
+        assert masked["train_loss"] < 0.1 and masked["held_out_loss"] < intact["held_out_loss"]
+        assert masked["exact_match"] < 0.25 < 0.9 < intact["exact_match"]
+        plain = runs[f"{task}/plain_list"]  # the layers' parameters never reach the optimizer
+        assert plain["params_registered"] < plain["params_held"] == intact["params_held"]
+        assert plain["exact_match"] < intact["exact_match"] - 0.3
+    for task in ("copy", "reverse"):  # order matters: without positions these fail ...
+        assert runs[f"{task}/no_positional_encoding"]["exact_match"] < 0.1
+    assert runs["sort/no_positional_encoding"]["exact_match"] > 0.5  # ... sorting does not need it
+    assert runs["copy/intact"]["exact_match"] >= lab.TARGETS["copy"]
+    assert runs["reverse/intact"]["exact_match"] >= lab.TARGETS["reverse"]
+
+
+# ---- the Lab tab ---------------------------------------------------------------------------------------------
+
+def test_tab_clamps_what_the_browser_sends():
+    from app.tabs import lab as tab
+    cfg = tab.config_from("rm -rf", ["no_scale", "<script>", "no_scale"], "9", "7")
+    assert (cfg.task, cfg.breaks, cfg.smoothing, cfg.accum) == ("copy", ("no_scale",), 0.3, 4)
+    assert tab.config_from("reverse", None, None, None).steps == lab.BUDGET["reverse"][0]
+    assert tab.config_from(["copy"], [["no_scale"], {}], [], {}).breaks == ()  # unhashable values are dropped
+    assert tab.config_from("copy", [], 0, 1, steps=10**9).steps == lab.BUDGET["copy"][0]  # never above the budget
+
+
+def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained():
+    from app.tabs import lab as tab
+    curve, result, examples, cross, self_attn = tab.lab_view("reverse", ["no_positional_encoding"], 0.0, 1)
+    run = shipped_runs()["reverse/no_positional_encoding"]
+    assert f"{run['exact_match']:.1%}" in result and lab.READINGS["no_positional_encoding"] in result
+    assert [t.name for t in curve.data] == ["intact", "intact", "this run", "this run"]
+    assert "<table" in examples and len(cross.data) == lab.SIZE["N"] * lab.SIZE["h"]
+    _, note, examples, _, _ = tab.lab_view("sort", ["no_scale", "untied"], 0.1, 2)
+    assert "has not been trained yet" in note and examples == ""
+
+
+def test_examples_mark_wrong_tokens_and_escape():
+    from app.tabs.lab import examples_html
+    out = examples_html([{"input": [1, 2, 3], "target": [1, 2, 3], "output": [1, 5]},
+                         {"input": ["<b>"], "target": ["<b>"], "output": ["<b>"]}])
+    assert out.count("fde2da") == 2  # the 5, and the missing 3
+    assert 'title="expected 2"' in out and 'title="expected 3"' in out and "<b>" not in out
+
+
+def test_tab_trains_a_run_and_keeps_it():
+    from app.tabs import lab as tab
+    updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
+    assert "Starting" in updates[0][1]
+    assert any("Training" in str(u[1]) for u in updates[1:-1])  # the curve drawn while it trains
+    curve, result, examples, cross, self_attn = updates[-1]
+    assert "25 steps" in result and "Gradient accumulation: 2 micro-batches" in result
+    again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
+    assert len(again) == 1 and again[0][1] == result  # trained once: the same result at once
