@@ -319,11 +319,10 @@ def layernorm_figure(v, title):
 
 def forms_figure(v, title):
     """The Annotated Transformer's LayerNorm minus ours on the same vector, per dimension."""
-    fig = go.Figure(go.Scatter(y=small(v["annotated"] - v["output"], 6), mode="lines", line=dict(color="#7b3fa0"),
-                               name="annotated − ours"))
-    fig.update_layout(title=title, height=300, xaxis_title="dimension", yaxis_title="difference",
-                      margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    trace = dict(type="scatter", y=small(v["annotated"] - v["output"], 6), mode="lines", name="annotated − ours",
+                 line=dict(color="#7b3fa0"))
+    return go.Figure([trace], dict(title=title, height=300, xaxis=dict(title="dimension"),
+                                   yaxis=dict(title="difference"), margin=dict(l=10, r=10, t=50, b=10)))
 
 
 def layernorm_view(ins, path, token, undo_gain, undo_bias):
@@ -490,11 +489,12 @@ def ffn_figures(rec, ins, side, layer, top=24):
     act = rec.ffn[side][layer]  # (L, d_ff)
     fires = (act > 0).sum(0)
     order = np.lexsort((-act.mean(0).numpy(), -fires.numpy()))[:top].tolist()  # most tokens, then mean
-    units = go.Figure(go.Heatmap(z=small(act[:, order].T, 3), y=[f"unit {u}" for u in order], colorscale="Oranges",
-                                 hovertemplate="%{y}, token %{x}: %{z:.3f}<extra></extra>"))
-    units.update_layout(title=f"{side} layer {layer}: the {top} units that fire for the most tokens (ReLU output)",
-                        height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-60),
-                        yaxis=dict(autorange="reversed", type="category"), margin=dict(l=80, r=10, t=50, b=60))
+    trace = dict(type="heatmap", z=small(act[:, order].T, 3), y=[f"unit {u}" for u in order], colorscale="Oranges",
+                 hovertemplate="%{y}, token %{x}: %{z:.3f}<extra></extra>")
+    units = go.Figure([trace], dict(
+        title=f"{side} layer {layer}: the {top} units that fire for the most tokens (ReLU output)",
+        height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-60),
+        yaxis=dict(autorange="reversed", type="category"), margin=dict(l=80, r=10, t=50, b=60)))
     return firing, units, fires
 
 
@@ -519,14 +519,14 @@ def lens_figure(top_i, top_p, p_chosen, ins, piece):
     text = [[label(piece(i)) for i in row] for row in top_i.tolist()]
     hover = [[f"after {label(ins.tgt_tokens[t])}: {text[l][t]} p = {top_p[l, t]:.3f}<br>p(the model's choice "
               f"{label(ins.out_tokens[t])}) = {p_chosen[l, t]:.3f}" for t in range(T)] for l in range(L)]
-    fig = go.Figure(go.Heatmap(z=small(top_p, 3), text=text, texttemplate="%{text}", hovertext=hover,
-                               hoverinfo="text", colorscale="Greens", zmin=0, zmax=1, y=[f"layer {l}" for l in range(L)],
-                               colorbar=dict(title="p")))
-    fig.update_layout(title="Logit lens: the token each decoder layer's state would give (final LayerNorm and "
-                      "output projection applied)", height=180 + 70 * L,
-                      xaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], tickangle=-60, title="decoder input"),
-                      yaxis=dict(type="category"), margin=dict(l=70, r=10, t=60, b=80))
-    return fig
+    trace = dict(type="heatmap", z=small(top_p, 3), text=text, texttemplate="%{text}", hovertext=hover,
+                 hoverinfo="text", colorscale="Greens", zmin=0, zmax=1, y=[f"layer {l}" for l in range(L)],
+                 colorbar=dict(title="p"))
+    return go.Figure([trace], dict(
+        title="Logit lens: the token each decoder layer's state would give (final LayerNorm and output "
+              "projection applied)", height=180 + 70 * L,
+        xaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], tickangle=-60, title="decoder input"),
+        yaxis=dict(type="category"), margin=dict(l=70, r=10, t=60, b=80)))
 
 
 def lens_view(ins):
@@ -555,8 +555,13 @@ VIEWS = [View("inside/modules", ("inside", "modules"), modules_view, outputs=3, 
 
 
 def show(page, ins, *controls):
-    """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
-    return refresh(page, ins, VIEWS, controls)
+    """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared.
+    A view that does not read the translation is refreshed as if there were none, so that a new translation
+    does not draw it again."""
+    out = []
+    for v in VIEWS:
+        out.extend(refresh(page, ins if v.reads_translation else None, [v], controls))
+    return tuple(out)
 
 
 # ---- layout and events -----------------------------------------------------------------------------
