@@ -253,3 +253,18 @@ def test_before_a_translation_and_bad_controls(ins):
     assert "Encoder self-attention, layer 2, head 0" in tab.scale_view(ins, "bogus", 99, -1)[0].layout.title.text
     assert "encoder layer 2" in tab.ffn_view(ins, "side/9")[2]
     assert "&lt;s&gt;→" in tab.lens_view(ins)[0].layout.xaxis.ticktext
+
+
+@needs_shipped
+def test_a_new_translation_redraws_only_what_reads_it(tr, ins):
+    from app.views import open_tab, page_state
+    page = page_state({"": "inside", "inside": "modules"}).value
+    controls = (tab.FIRST_MODULE, "encoder.norm", 0, 0, 0, "encoder", 0, 0, "encoder/0")
+    first = tab.show(page, ins, *controls)
+    assert "data-path" in first[0]
+    other = tr.inspect(SENTENCES[1], method="greedy")
+    again = tab.show(page, other, *controls)
+    assert all(v == gr.skip() for v in again[:7])  # the modules and their weights: left as they are
+    open_tab(page, ("inside", "lens"))
+    lens = tab.show(page, other, *controls)
+    assert "Frau" not in str(lens[-2].to_dict()) and "woman" in str(lens[-2].to_dict())

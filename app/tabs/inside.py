@@ -150,7 +150,8 @@ def treemap_figure(nodes, total):
              for n in nodes]
     fig = go.Figure(go.Treemap(ids=ids, parents=parents, labels=labels, values=[n.params for n in nodes],
                                branchvalues="total", hovertext=hover, hoverinfo="text", maxdepth=3))
-    fig.update_layout(title="Parameters by module (click a rectangle to zoom in, the top bar to zoom out)",
+    fig.update_layout(title="Parameters by module<br><sup>click a rectangle to zoom in, the bar above to zoom "
+                      "out</sup>",
                       height=520, margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
@@ -197,10 +198,10 @@ def weight_figure(path, module):
         w = w.detach().float()
         shown, (br, bc) = downsampled(w)
         lim = float(shown.abs().max()) or 1.0
-        note = "" if br == bc == 1 else f", each cell the mean of a {br} × {bc} block"
+        note = "" if br == bc == 1 else f"<br><sup>each cell the mean of a {br} × {bc} block</sup>"
         fig = go.Figure(go.Heatmap(z=small(shown), colorscale="RdBu_r", zmid=0, zmin=-lim, zmax=lim,
                                    hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>"))
-        fig.update_layout(title=f"{label(path)}.{name}: {tuple(w.shape)}{note}", yaxis_autorange="reversed",
+        fig.update_layout(title=f"{label(path)}.{name} {tuple(w.shape)}{note}", yaxis_autorange="reversed",
                           xaxis_title="input (column)", yaxis_title="output (row)")
     elif own:
         fig = go.Figure([go.Scatter(y=small(p), mode="lines", name=n) for n, p in own.items()])
@@ -594,7 +595,7 @@ def _modules_tab(model):
         with gr.Row():
             weights = gr.Plot(elem_id="in-weights")
             dist = gr.Plot(elem_id="in-dist")
-        source = gr.Code(language="python", label="its source (read from the class at run time)")
+        source = gr.Code(language="python", label="its source (read from the class at run time)", max_lines=40)
     tree.select(picked, None, module, api_visibility="private")
     return tab, module, [tree, treemap, summary, detail, source, weights, dist]
 
@@ -604,7 +605,8 @@ def _layernorm_tab(model):
         with gr.Row():
             ln = gr.Dropdown([(norm_label(p), p) for p in core.layer_norms(model)], label="LayerNorm",
                              value=next(iter(core.layer_norms(model))), elem_id="in-ln")
-            token = gr.Slider(0, 127, value=1, step=1, label="token position", elem_id="in-token")
+            token = gr.Slider(0, 127, value=1, step=1, label="token position (kept within the sentence)",
+                              elem_id="in-token")
         with gr.Row():
             gain = gr.Slider(0, 1, value=0, step=0.05, label="gain: trained a₂ (0) → σ of the input (1)",
                              elem_id="in-gain")
