@@ -2,7 +2,8 @@
 
 For each sentence and run, a fresh Inspection (greedy, as the Translate tab keeps it) is drawn in every view of
 the tab that reads the translation, the first of which runs the recording pass; the reference is one ordinary
-greedy translation of the same sentence (`Translator.translate`) in the same process. Medians over the runs.
+greedy translation of the same sentence (`Translator.translate`) in the same process. Medians over the runs, with
+torch on one thread (on two cores shared with other work, two threads make every small op wait for the other).
 """
 import statistics
 import time
@@ -34,6 +35,7 @@ def _ms(fn, *args):
 def measure(runs=5):
     """Median ms: the recording pass alone, each view of a fresh Inspection, all of them, a slider move (a view
     drawn again from the kept recording), and the reference translation."""
+    torch.set_num_threads(1)
     tr = get_translator()
     rows = {k: [] for k in ("record", *VIEWS, "all_views", "slider", "translate")}
     for ins in (tr.inspect(s, method="greedy") for s in SENTENCES):  # warm-up

@@ -96,7 +96,8 @@ class Recording:
     LayerNorm, named by stages[side]; norms: each LayerNorm's path -> (input, output), (L, D) each;
     q, k, attn[kind]: per-layer queries and keys (layers, H, Lq|Lk, d_k) and the attention weights the model
     kept (layers, H, Lq, Lk); masks[kind]: (Lq, Lk) bool; ffn[side]: the ReLU outputs (layers, L, d_ff);
-    dec_layers: each decoder layer's output (layers, T, D); logp: the output log-probabilities (T, V)."""
+    dec_layers: each decoder layer's output (layers, T, D); top: the output's most probable token at each
+    position (T) and its log-probability top_logp (T). (The full output is not kept: output_logp gives it.)"""
     src_ids: list
     tgt_ids: list
     stream: dict
@@ -108,7 +109,8 @@ class Recording:
     masks: dict
     ffn: dict
     dec_layers: torch.Tensor
-    logp: torch.Tensor
+    top: torch.Tensor
+    top_logp: torch.Tensor
 
 
 def _hooks(model, store):
@@ -188,7 +190,7 @@ def record(model, src_ids, tgt_ids):
         attn=attn,
         masks={"encoder": src_mask[0].expand(S, S), "decoder": tgt_mask[0], "cross": cross},
         ffn={side: torch.stack(store[("ffn", side)]) for side in ("encoder", "decoder")},
-        dec_layers=torch.stack(store["dec_layers"]), logp=logp)
+        dec_layers=torch.stack(store["dec_layers"]), top=logp.argmax(-1), top_logp=logp.max(-1).values)
 
 
 def record_inspection(translator, ins):
@@ -252,7 +254,7 @@ def logit_lens(model, rec):
     dec = rec.dec_layers.to(next(model.parameters()).dtype)
     logp = model.generator(model.decoder.norm(dec)).float()  # (layers, T, V)
     top_p, top_i = logp.max(-1)
-    chosen = rec.logp.argmax(-1)
+    chosen = rec.top
     p_chosen = logp.gather(-1, chosen.expand(logp.size(0), -1).unsqueeze(-1)).squeeze(-1)
     return top_i, top_p.exp(), p_chosen.exp()
 
@@ -273,10 +275,18 @@ def stream_norms(rec, side):
 
 
 @torch.no_grad()
+def output_logp(model, rec):
+    """The model's output log-probabilities (T, V) for the recorded pass: the generator applied to the last
+    stage of the decoder's stream (the final LayerNorm's output)."""
+    final = rec.stream["decoder"][-1].to(next(model.parameters()).dtype)
+    return model.generator(final[None])[0].float()
+
+
+@torch.no_grad()
 def annotated_norm_effect(model, rec):
     """The pass again with every LayerNorm in the Annotated Transformer's form (forward hooks that replace
-    each output): how far the output moves. Returns (largest |difference| of the output log-probabilities,
-    the positions whose top token changes, the log-probabilities under that form (T, V))."""
+    each output): how far the output moves. Returns the largest |difference| of the output log-probabilities
+    and the positions whose top token changes."""
     def swap(module, args, out):
         return layer_norm_annotated(args[0], module.a_2, module.b_2, module.eps)
 
@@ -291,5 +301,5 @@ def annotated_norm_effect(model, rec):
     finally:
         for h in handles:
             h.remove()
-    changed = (logp.argmax(-1) != rec.logp.argmax(-1)).nonzero().flatten().tolist()
-    return (logp - rec.logp).abs().max().item(), changed, logp
+    changed = (logp.argmax(-1) != rec.top).nonzero().flatten().tolist()
+    return (logp - output_logp(model, rec)).abs().max().item(), changed

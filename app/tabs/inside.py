@@ -47,7 +47,7 @@ class _Kept:
 
 
 _KEPT = OrderedDict()  # id(Inspection) -> _Kept, the most recent last
-_KEPT_SIZE = 16
+_KEPT_SIZE = 8
 _KEPT_LOCK = threading.Lock()
 
 
@@ -340,7 +340,7 @@ def layernorm_view(ins, path, token, undo_gain, undo_bias):
     v = ln_vectors(x, ln.a_2.detach().float(), ln.b_2.detach().float(), ln.eps, g, b)
     where = f"{norm_label(path)}, position {pos} {label(tokens[pos])}"
     fig = layernorm_figure(v, f"LayerNorm: {where} (sliders: gain {g:.2f}, bias {b:.2f})")
-    delta, changed, _ = derived(ins, "annotated", core.annotated_norm_effect)
+    delta, changed = derived(ins, "annotated", core.annotated_norm_effect)
     n = x.numel()
     forms = forms_figure(v, f"The Annotated Transformer's LayerNorm minus ours, same vector and weights "
                             f"(largest {float((v['annotated'] - v['output']).abs().max()):.2e})")
