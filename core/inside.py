@@ -113,7 +113,7 @@ class Recording:
     top_logp: torch.Tensor
 
 
-def _hooks(model, store):
+def recording_hooks(model, store):
     """Forward hooks that copy what the Recording keeps into `store`; returns their handles."""
     handles = []
 
@@ -132,6 +132,7 @@ def _hooks(model, store):
         handles.append(getattr(model, side).norm.register_forward_hook(keep(("stream", side))))
     for layer in model.decoder.layers:
         handles.append(layer.register_forward_hook(keep("dec_layers")))
+
     def keep_norm(name):
         def hook(module, args, out):
             store["norms"][name] = (args[0][0].detach().float(), out[0].detach().float())
@@ -168,7 +169,7 @@ def record(model, src_ids, tgt_ids):
     src_mask = (src != PAD).unsqueeze(-2)
     tgt_mask = subsequent_mask(tgt.size(1)).to(device)
     store = {"norms": {}}
-    handles = _hooks(model, store)
+    handles = recording_hooks(model, store)
     try:
         with keep_attention(model):
             out = model.decode(model.encode(src, src_mask), src_mask, tgt, tgt_mask)

@@ -117,9 +117,11 @@ def tree_html(nodes, total):
         name = escape(n.name.rpartition(".")[2] or "model")
         share = n.params / total
         tied = [f'{escape(p)} tied to {escape(t)}' for p, _, _, t in n.own if t]
+        shapes = ", ".join(f"{p} {'×'.join(map(str, s))}" for p, s, _, _ in n.own)
         head = (f'<span class="mod" data-path="{escape(n.name)}">{name}</span> <i>{escape(n.cls)}</i> '
                 f'<span class="mod-n">{n.params:,} ({share:.1%})</span>'
                 f'<span class="mod-bar"><span style="width:{100 * share:.1f}%"></span></span>'
+                + (f' <span class="mod-shape">{escape(shapes)}</span>' if shapes else "")
                 + (f' <span class="mod-tied">{"; ".join(tied)}</span>' if tied else ""))
         kids = children.get(n.name, [])
         if not kids:
@@ -576,6 +578,7 @@ CSS = """
 .mod-tree {font-size:0.92em; max-height:520px; overflow:auto} .mod-tree details {margin-left:14px}
 .mod-tree .mod-leaf {margin-left:28px} .mod {color:#1f5fa8; cursor:pointer; text-decoration:underline}
 .mod-n {font-variant-numeric:tabular-nums; color:#444} .mod-tied {color:#a33; font-size:0.9em}
+.mod-shape {color:#666; font-size:0.85em; font-family:ui-monospace, monospace}
 .mod-bar {display:inline-block; width:80px; height:8px; background:#eef1f6; margin-left:6px}
 .mod-bar span {display:block; height:100%; background:#4a7dc9}
 """
@@ -659,7 +662,8 @@ def build(cfg, page, state):
             ln_tab, ln_controls, ln_out = _layernorm_tab(model)
             scale_tab, scale_controls, scale_out = _scale_tab(cfg)
             subtabs, which, stream_out = _stream_tabs(cfg)
-        code_panel("The code", LayerNorm, attention)
+        code_panel("The code: LayerNorm, attention, and the hooks that record the pass", LayerNorm, attention,
+                   core.recording_hooks, core.logit_lens)
     subtabs.update(modules=modules_tab, layernorm=ln_tab, scale=scale_tab)
     controls = [module, *ln_controls, *scale_controls, which]
     ln_fig, forms, ln_note, params = ln_out
