@@ -282,7 +282,11 @@ def test_translate_api_is_named_translate():
     # at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
     assert (public[0].concurrency_id, public[0].concurrency_limit) == ("model", 1)
-    assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {"translate", "open_masks", "show"}
+    # (and the openings of the Inside-the-model tab, whose first drawing of a sentence records a pass)
+    inside_openers = {"open_inside", *(f"open_inside_{sub}" for sub in ("modules", "layernorm", "scale", "residual",
+                                                                        "ffn", "lens"))}
+    assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {"translate", "open_masks", "show",
+                                                                                 *inside_openers}
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):

@@ -557,10 +557,15 @@ VIEWS = [View("inside/modules", ("inside", "modules"), modules_view, outputs=3, 
          View("inside/lens", ("inside", "lens"), lens_view, outputs=2, blank=(None, WAIT))]
 
 
+# the controls' first values, in the order of `show`'s
+DEFAULTS = (FIRST_MODULE, "encoder.layers.0.sublayer.0.norm", 1, 0.0, 0.0, "encoder", 0, 0, "encoder/0")
+
+
 def show(page, ins, *controls):
     """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared.
     A view that does not read the translation is refreshed as if there were none, so that a new translation
-    does not draw it again."""
+    does not draw it again. Controls not given take their first values."""
+    controls = (*controls, *DEFAULTS[len(controls):])
     out = []
     for v in VIEWS:
         out.extend(refresh(page, ins if v.reads_translation else None, [v], controls))
@@ -607,8 +612,8 @@ def _layernorm_tab(model):
     with gr.Tab("LayerNorm", id="layernorm") as tab:
         with gr.Row():
             ln = gr.Dropdown([(norm_label(p), p) for p in core.layer_norms(model)], label="LayerNorm",
-                             value=next(iter(core.layer_norms(model))), elem_id="in-ln")
-            token = gr.Slider(0, 127, value=1, step=1, label="token position (kept within the sentence)",
+                             value=DEFAULTS[1], elem_id="in-ln")
+            token = gr.Slider(0, 127, value=DEFAULTS[2], step=1, label="token position (kept within the sentence)",
                               elem_id="in-token")
         with gr.Row():
             gain = gr.Slider(0, 1, value=0, step=0.05, label="gain: trained a₂ (0) → σ of the input (1)",
