@@ -172,6 +172,7 @@ def model_summary(model, cfg, nodes):
     return "\n\n".join(lines)
 
 
+@lru_cache(maxsize=1)
 def modules_view():
     """The tree, the treemap, and the model's configuration with what tying saves."""
     tr = get_translator()
@@ -359,6 +360,7 @@ def layernorm_view(ins, path, token, undo_gain, undo_bias):
     return fig, forms, note
 
 
+@lru_cache(maxsize=1)
 def ln_params_figure():
     """Every LayerNorm's trained gain a_2 and bias b_2, dimension by dimension (no sentence needed)."""
     norms = core.layer_norms(get_translator().model)
@@ -394,7 +396,7 @@ def scale_figure(d, q_tokens, title):
     hist = dict(type="histogram", opacity=0.7, nbinsx=40)
     axis = token_axis(q_tokens, title="query")
     lines = []
-    for i, (name, color) in enumerate((("plain", ORANGE), ("scaled", BLUE))):
+    for name, color in (("plain", ORANGE), ("scaled", BLUE)):
         lines.append([dict(type="scatter", mode="lines+markers", y=small(d[name][j]), line=dict(color=color),
                            name="QKᵀ" if name == "plain" else "QKᵀ/√d_k", showlegend=False, legendgroup=name)
                       for j in (1, 2, 3)])
@@ -406,6 +408,7 @@ def scale_figure(d, q_tokens, title):
     return grid(panels, 2, 2, title, height=620, barmode="overlay", legend=dict(orientation="h", y=1.08, x=0))
 
 
+@lru_cache(maxsize=1)
 def sweep_figure():
     """The same statistics for random unit-variance queries and keys (16 keys) as d_k grows from 4 to 512."""
     r = core.random_scale_sweep()
@@ -436,7 +439,8 @@ def scale_view(ins, kind, layer, head):
             f"{float(d['raw'][d['mask']].std() / math.sqrt(d['dk'])):.2f}; the softmax's largest weight averages "
             f"{float(p[1].mean()):.2f} instead of {float(ps[1].mean()):.2f}, its entropy {float(p[2].mean()):.2f} "
             f"instead of {float(ps[2].mean()):.2f} nats, and the gradient it passes back (the Jacobian's norm) "
-            f"{float(p[3].mean()):.3f} instead of {float(ps[3].mean()):.3f}. The model was trained with the scale: "
+            f"{float(p[3].mean()):.3f} instead of {float(ps[3].mean()):.3f} (the paper's \"extremely small gradients\" "
+            "of a saturated softmax). The model was trained with the scale: "
             "its weights with the scale are the attention the Attention tab shows.")
     return fig, note
 
