@@ -265,6 +265,16 @@ def test_inside_tab_draws_every_view(page):
     wait_until(page, "/Sliders at 1\\.00 \\(gain\\) and 1\\.00/.test(text('#in-ln-note')) && settled('in-ln-note')",
                what="the LayerNorm note with both sliders at 1")
     shot(page, "inside")
+    # markup typed as the sentence: its pieces shown as text in the LayerNorm note and the FFN plot, nothing run
+    translate(page, PAYLOADS[0])
+    open_tab(page, "Inside the model")  # its LayerNorm sub-tab still the open one
+    open_tab(page, "LayerNorm", "#in-ln")
+    set_number(page, "in-token", 2)  # the pieces: <s>, ▁, <, im, g, ...
+    wait_until(page, "text('#in-ln-note').includes('position 2 (<)') && settled('in-ln-note')",
+               what="the typed '<' in the note")
+    open_tab(page, "Feed-forward units")
+    wait_until(page, "plotText('in-ffn').includes('img') && settled('in-ffn')", what="the typed pieces on the axis")
+    assert touched_anywhere(page) == []
 
 
 def test_masks_tab_reacts(page):

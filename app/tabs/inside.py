@@ -47,7 +47,7 @@ class _Kept:
 
 
 _KEPT = OrderedDict()  # id(Inspection) -> _Kept, the most recent last
-_KEPT_SIZE = 8
+_KEPT_SIZE = 4  # a recording of a 15-piece sentence is about 1.5 MB
 _KEPT_LOCK = threading.Lock()
 
 
