@@ -269,11 +269,11 @@ def test_inside_tab_draws_every_view(page):
     translate(page, PAYLOADS[0])
     open_tab(page, "Inside the model")  # its LayerNorm sub-tab still the open one
     open_tab(page, "LayerNorm", "#in-ln")
-    set_number(page, "in-token", 2)  # the pieces: <s>, ▁, <, im, g, ...
-    wait_until(page, "text('#in-ln-note').includes('position 2 (<)') && settled('in-ln-note')",
-               what="the typed '<' in the note")
+    set_number(page, "in-token", 2)  # the pieces: <s>, ▁, <unk> (for "<"), im, g, ...
+    wait_until(page, "text('#in-ln-note').includes('position 2 (<unk>)') && settled('in-ln-note')",
+               what="the piece <unk> in the note, as text")
     open_tab(page, "Feed-forward units")
-    wait_until(page, "plotText('in-ffn').includes('img') && settled('in-ffn')", what="the typed pieces on the axis")
+    wait_until(page, "plotText('in-ffn').includes('<unk>') && settled('in-ffn')", what="the pieces on the axis")
     assert touched_anywhere(page) == []
 
 
