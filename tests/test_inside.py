@@ -271,3 +271,15 @@ def test_a_new_translation_redraws_only_what_reads_it(tr, ins):
     open_tab(page, ("inside", "lens"))
     lens = tab.show(page, other, *controls)
     assert "Frau" not in str(lens[-2].to_dict()) and "woman" in str(lens[-2].to_dict())
+
+
+@needs_shipped
+def test_bench_inside_times_every_view_beside_a_translation(monkeypatch, capsys):
+    from app import bench_inside
+    monkeypatch.setattr(bench_inside, "SENTENCES", SENTENCES[:1])
+    r = bench_inside.measure(runs=1)
+    keys = {"record", *bench_inside.VIEWS, "all_views", "slider", "translate"}
+    assert set(r) == {f"inside_{k}_ms" for k in keys} and all(v > 0 for v in r.values())
+    assert r["inside_all_views_ms"] >= max(r[f"inside_{v}_ms"] for v in bench_inside.VIEWS)
+    bench_inside.report(r)
+    assert capsys.readouterr().out.count("one greedy translation of the sentence") == len(keys) - 1
