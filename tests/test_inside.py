@@ -82,6 +82,7 @@ def test_downsampled_is_block_means():
     pooled, (br, bc) = tab.downsampled(w)
     assert (br, bc) == (3, 3) and pooled.shape == (44, 100)
     torch.testing.assert_close(pooled[1, 2], w[3:6, 6:9].mean())
+    torch.testing.assert_close(pooled[-1, -1], w[129:, 297:].mean())  # an edge block: the mean of its own cells
 
 
 # ---- LayerNorm ----------------------------------------------------------------------------------------

@@ -187,7 +187,7 @@ def downsampled(w):
     br, bc = math.ceil(R / MAX_CELLS[0]), math.ceil(C / MAX_CELLS[1])
     if br == bc == 1:
         return w, (1, 1)
-    pooled = F.avg_pool2d(F.pad(w, (0, -C % bc, 0, -R % br))[None, None], (br, bc))[0, 0]
+    pooled = F.avg_pool2d(w[None, None], (br, bc), ceil_mode=True)[0, 0]  # edge blocks: their cells' mean
     return pooled, (br, bc)
 
 
