@@ -2,6 +2,7 @@
 
     python -m app.bench [--runs 3]
     python -m app.bench --browser [--clicks 5] [--save FILE]   (the app in headless Chromium: app/bench_browser.py)
+    python -m app.bench --inside [--runs 3]   (the Inside-the-model tab per translation: app/bench_inside.py)
 
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
@@ -88,6 +89,8 @@ def main(argv=None):
     ap.add_argument("--browser", action="store_true",
                     help="instead: time clicks and count bytes in headless Chromium (app/bench_browser.py)")
     ap.add_argument("--clicks", type=int, default=5, help="with --browser: measured clicks per sentence (median)")
+    ap.add_argument("--inside", action="store_true",
+                    help="instead: the Inside-the-model tab's views per translation (app/bench_inside.py)")
     ap.add_argument("--save", metavar="FILE",
                     help="with --browser: merge the figures into this JSON file (keys browser_...; default: none)")
     args = ap.parse_args(argv)
@@ -95,6 +98,12 @@ def main(argv=None):
     if args.browser:
         from app.bench_browser import run
         run(clicks=args.clicks, save=args.save)
+        return
+    if args.inside:
+        from app.bench_inside import measure, report
+        r = measure(args.runs)
+        report(r)
+        print(json.dumps({k: round(v, 2) for k, v in r.items()}))
         return
     if args.save:
         ap.error("--save goes with --browser")

@@ -109,17 +109,20 @@ def burst(url, text, n, expected):
 
 def memory_growth(n, warmup=20):
     """Resident memory of this process over `n` translations, each drawn in every view of every tab that shows
-    one (all five Attention views, bertviz's included), after `warmup` of them: (MB before, MB after)."""
+    one (all five Attention views, bertviz's included, and the Inside-the-model tab's), after `warmup` of them:
+    (MB before, MB after)."""
     import os
 
     from app.shared import examples
-    from app.tabs import attention, overview, translate
+    from app.tabs import attention, inside, overview, translate
     from app.views import ROOT, open_tab
     sentences = examples()
     where = [(("translate",), translate.show, ()), (("overview",), overview.show, ())] + [
         (("attention", sub), attention.show, ("encoder", 0, 0))
-        for sub in ("one-head", "all-heads", "layers-heads", "bertviz-head", "bertviz-model")]
-    page = {"open": {ROOT: "translate", "attention": "one-head"}, "drawn": {}}
+        for sub in ("one-head", "all-heads", "layers-heads", "bertviz-head", "bertviz-model")] + [
+        (("inside", sub), inside.show, (inside.FIRST_MODULE, "decoder.norm", 2, 0.5, 0.5, "cross", 1, 3, "decoder/1"))
+        for sub in ("modules", "layernorm", "scale", "residual", "ffn", "lens")]
+    page = {"open": {ROOT: "translate", "attention": "one-head", "inside": "modules"}, "drawn": {}}
     before = None
     for i in range(warmup + n):
         if i == warmup:

@@ -13,7 +13,7 @@ import gradio as gr
 from . import links
 from .bertviz_views import STATIC_FILES
 from .shared import free_closed_sessions, get_translator
-from .tabs import attention, engineering, lab, masks, overview, positional, training, translate, whatif, why
+from .tabs import attention, engineering, inside, lab, masks, overview, positional, training, translate, whatif, why
 from .views import ROOT, page_state
 
 INTRO = """# Transformer Explorer
@@ -24,7 +24,8 @@ head, the masks, the positional encoding and the training run that made the mode
 
 # The tabs that show a translation, in the order of show_translation's outputs, and how many controls each
 # one's show() reads after the Inspection (their first values when not given).
-TRANSLATION_TABS = ((translate, 0), (overview, 0), (attention, 3), (why, 1), (whatif, 1))
+TRANSLATION_TABS = ((translate, 0), (overview, 0), (attention, 3), (why, 1), (whatif, 1),
+                    (inside, len(inside.DEFAULTS)))
 
 
 def show_translation(page, ins, *controls):
@@ -49,13 +50,15 @@ def build_demo():
     gr.set_static_paths(paths=STATIC_FILES)  # jQuery and d3 for bertviz, served from installed packages
     with gr.Blocks(title="Transformer Explorer") as demo:
         state = gr.State(None)  # the Inspection of this session's last translation
-        page = page_state({ROOT: "overview", "attention": "one-head"})  # the tabs open at first (app/views.py)
+        # the tabs open at first at each level (app/views.py)
+        page = page_state({ROOT: "overview", "attention": "one-head", "inside": "modules"})
         gr.Markdown(INTRO)
         with gr.Tabs():
             diagram = overview.build(tr.config, page, state)
             translation = translate.build(demo, page, state, tr.alpha)
             attn = attention.build(tr.config, page, state)
-            shown = [attn, why.build(page, state), whatif.build(page, state)]  # the tabs with controls, in order
+            shown = [attn, why.build(page, state), whatif.build(page, state),
+                     inside.build(tr.config, page, state)]  # the tabs with controls, in order
             masks.build(tr.config, page)
             positional.build(tr.config, page)
             training.build(page)

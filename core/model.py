@@ -18,7 +18,12 @@ def clones(module, N):
 
 
 class LayerNorm(nn.Module):
-    """Layer normalization (Ba et al., 2016) with a trainable gain a_2 and bias b_2."""
+    """Layer normalization (Ba et al., 2016) with a trainable gain a_2 and bias b_2.
+
+    The standard form, as Ba et al. and torch.nn.LayerNorm: (x - mean) / sqrt(var + eps) with the biased
+    variance (divided by n). The Annotated Transformer's LayerNorm divides by (std + eps) with the unbiased
+    std (divided by n - 1) instead; the Inside-the-model tab shows both on the same vector.
+    """
 
     def __init__(self, features, eps=1e-6):
         super().__init__()

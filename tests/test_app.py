@@ -291,9 +291,12 @@ def test_translate_api_is_named_translate():
     # at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
     assert (public[0].concurrency_id, public[0].concurrency_limit) == ("model", 1)
+    # (and the openings of the Inside-the-model tab, whose first drawing of a sentence records a pass)
+    inside_openers = {"open_inside", *(f"open_inside_{sub}" for sub in ("modules", "layernorm", "scale", "residual",
+                                                                        "ffn", "lens"))}
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
         "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
-        "score_mine"}
+        "score_mine", *inside_openers}
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):

@@ -24,7 +24,7 @@ TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine;
 SENTENCE = "Zwei Hunde spielen im Schnee."  # not the example translated on load, so its translation is new
 OTHER = "Eine Katze schläft auf dem Sofa."
 TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Why this word": "#why-source",
-        "Search and what-if": "#whatif-tree",
+        "Search and what-if": "#whatif-tree", "Inside the model": "#in-tree",
         "Masks": "#m-masks",
         "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None,
         "Lab": "#lab-curve"}
@@ -341,6 +341,49 @@ def test_search_tree_and_what_if(page):
     pieces = page.evaluate("[...document.querySelectorAll('#whatif-result .whatif-row')[1].querySelectorAll('.tok')]"
                            ".map(t => t.firstChild.textContent).join('')")
     assert pieces.startswith("Threecats")  # the model's own translation says "Two dogs"
+
+
+# the Inside-the-model tab's sub-tabs and the plots each must draw
+INSIDE_VIEWS = {"Modules and weights": ("in-treemap", "in-weights", "in-dist"),
+                "LayerNorm": ("in-ln", "in-ln-forms", "in-ln-params"), "Why 1/√d_k": ("in-scale", "in-sweep"),
+                "Residual stream": ("in-residual",), "Feed-forward units": ("in-ffn", "in-units"),
+                "Logit lens": ("in-lens",)}
+
+
+def test_inside_tab_draws_every_view(page):
+    translate(page, SENTENCE)
+    open_tab(page, "Inside the model", "#in-tree")
+    wait_until(page, "text('#in-tree').includes('encoder') && settled('in-tree')", what="the module tree")
+    for name, plots in INSIDE_VIEWS.items():
+        open_tab(page, name)
+        for elem_id in plots:
+            wait_plot(page, elem_id)
+    # the sentence just translated is in the views that read it
+    assert "dogs" in plot_text(page, "in-lens") and "Hunde" in plot_text(page, "in-ffn")
+    # clicking a module in the tree selects it: its weights are drawn
+    open_tab(page, "Modules and weights")
+    before = plot_text(page, "in-weights")
+    page.locator('#in-tree .mod[data-path="generator.proj"]').click()
+    assert "generator.proj.weight" in wait_plot_change(page, "in-weights", before)
+    # a slider redraws the LayerNorm view: at 1 and 1 the output is the input again
+    open_tab(page, "LayerNorm", "#in-ln")
+    for elem_id in ("in-gain", "in-bias"):
+        before = plot_text(page, "in-ln")
+        set_number(page, elem_id, 1)
+        wait_plot_change(page, "in-ln", before)
+    wait_until(page, "/Sliders at 1\\.00 \\(gain\\) and 1\\.00/.test(text('#in-ln-note')) && settled('in-ln-note')",
+               what="the LayerNorm note with both sliders at 1")
+    shot(page, "inside")
+    # markup typed as the sentence: its pieces shown as text in the LayerNorm note and the FFN plot, nothing run
+    translate(page, PAYLOADS[0])
+    open_tab(page, "Inside the model")  # its LayerNorm sub-tab still the open one
+    open_tab(page, "LayerNorm", "#in-ln")
+    set_number(page, "in-token", 2)  # the pieces: <s>, ▁, <unk> (for "<"), im, g, ...
+    wait_until(page, "text('#in-ln-note').includes('position 2 (<unk>)') && settled('in-ln-note')",
+               what="the piece <unk> in the note, as text")
+    open_tab(page, "Feed-forward units")
+    wait_until(page, "plotText('in-ffn').includes('<unk>') && settled('in-ffn')", what="the pieces on the axis")
+    assert touched_anywhere(page) == []
 
 
 def test_masks_tab_reacts(page):

@@ -1,0 +1,286 @@
+"""Inside the model (core/inside.py and the Inside-the-model tab): the module tree against the parameters, the
+recorded pass against the model's own outputs and attention, LayerNorm against F.layer_norm, the softmax
+statistics against autograd, the logit lens against greedy decoding."""
+import math
+
+import gradio as gr
+import pytest
+import torch
+import torch.nn.functional as F
+
+from app.shared import get_translator
+from app.tabs import inside as tab
+from core import inside
+from core.model import LayerNorm, make_model, subsequent_mask
+from core.translate import Translator
+from tests.conftest import needs_shipped
+
+SENTENCES = ["Zwei Hunde spielen im Schnee.", "Eine Frau mit einem roten Hut liest ein Buch im Park."]
+
+
+@pytest.fixture(scope="module")
+def tr():
+    return get_translator()
+
+
+@pytest.fixture(scope="module")
+def ins(tr):
+    return tr.inspect(SENTENCES[0], method="greedy")
+
+
+@pytest.fixture(scope="module")
+def rec(ins):
+    return tab.recorded(ins)
+
+
+def traces(fig):
+    """A figure's traces by name, as float64 tensors of their y values."""
+    return {t.name: torch.tensor(t.y, dtype=torch.float64) for t in fig.data if t.y is not None}
+
+
+# ---- the module tree ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_tree_counts_add_up_and_tying_saves_two_tables(tie):
+    model = make_model(50, 50, N=2, d_model=16, d_ff=32, h=4, tie_weights=tie)
+    nodes = {n.name: n for n in inside.module_tree(model)}
+    total = sum(p.numel() for p in model.parameters())
+    assert nodes[""].params == total
+    assert sum(n for node in nodes.values() for _, _, n, tied in node.own if tied is None) == total
+    for name, node in nodes.items():  # each module: its own parameters plus its children's
+        kids = [n for n in nodes.values() if n.parent == name]
+        assert node.params == sum(n for _, _, n, t in node.own if t is None) + sum(k.params for k in kids)
+    groups, saved = inside.tying(model)
+    table = model.src_embed[0].lut.weight.numel()
+    assert saved == (2 * table if tie else 0)
+    assert len(groups) == (1 if tie else 0)
+    if tie:
+        assert sorted(groups[0][0]) == ["generator.proj.weight", "src_embed.0.lut.weight", "tgt_embed.0.lut.weight"]
+        assert [t for _, _, _, t in nodes["generator.proj"].own] == ["src_embed.0.lut.weight", None]
+
+
+@needs_shipped
+def test_shipped_tree_and_views(tr):
+    nodes = tab.tree_nodes()
+    total = sum(p.numel() for p in tr.model.parameters())
+    assert nodes[""].params == total and inside.tying(tr.model)[1] == 2 * tr.model.tgt_embed[0].lut.weight.numel()
+    html, treemap, summary = tab.modules_view()
+    assert html.count("data-path=") == len(nodes)
+    assert treemap.data[0].values[0] == total and f"{total:,} parameters" in summary
+    text, source, weights, dist = tab.module_view("decoder.layers.0.src_attn")
+    assert "class MultiHeadedAttention" in source and "no weights of its own" in weights.layout.title.text
+    text, source, weights, dist = tab.module_view("generator.proj")
+    assert "class Linear" in source and "tied to `src_embed.0.lut.weight`" in text
+    z = torch.tensor(weights.data[0].z)
+    assert z.shape[0] <= tab.MAX_CELLS[0] and z.shape[1] <= tab.MAX_CELLS[1]
+    assert sum(dist.data[1].y) == 8000  # the bias's histogram counts every value once
+    assert tab.module_view("<script>")[0] == tab.module_view(tab.FIRST_MODULE)[0]  # an unknown path: the first
+
+
+def test_downsampled_is_block_means():
+    w = torch.arange(130 * 300, dtype=torch.float32).reshape(130, 300)
+    pooled, (br, bc) = tab.downsampled(w)
+    assert (br, bc) == (3, 3) and pooled.shape == (44, 100)
+    torch.testing.assert_close(pooled[1, 2], w[3:6, 6:9].mean())
+    torch.testing.assert_close(pooled[-1, -1], w[129:, 297:].mean())  # an edge block: the mean of its own cells
+
+
+# ---- LayerNorm ----------------------------------------------------------------------------------------
+
+def test_both_forms_of_layer_norm_against_float64():
+    x = torch.randn(5, 256, dtype=torch.float64) * 3 + 1
+    g, b = torch.rand(256, dtype=torch.float64) + 0.5, torch.randn(256, dtype=torch.float64)
+    torch.testing.assert_close(inside.layer_norm_standard(x, g, b), F.layer_norm(x, (256,), g, b, 1e-6))
+    mean = x.mean(-1, keepdim=True)
+    std = ((x - mean).pow(2).sum(-1, keepdim=True) / 255).sqrt()  # unbiased, by hand
+    torch.testing.assert_close(inside.layer_norm_annotated(x, g, b), g * (x - mean) / (std + 1e-6) + b)
+    # the two normalised vectors differ by the factor sqrt(n / (n - 1)) (up to the placement of eps)
+    ratio = inside.layer_norm_standard(x, 1, 0) / inside.layer_norm_annotated(x, 1, 0)
+    torch.testing.assert_close(ratio, torch.full_like(ratio, math.sqrt(256 / 255)), rtol=1e-6, atol=0)
+
+
+@needs_shipped
+@pytest.mark.parametrize("path,token", [("encoder.layers.0.sublayer.0.norm", 2), ("decoder.layers.2.sublayer.1.norm", 4),
+                                        ("decoder.norm", 0), ("encoder.norm", 99)])
+def test_layernorm_view_is_f_layer_norm_and_the_sliders_undo_it(ins, rec, tr, path, token):
+    ln = dict(tr.model.named_modules())[path]
+    fig, forms, note = tab.layernorm_view(ins, path, token, 0.0, 0.0)
+    shown = traces(fig)
+    x = shown["input x"]
+    expected = F.layer_norm(x, (x.numel(),), ln.a_2.double(), ln.b_2.double(), ln.eps)
+    torch.testing.assert_close(shown["output a₂ · x̂ + b₂ (trained)"], expected, atol=2e-4, rtol=0)
+    pos = min(token, (len(ins.src_tokens) if path.startswith("encoder") else len(ins.tgt_tokens)) - 1)
+    torch.testing.assert_close(shown["output a₂ · x̂ + b₂ (trained)"], rec.norms[path][1][pos].double(),
+                               atol=2e-4, rtol=0)  # the model's own LayerNorm output for that token
+    assert f"position {pos}" in note
+    undone = traces(tab.layernorm_view(ins, path, token, 1.0, 1.0)[0])
+    torch.testing.assert_close(undone["output with the sliders' gain and bias"], x, atol=2e-4, rtol=0)
+    v = tab.ln_vectors(rec.norms[path][0][pos], ln.a_2.detach(), ln.b_2.detach(), ln.eps, 1.0, 1.0)
+    torch.testing.assert_close(v["moved"], rec.norms[path][0][pos], atol=1e-5, rtol=1e-5)
+
+
+@needs_shipped
+def test_annotated_norm_effect_is_a_pass_with_the_other_form(tr, rec):
+    delta, changed = inside.annotated_norm_effect(tr.model, rec)
+    original = LayerNorm.forward
+    LayerNorm.forward = lambda self, x: inside.layer_norm_annotated(x, self.a_2, self.b_2, self.eps)
+    try:
+        with torch.no_grad():
+            src, tgt = torch.tensor([rec.src_ids]), torch.tensor([rec.tgt_ids])
+            mask = torch.ones(1, 1, src.size(1), dtype=torch.bool)
+            ref = tr.model.generator(tr.model(src, tgt, mask, subsequent_mask(tgt.size(1))))[0]
+    finally:
+        LayerNorm.forward = original
+    with torch.no_grad():
+        ours = tr.model.generator(tr.model(src, tgt, mask, subsequent_mask(tgt.size(1))))[0]
+    torch.testing.assert_close(inside.output_logp(tr.model, rec), ours)
+    assert rec.top.tolist() == ours.argmax(-1).tolist()
+    assert 0 < delta == pytest.approx((ref - ours).abs().max().item(), rel=1e-4)
+    assert changed == (ref.argmax(-1) != ours.argmax(-1)).nonzero().flatten().tolist()
+
+
+# ---- the recorded pass ----------------------------------------------------------------------------------
+
+@needs_shipped
+def test_scaled_softmax_is_the_models_attention(tr, ins, rec):
+    for kind in inside.KINDS:
+        for layer in range(rec.q[kind].size(0)):
+            for head in range(rec.q[kind].size(1)):
+                d = tab.scale_data(rec, kind, layer, head)
+                torch.testing.assert_close(d["scaled"][0], rec.attn[kind][layer, head], atol=1e-6, rtol=1e-5)
+    # the encoder runs in float32 in the translation too: the same maps as the Inspection's
+    torch.testing.assert_close(rec.attn["encoder"], ins.encoder, atol=1e-5, rtol=1e-4)
+    # and the recorded queries are W^Q applied to the recorded LayerNorm output
+    mha = tr.model.decoder.layers[1].src_attn
+    x = rec.norms["decoder.layers.1.sublayer.1.norm"][1]
+    q = mha.linears[0](x).view(-1, mha.h, mha.d_k).transpose(0, 1)
+    torch.testing.assert_close(rec.q["cross"][1], q.detach())
+    fig, note = tab.scale_view(ins, "cross", 1, 2)
+    assert "d_k = 32" in fig.layout.title.text and "instead of" in note
+
+
+def test_softmax_stats_against_autograd():
+    logits = torch.randn(3, 7, dtype=torch.float64) * 4
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[1, 5:] = False
+    p, top, entropy, grad = inside.softmax_stats(logits, mask)
+    for r in range(3):
+        allowed = logits[r][mask[r]]
+        jac = torch.autograd.functional.jacobian(lambda z: z.softmax(-1), allowed)
+        torch.testing.assert_close(grad[r], jac.norm())
+        q = allowed.softmax(-1)
+        torch.testing.assert_close(entropy[r], -(q * q.log()).sum())
+        torch.testing.assert_close(top[r], q.max())
+    assert torch.all(p[1, 5:] == 0)
+
+
+def test_random_sweep_scale_keeps_unit_variance():
+    r = inside.random_scale_sweep()
+    for dk, plain, scaled in zip(r["dk"], r["plain_std"], r["scaled_std"]):
+        assert abs(scaled - 1) < 0.1 and abs(plain / math.sqrt(dk) - 1) < 0.1
+    # unscaled, the softmax saturates as d_k grows: larger top weight, lower entropy, less gradient
+    assert r["plain_max"][-1] > 0.9 > r["plain_max"][0] and r["plain_grad"][-1] < 0.5 * r["scaled_grad"][-1]
+    assert max(r["scaled_entropy"]) - min(r["scaled_entropy"]) < 0.1
+
+
+@needs_shipped
+def test_residual_stream_ends_at_the_models_output(tr, rec, ins):
+    src, tgt = torch.tensor([rec.src_ids]), torch.tensor([rec.tgt_ids])
+    mask = torch.ones(1, 1, src.size(1), dtype=torch.bool)
+    with torch.no_grad():
+        memory = tr.model.encode(src, mask)
+        out = tr.model.decode(memory, mask, tgt, subsequent_mask(tgt.size(1)))
+    norms, change = inside.stream_norms(rec, "decoder")
+    torch.testing.assert_close(norms[-1], out[0].norm(dim=-1))
+    torch.testing.assert_close(inside.stream_norms(rec, "encoder")[0][-1], memory[0].norm(dim=-1))
+    assert norms.shape == (len(rec.stages["decoder"]), len(ins.tgt_tokens)) and change.shape[0] == norms.shape[0] - 1
+    # the stream after the first sub-layer is the embedding plus that sub-layer's output
+    emb = rec.stream["encoder"][0]
+    layer = tr.model.encoder.layers[0]
+    with torch.no_grad():
+        after = emb + layer.self_attn(*(layer.sublayer[0].norm(emb[None]),) * 3, mask)[0]
+    torch.testing.assert_close(rec.stream["encoder"][1], after, atol=1e-5, rtol=1e-5)
+    fig, note = tab.residual_view(ins)
+    assert len(fig.data) == 4
+
+
+@needs_shipped
+def test_ffn_firing_counts_the_relu_units(tr, rec):
+    layer = tr.model.decoder.layers[2]
+    x = rec.norms["decoder.layers.2.sublayer.2.norm"][1]
+    with torch.no_grad():
+        h = layer.feed_forward.w_1(x).relu()
+    count, per_unit = inside.ffn_firing(rec, "decoder")
+    assert torch.equal(count[2], (h > 0).sum(-1)) and torch.equal(per_unit[2], (h > 0).sum(0))
+
+
+@needs_shipped
+@pytest.mark.parametrize("sentence", SENTENCES)
+def test_logit_lens_last_layer_is_greedy_decoding(sentence):
+    f32 = Translator.load(half_rows=0)  # greedy decoding by the float32 model, the one the lens reads
+    ins = f32.inspect(sentence, method="greedy")
+    rec = inside.record_inspection(f32, ins)
+    top_i, top_p, p_chosen = inside.logit_lens(f32.model, rec)
+    assert [f32.tokenizer.id_to_piece(i) for i in top_i[-1].tolist()] == ins.out_tokens
+    torch.testing.assert_close(top_p[-1], torch.tensor(ins.token_probs), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(p_chosen[-1], top_p[-1])
+    assert top_i.shape == (f32.model.decoder.layers.__len__(), len(ins.out_tokens))
+
+
+# ---- the tab's behaviour ------------------------------------------------------------------------------------
+
+@needs_shipped
+def test_the_pass_runs_once_per_inspection(tr, monkeypatch):
+    ins = tr.inspect(SENTENCES[1], method="greedy")
+    calls = []
+    real = inside.record_inspection
+    monkeypatch.setattr(inside, "record_inspection", lambda *a: calls.append(1) or real(*a))
+    first = tab.layernorm_view(ins, "encoder.norm", 1, 0, 0)
+    for token in range(4):  # controls moved: drawn again from the recording
+        tab.layernorm_view(ins, "decoder.norm", token, 0.5, 0.25)
+    tab.scale_view(ins, "decoder", 2, 7), tab.ffn_view(ins, "decoder/1"), tab.lens_view(ins), tab.residual_view(ins)
+    assert calls == [1] and first[2]
+
+
+@needs_shipped
+def test_before_a_translation_and_bad_controls(ins):
+    from app.views import open_tab, page_state
+    page = page_state({"": "inside", "inside": "lens"}).value
+    controls = (tab.FIRST_MODULE, "encoder.norm", 0, 0, 0, "encoder", 0, 0, "encoder/0")
+    out = tab.show(page, None, *controls)
+    assert len(out) == 21 and all(v == gr.skip() for v in out)  # nothing to draw: the views keep WAIT
+    open_tab(page, ("inside", "modules"))
+    drawn = tab.show(page, None, "nonsense", "x", -3, 7, "?", "bogus", 99, -1, "side/9")
+    assert "data-path" in drawn[0] and "class Linear" in drawn[4]  # the modules need no translation
+    # out-of-range or unreadable controls are clamped, not errors
+    assert "position 0" in tab.layernorm_view(ins, "x", -3, 7, "?")[2]
+    assert "Encoder self-attention, layer 2, head 0" in tab.scale_view(ins, "bogus", 99, -1)[0].layout.title.text
+    assert "encoder layer 2" in tab.ffn_view(ins, "side/9")[2]
+    assert "&lt;s&gt;→" in tab.lens_view(ins)[0].layout.xaxis.ticktext
+
+
+@needs_shipped
+def test_a_new_translation_redraws_only_what_reads_it(tr, ins):
+    from app.views import open_tab, page_state
+    page = page_state({"": "inside", "inside": "modules"}).value
+    controls = (tab.FIRST_MODULE, "encoder.norm", 0, 0, 0, "encoder", 0, 0, "encoder/0")
+    first = tab.show(page, ins, *controls)
+    assert "data-path" in first[0]
+    other = tr.inspect(SENTENCES[1], method="greedy")
+    again = tab.show(page, other, *controls)
+    assert all(v == gr.skip() for v in again[:7])  # the modules and their weights: left as they are
+    open_tab(page, ("inside", "lens"))
+    lens = tab.show(page, other, *controls)
+    assert "Frau" not in str(lens[-2].to_dict()) and "woman" in str(lens[-2].to_dict())
+
+
+@needs_shipped
+def test_bench_inside_times_every_view_beside_a_translation(monkeypatch, capsys):
+    from app import bench_inside
+    monkeypatch.setattr(bench_inside, "SENTENCES", SENTENCES[:1])
+    r = bench_inside.measure(runs=1)
+    keys = {"record", *bench_inside.VIEWS, "all_views", "slider", "translate"}
+    assert set(r) == {f"inside_{k}_ms" for k in keys} and all(v > 0 for v in r.values())
+    assert r["inside_all_views_ms"] >= max(r[f"inside_{v}_ms"] for v in bench_inside.VIEWS)
+    bench_inside.report(r)
+    assert capsys.readouterr().out.count("one greedy translation of the sentence") == len(keys) - 1
