@@ -153,28 +153,30 @@ def swap_word(ins, position, candidate):
     return compare(ins, f"with “{candidate}” at position {position + 1}, continued by the model", english)
 
 
-def force_prefix(ins, prefix):
-    """The model continues after an English prefix the user wrote."""
+def _typed(ins, text, name, ask):
+    """What is wrong with English the user typed (`name` is what it is called, `ask` what to ask for when it is
+    empty), or None when it can be used."""
     if ins is None:
         return NOT_YET
+    if not text:
+        return ask
+    if len(text) > MAX_CHARS:
+        return f"That {name} has {len(text):,} characters; this demo takes up to {MAX_CHARS:,}."
+    return None
+
+
+def force_prefix(ins, prefix):
+    """The model continues after an English prefix the user wrote."""
     prefix = (prefix or "").strip()
-    if not prefix:
-        return "Write the start of an English translation, for example “A woman”."
-    if len(prefix) > MAX_CHARS:
-        return f"That prefix has {len(prefix):,} characters; this demo takes up to {MAX_CHARS:,}."
-    return compare(ins, "after your prefix, continued by the model", _continue(ins, prefix))
+    wrong = _typed(ins, prefix, "prefix", "Write the start of an English translation, for example “A woman”.")
+    return wrong or compare(ins, "after your prefix, continued by the model", _continue(ins, prefix))
 
 
 def score_mine(ins, english):
     """The model's probability of a whole English translation the user wrote, token by token."""
-    if ins is None:
-        return NOT_YET
     english = (english or "").strip()
-    if not english:
-        return "Write your own English translation of the sentence."
-    if len(english) > MAX_CHARS:
-        return f"That translation has {len(english):,} characters; this demo takes up to {MAX_CHARS:,}."
-    return compare(ins, "your translation", english)
+    wrong = _typed(ins, english, "translation", "Write your own English translation of the sentence.")
+    return wrong or compare(ins, "your translation", english)
 
 
 # ---- views ---------------------------------------------------------------------------------------------
