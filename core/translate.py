@@ -3,8 +3,9 @@
     python -m core.translate "Ein Mann fährt Fahrrad."  [--beam 4]
 """
 import argparse
+import random
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -12,6 +13,7 @@ import torch
 from .checkpoint import load_pretrained, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
 from .decode import HalfPrecisionDecoder, decode_batch
+from .headmask import check_heads, model_shape, switched_off
 from .model import attention_modules, keep_attention, subsequent_mask
 
 
@@ -28,6 +30,9 @@ class Inspection:
     token_probs: list         # probability of each output token given its prefix (T)
     topk: list                # per step: [(piece, probability), ...] best candidates
     truncated: bool = False
+    heads_off: tuple = ()     # the (kind, layer, head) switched off for this translation, if any
+    source: str = ""          # the German text as given
+    decoding: dict = field(default_factory=dict)  # the settings that chose the tokens (method, beam, ...)
 
 
 class Translator:
@@ -68,9 +73,11 @@ class Translator:
 
     @torch.no_grad()
     def translate_ids(self, texts, method="greedy", beam=4, alpha=None, max_len=None, batch_size=64,
-                      temperature=1.0, top_k=0, seed=None):
-        """Output ids for each text, decoding length-sorted batches."""
+                      temperature=1.0, top_k=0, seed=None, heads_off=None):
+        """Output ids for each text, decoding length-sorted batches; the heads named in `heads_off`, triples
+        (kind, layer, head), switched off (core/headmask.py)."""
         alpha = self.alpha if alpha is None else alpha
+        heads_off = check_heads(heads_off, *model_shape(self.model))
         srcs = [self.encode_source(t)[0] for t in texts]
         order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
         results = [None] * len(srcs)
@@ -80,8 +87,9 @@ class Translator:
             src_mask = (src != PAD).unsqueeze(-2)
             n = max_len or self.default_max_len(src.size(1))
             model = self.decoding_model(len(idx) * (beam if method == "beam" else 1))
-            outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
-                                temperature=temperature, top_k=top_k, seed=seed)
+            with switched_off(model, heads_off):
+                outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
+                                    temperature=temperature, top_k=top_k, seed=seed)
             for j, out in zip(idx, outs):
                 results[j] = out
         return results
@@ -96,15 +104,20 @@ class Translator:
         return outs[0] if single else outs
 
     @torch.no_grad()
-    def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, **kw):
-        """Translate `text`, then re-run the chosen output teacher-forced with every attention map kept."""
+    def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, heads_off=None, **kw):
+        """Translate `text`, then re-run the chosen output teacher-forced with every attention map kept; with
+        `heads_off`, both with those heads switched off (their maps are still computed, and kept)."""
+        heads_off = check_heads(heads_off, *model_shape(self.model))
+        if method == "sample" and kw.get("seed") is None:  # recorded, so that the draw can be repeated
+            kw["seed"] = random.randrange(2 ** 63)
+        decoding = dict(method=method, beam=beam, alpha=self.alpha if alpha is None else alpha, max_len=max_len, **kw)
         src_ids, truncated = self.encode_source(text)
-        out_ids = self.translate_ids([text], method=method, beam=beam, alpha=alpha, max_len=max_len, **kw)[0]
+        out_ids = self.translate_ids([text], heads_off=heads_off, **decoding)[0]
         src = torch.tensor([src_ids], device=self.device)
         tgt = torch.tensor([[BOS] + out_ids], device=self.device)
         src_mask = (src != PAD).unsqueeze(-2)
         model = self.decoding_model(beam if method == "beam" else 1)  # the one that chose the tokens
-        with keep_attention(model):
+        with keep_attention(model), switched_off(model, heads_off):
             memory = model.encode(src, src_mask)
             out = model.decode(memory, src_mask, tgt, subsequent_mask(tgt.size(1)).to(self.device))
             logp = model.generator(out)[0].float()  # (T, V)
@@ -122,7 +135,7 @@ class Translator:
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
-            truncated=truncated)
+            truncated=truncated, heads_off=heads_off, source=text, decoding=decoding)
 
 
 def main(argv=None):
