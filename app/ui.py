@@ -3,16 +3,15 @@ build() lays the tab out and wires its own events next to its components.
 
 What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation) and
 the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
-tab whose components another tab's event must reach returns them. One such event exists: after each
-translation, `show_translation` draws it in the views on screen and clears the others, in the Translate,
-Overview and Attention tabs (the Attention tab is laid out after the Translate tab, so that event is wired
-here, once every tab is built).
+tab whose components another tab's event must reach returns them (the Heads tab opens a head in the Attention
+tab). After each translation, `show_translation` draws it in the views on screen and clears the others, in the
+Translate, Overview, Attention and Heads tabs (wired here, once every tab is built).
 """
 import gradio as gr
 
 from .bertviz_views import STATIC_FILES
 from .shared import get_translator
-from .tabs import attention, engineering, masks, overview, positional, training, translate
+from .tabs import attention, engineering, heads, masks, overview, positional, training, translate
 from .views import ROOT, page_state
 
 CSS = """
@@ -42,9 +41,10 @@ def theme():
                              font_mono=["ui-monospace", "Consolas", "monospace"])
 
 
-def show_translation(page, ins, kind, layer, head):
+def show_translation(page, ins, kind, layer, head, *heads_controls):
     """A new translation drawn in every view that shows one: those on screen drawn, the others cleared."""
-    return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head))
+    return (*translate.show(page, ins), *overview.show(page, ins), *attention.show(page, ins, kind, layer, head),
+            *heads.show(page, ins, *heads_controls))
 
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
@@ -61,17 +61,18 @@ def build_demo():
         state = gr.State(None)  # the Inspection of this session's last translation
         page = page_state({ROOT: "overview", "attention": "one-head"})  # the tabs open at first (app/views.py)
         gr.Markdown(INTRO)
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             diagram = overview.build(tr.config, page, state)
             translation = translate.build(demo, page, state, tr.alpha)
             attn = attention.build(tr.config, page, state)
+            head_tab = heads.build(tr.config, page, state, tabs, attn)
             masks.build(tr.config, page)
             positional.build(tr.config, page)
             training.build(page)
             engineering.build()
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (app.bench --browser)
-        translation.translated.then(show_translation, [page, state, *attn.controls],
-                                    [*translation.outputs, diagram, *attn.outputs], api_visibility="private",
-                                    show_progress_on=translation.outputs[0])
+        translation.translated.then(show_translation, [page, state, *attn.controls, *head_tab.controls],
+                                    [*translation.outputs, diagram, *attn.outputs, *head_tab.outputs],
+                                    api_visibility="private", show_progress_on=translation.outputs[0])
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -506,8 +506,9 @@ def main(argv=None):
     ap.add_argument("--cache", default=str(ASSETS.parent / "runs" / "heads" / "stages.json"),
                     help="finished stages, so that a rerun resumes ('' for none)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
-    ap.add_argument("--only", choices=("statistics", "loss", "bleu"), default=None,
-                    help="compute only these stages (two processes can share the work and the cache)")
+    ap.add_argument("--only", default=None, metavar="PREFIX",
+                    help="compute only the stages whose names begin so (statistics, loss, bleu, bleu:256-512, ...): "
+                         "processes can share the work and the cache")
     ap.add_argument("--bleu-sentences", type=int, default=0,
                     help="greedy BLEU over the first N pairs only (default: all; the loss always uses all)")
     args = ap.parse_args(argv)
@@ -523,7 +524,7 @@ def main(argv=None):
     atlas = compute_atlas(model, tokenizer, pairs, cache=args.cache or None, key=model_key(directory, pairs, args.limit),
                           bleu_sentences=args.bleu_sentences, only=args.only)
     if atlas is None:
-        print(f"the {args.only} stages are done; run without --only to write the atlas")
+        print(f"the stages {args.only}* are done; run without --only to write the atlas")
         return
     atlas["data"]["split"] = args.split
     out = Path(args.out) if args.out else directory / "heads.json"

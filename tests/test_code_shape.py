@@ -8,7 +8,7 @@ from tests.conftest import ROOT
 
 MAX_FUNCTION_LINES = 60
 SOURCES = sorted(p for d in ("core", "app", "scripts") for p in (ROOT / d).rglob("*.py")) + [ROOT / "app.py"]
-TABS = ("overview", "translate", "attention", "masks", "positional", "training", "engineering")
+TABS = ("overview", "translate", "attention", "masks", "positional", "training", "engineering", "heads")
 
 
 def functions(path):
