@@ -339,12 +339,19 @@ def test_importance_matches_a_direct_computation():
 
 
 def test_greedy_rows_equals_greedy_decode():
-    model = random_model(seed=13)
-    src, mask = src_batch(B=5, seed=14)
+    """Rows dropped as they end, each with its own length limit: the same ids as the plain cached greedy loop."""
+    torch.manual_seed(12)
+    model = make_model(16, 16, N=2, d_model=16, d_ff=32, h=2, dropout=0.0, tie_weights=False).eval()
+    src, mask = src_batch(vocab=16, B=6, seed=15)
     with torch.no_grad():
         rows = atlas_mod.greedy_rows(model, model.encode(src, mask), mask, 12)
+        limits = torch.tensor([3, 12, 5, 12, 1, 7])
+        short = atlas_mod.greedy_rows(model, model.encode(src, mask), mask, limits)
     assert rows == greedy_decode(model, src, mask, 12)
     assert len({len(r) for r in rows}) > 1  # rows ended at different steps
+    for r in range(6):
+        alone = greedy_decode(model, src[r:r + 1], mask[r:r + 1], int(limits[r]))[0]
+        assert short[r] == alone
 
 
 # ---- what the numbers say, and the shipped atlas ------------------------------------------------------

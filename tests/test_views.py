@@ -105,14 +105,14 @@ def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls):
     for sub in ("all-heads", "bertviz-model", "one-head"):
         open_and_show(page, ("attention", sub), attention.show, first, "encoder", 0, 0)
     out = show_translation(page, second, "encoder", 0, 0)
-    probs, slider, info, mask, cands, diagram, heat, grid, layers, bv_head, bv_model = out
+    probs, slider, info, mask, cands, diagram, heat, grid, layers, bv_head, bv_model, *heads_views = out
     # on screen: the one-head view, drawn for the new sentence; the token strip always
     assert tokens_on_y(heat) == escaped(second.src_tokens) and "tok" in probs
     # hidden and drawn for the first sentence: cleared, so no tab shows its figures beside the new tokens
     assert (info, mask, cands) == ("", "", "") and slider.interactive is False
     assert grid is None and bv_model == ""
     # hidden and never drawn: left alone
-    assert diagram == SKIP and layers == SKIP and bv_head == SKIP
+    assert diagram == SKIP and layers == SKIP and bv_head == SKIP and heads_views == [SKIP] * 3
     # opened again, each draws the new sentence
     grid = open_and_show(page, ("attention", "all-heads"), attention.show, second, "encoder", 0, 0)[1]
     assert list(grid.data[0].y) == attention.positions(second.src_tokens)

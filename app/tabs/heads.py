@@ -263,7 +263,7 @@ VIEWS = [View("heads/atlas", ("heads",), atlas_view, uses=(0,), reads_translatio
          View("heads/maps", ("heads",), maps_view, uses=(3, 1, 2), blank=(None,))]
 
 
-def show(page, ins, measure, kind, layer, switched):
+def show(page, ins, measure="delta_loss", kind="cross", layer=0, switched=None):
     """The tab's views for the page as it is (app/views.py)."""
     return refresh(page, ins, VIEWS, (measure, kind, layer, switched))
 
