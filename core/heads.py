@@ -416,7 +416,7 @@ def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000
             "data": {"split": "val", "sentences": len(pairs), "bleu_sentences": n_bleu,
                      "target_tokens": sum(len(e[1]) - 1 for e in examples)},
             "baseline": {"loss": round(base_loss, 4), "bleu": round(base_bleu, 2)},
-            "seconds": round(stages.seconds(), 1), "threads": torch.get_num_threads(),
+            "seconds": round(stages.seconds(), 1),
             "stage_seconds": {n: round(s["seconds"], 1) for n, s in stages.done.items()},
             "measures": {n: {"about": a, "unit": u} for n, (a, u) in MEASURES.items()},
             "heads": per_head, "layers": _layers_summary(result, layers, heads)}
@@ -529,8 +529,8 @@ def main(argv=None):
     atlas["data"]["split"] = args.split
     out = Path(args.out) if args.out else directory / "heads.json"
     out.write_text(json.dumps(atlas, separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"{len(pairs)} pairs, {atlas['seconds']:.0f} s of computation ({time.perf_counter() - t0:.0f} s in this "
-          f"run, {atlas['threads']} threads); wrote {out} ({out.stat().st_size:,} bytes)")
+    print(f"{len(pairs)} pairs: {atlas['seconds']:.0f} s in its stages, {time.perf_counter() - t0:.0f} s in this run "
+          f"({torch.get_num_threads()} threads); wrote {out} ({out.stat().st_size:,} bytes)")
     for line in findings(atlas):
         print("-", line)
 
