@@ -389,7 +389,7 @@ def test_shipped_atlas_is_small_complete_and_in_range():
     assert path.stat().st_size < 40_000
     atlas = json.loads(path.read_text(encoding="utf-8"))
     assert atlas["model"] == {"layers": 3, "heads": 8} and atlas["data"]["split"] == "val"
-    assert atlas["data"]["sentences"] == 1014  # the whole validation set
+    assert atlas["data"]["sentences"] == atlas["data"]["bleu_sentences"] == 1014  # the whole validation set
     for kind in KINDS:
         measures = set(atlas_mod.SELF_MEASURES if kind != "cross" else atlas_mod.CROSS_MEASURES)
         if kind == "decoder":
