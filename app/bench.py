@@ -7,7 +7,8 @@
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
    beside the same translation without capture, for greedy and beam search;
-3. the public /translate endpoint called through gradio_client, beside the same call in this process.
+3. the public /translate endpoint called through gradio_client, beside the same call in this process;
+4. a translation made again with heads switched off (the Heads tab), beside the same sentence translated as usual.
 With --browser, the page as a reader meets it instead (app/bench_browser.py).
 Prints a table, then one JSON line.
 """
@@ -58,6 +59,26 @@ def capture_cost(repeat):
         out[f"{method}_with_maps_ms"] = statistics.median(with_maps) * 1e3
         out[f"{method}_plain_ms"] = statistics.median(plain) * 1e3
     return out
+
+
+HEADS_OFF = ["encoder 0 3", "decoder 1 2", "cross 1 3"]  # one head of each kind
+
+
+def heads_off_cost(repeat):
+    """The Heads tab's re-translation with HEADS_OFF switched off, median ms, beside the ordinary translation of
+    the same sentence (the Translate tab's callback: greedy, every attention map captured) in the same run."""
+    from app.tabs.heads import switch_off
+    plain, off = [], []
+    switch_off(translate(SENTENCES[0], "greedy")[2], HEADS_OFF)  # warm-up
+    for _ in range(repeat):
+        for s in SENTENCES:
+            t0 = time.perf_counter()
+            ins = translate(s, "greedy")[2]
+            plain.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            switch_off(ins, HEADS_OFF)
+            off.append(time.perf_counter() - t0)
+    return {"heads_off_ms": statistics.median(off) * 1e3, "heads_on_ms": statistics.median(plain) * 1e3}
 
 
 def api_round_trip(repeat):
@@ -111,12 +132,15 @@ def main(argv=None):
     imports = [import_gradio() for _ in range(args.runs)]
     r = {"cold_start_s": statistics.median(starts), "import_gradio_s": statistics.median(imports)}
     r.update(capture_cost(args.runs * 5))
+    r.update(heads_off_cost(args.runs * 5))
     r.update(api_round_trip(args.runs * 3))
     print(f"{'measure':36s} {'app':>9s} {'reference':>10s}  reference is")
     print(f"{'cold start to first page (s)':36s} {r['cold_start_s']:9.2f} {r['import_gradio_s']:10.2f}  `import gradio` alone")
     for m in ("greedy", "beam"):
         print(f"{m + ' translation with all maps (ms)':36s} {r[m + '_with_maps_ms']:9.1f} "
               f"{r[m + '_plain_ms']:10.1f}  same translation, no capture")
+    print(f"{'translation again, 3 heads off (ms)':36s} {r['heads_off_ms']:9.1f} {r['heads_on_ms']:10.1f}  "
+          "same sentence translated as usual")
     print(f"{'/translate through gradio_client (ms)':36s} {r['api_translate_ms']:9.1f} {r['api_direct_ms']:10.1f}  "
           "the same call in this process")
     print(json.dumps({k: round(v, 4) for k, v in r.items()}))

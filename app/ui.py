@@ -3,17 +3,15 @@ build() lays the tab out and wires its own events next to its components.
 
 What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation) and
 the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
-tab whose components another tab's event must reach returns them. One such event exists: after each
-translation, `show_translation` draws it in the views on screen and clears the others, in every tab that
-shows a translation (those tabs are laid out after the Translate tab, so that event is wired here, once every
-tab is built).
+tab whose components another tab's event must reach returns them (the Heads tab opens a head in the
+Attention tab). After each translation, `show_translation` draws it in the views on screen and clears
+the others, in every tab that shows a translation (wired here, once every tab is built).
 """
 import gradio as gr
 
-from . import links
+from . import links, tabs
 from .bertviz_views import STATIC_FILES
 from .shared import free_closed_sessions, get_translator
-from .tabs import attention, engineering, inside, lab, masks, overview, positional, training, translate, whatif, why
 from .views import ROOT, page_state
 
 INTRO = """# Transformer Explorer
@@ -24,8 +22,8 @@ head, the masks, the positional encoding and the training run that made the mode
 
 # The tabs that show a translation, in the order of show_translation's outputs, and how many controls each
 # one's show() reads after the Inspection (their first values when not given).
-TRANSLATION_TABS = ((translate, 0), (overview, 0), (attention, 3), (why, 1), (whatif, 1),
-                    (inside, len(inside.DEFAULTS)))
+TRANSLATION_TABS = ((tabs.translate, 0), (tabs.overview, 0), (tabs.attention, 3), (tabs.heads, 4), (tabs.why, 1),
+                    (tabs.whatif, 1), (tabs.inside, len(tabs.inside.DEFAULTS)))
 
 
 def show_translation(page, ins, *controls):
@@ -53,17 +51,17 @@ def build_demo():
         # the tabs open at first at each level (app/views.py)
         page = page_state({ROOT: "overview", "attention": "one-head", "inside": "modules"})
         gr.Markdown(INTRO)
-        with gr.Tabs():
-            diagram = overview.build(tr.config, page, state)
-            translation = translate.build(demo, page, state, tr.alpha)
-            attn = attention.build(tr.config, page, state)
-            shown = [attn, why.build(page, state), whatif.build(page, state),
-                     inside.build(tr.config, page, state)]  # the tabs with controls, in order
-            masks.build(tr.config, page)
-            positional.build(tr.config, page)
-            training.build(page)
-            lab.build(page)
-            engineering.build()
+        with gr.Tabs() as top:
+            diagram = tabs.overview.build(tr.config, page, state)
+            translation = tabs.translate.build(demo, page, state, tr.alpha)
+            attn = tabs.attention.build(tr.config, page, state)
+            shown = [attn, tabs.heads.build(tr.config, page, state, top, attn), tabs.why.build(page, state),
+                     tabs.whatif.build(page, state), tabs.inside.build(tr.config, page, state)]  # in page order
+            tabs.masks.build(tr.config, page)
+            tabs.positional.build(tr.config, page)
+            tabs.training.build(page)
+            tabs.lab.build(page)
+            tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn)  # the page load opens a link
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (app.bench --browser)

@@ -12,6 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .data import BOS, EOS
+from .headmask import kept_heads
 from .model import EncoderDecoder, subsequent_mask
 
 
@@ -55,7 +56,8 @@ class IncrementalDecoder:
     x += FFN(LN(x)), then the final LN. The modules' masked full decode computes the same and is the
     reference in the tests; this form skips their per-call Python work, projects Q, K and V with one
     product, writes keys and values into buffers allocated once, and runs attention in float32
-    whatever the decoder's precision, as `attention` does.
+    whatever the decoder's precision, as `attention` does. Inside `headmask.switched_off` it switches the
+    same heads off: their outputs are zeroed before W^O, as the modules' pre-hooks do.
     """
 
     def __init__(self, model, memory, src_mask, max_len):
@@ -67,13 +69,17 @@ class IncrementalDecoder:
         B = memory.size(0)
         # the memory's mask, (B, 1, 1, S), or None when it hides nothing
         self.mask = None if bool(src_mask.all()) else src_mask.unsqueeze(1)
+        keep = kept_heads(model) or {}
         self.layers = []
-        for c in w["layers"]:
+        for i, c in enumerate(w["layers"]):
             # keys and values of the memory, projected once: (B, H, S, K)
             mk, mv = (F.linear(memory, *c[key]).view(B, -1, self.h, self.d_k).transpose(1, 2).float()
                       for key in ("src_k", "src_v"))
             k = memory.new_empty(B, self.h, max_len, self.d_k, dtype=torch.float32)  # (B, H, max_len, K)
-            self.layers.append(dict(c, mk=mk, mv=mv, k=k, v=torch.empty_like(k)))
+            # heads switched off: 1 = on, 0 = off, (B or 1, H, 1, 1); None when all are on
+            masks = {name: keep[kind][:, i].float().view(-1, self.h, 1, 1) if kind in keep else None
+                     for name, kind in (("self_keep", "decoder"), ("src_keep", "cross"))}
+            self.layers.append(dict(c, mk=mk, mv=mv, k=k, v=torch.empty_like(k), **masks))
 
     def step(self, tokens):
         """Feed the newest token of each row (B,); returns the final-norm output at that position (B, D)."""
@@ -91,11 +97,15 @@ class IncrementalDecoder:
             c["k"][:, :, t:t + 1] = qkv[:, 1]
             c["v"][:, :, t:t + 1] = qkv[:, 2]
             y = F.scaled_dot_product_attention(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1])  # (B,H,1,K)
+            if c["self_keep"] is not None:
+                y = y * c["self_keep"]
             x = x + F.linear(y.view(B, D).to(dt), *c["self_out"])
             # attention over the memory, whose keys and values were projected once
             y = F.layer_norm(x, (D,), g1, b1, e1)
             q = F.linear(y, *c["src_q"]).float().view(B, H, 1, K)
             y = F.scaled_dot_product_attention(q, c["mk"], c["mv"], attn_mask=self.mask)
+            if c["src_keep"] is not None:
+                y = y * c["src_keep"]
             x = x + F.linear(y.view(B, D).to(dt), *c["src_out"])
             # position-wise feed-forward
             y = F.layer_norm(x, (D,), g2, b2, e2)
@@ -110,6 +120,9 @@ class IncrementalDecoder:
         for c in self.layers:
             for key in ("k", "v", "mk", "mv"):
                 c[key] = c[key].index_select(0, index)
+            for key in ("self_keep", "src_keep"):  # per-row masks follow their rows
+                if c[key] is not None and c[key].size(0) > 1:
+                    c[key] = c[key].index_select(0, index)
 
 
 class CastLinear(nn.Module):

@@ -4,6 +4,7 @@
 """
 import argparse
 import json
+import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ import torch
 from .checkpoint import load_pretrained, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
 from .decode import HalfPrecisionDecoder, beam_search, decode_batch
+from .headmask import check_heads, model_shape, switched_off
 from .model import attention_modules, keep_attention, subsequent_mask
 from .searchtree import SearchTree
 
@@ -30,6 +32,8 @@ class Inspection:
     token_probs: list         # probability of each output token given its prefix (T)
     topk: list                # per step: [(piece, probability), ...] best candidates
     truncated: bool = False
+    heads_off: tuple = ()     # the (kind, layer, head) switched off for this translation, if any
+    source: str = ""          # the German text as given
     decoding: dict = field(default_factory=dict)  # the settings that chose the tokens (method, beam, ...)
 
     JSON_FORMAT = "transformer-explorer/inspection"
@@ -51,7 +55,8 @@ class Inspection:
             "encoder": maps(self.encoder), "decoder": maps(self.decoder), "cross": maps(self.cross),
             "token_probs": [num(p) for p in self.token_probs],
             "topk": [[[piece, num(p)] for piece, p in step] for step in self.topk],
-            "truncated": self.truncated, "decoding": self.decoding}, ensure_ascii=False)
+            "truncated": self.truncated, "heads_off": [list(h) for h in self.heads_off], "source": self.source,
+            "decoding": self.decoding}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text):
@@ -63,7 +68,8 @@ class Inspection:
         return cls(translation=d["translation"], src_tokens=d["src_tokens"], tgt_tokens=d["tgt_tokens"],
                    out_tokens=d["out_tokens"], token_probs=d["token_probs"],
                    topk=[[(piece, p) for piece, p in step] for step in d["topk"]],
-                   truncated=d["truncated"], decoding=d.get("decoding", {}), **maps)
+                   truncated=d["truncated"], heads_off=tuple(tuple(h) for h in d.get("heads_off", ())),
+                   source=d.get("source", ""), decoding=d.get("decoding", {}), **maps)
 
 
 class Translator:
@@ -113,10 +119,12 @@ class Translator:
 
     @torch.no_grad()
     def translate_ids(self, texts, method="greedy", beam=4, alpha=None, max_len=None, batch_size=64,
-                      temperature=1.0, top_k=0, seed=None, prefix=None):
-        """Output ids for each text, decoding length-sorted batches; each output starts with its `prefix`
-        (English, greedy and beam search) when given."""
+                      temperature=1.0, top_k=0, seed=None, heads_off=None, prefix=None):
+        """Output ids for each text, decoding length-sorted batches; the heads named in `heads_off`, triples
+        (kind, layer, head), switched off (core/headmask.py); each output starts with its `prefix` (English,
+        greedy and beam search) when given."""
         alpha = self.alpha if alpha is None else alpha
+        heads_off = check_heads(heads_off, *model_shape(self.model))
         srcs = [self.encode_source(t)[0] for t in texts]
         prefixes = self.encode_prefix(prefix, len(texts))
         order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
@@ -129,9 +137,10 @@ class Translator:
             if prefixes:
                 n = max(n, max(len(prefixes[j]) for j in idx) + 1)
             model = self.decoding_model(len(idx) * (beam if method == "beam" else 1))
-            outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
-                                temperature=temperature, top_k=top_k, seed=seed,
-                                prefix=[prefixes[j] for j in idx] if prefixes else None)
+            with switched_off(model, heads_off):
+                outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
+                                    temperature=temperature, top_k=top_k, seed=seed,
+                                    prefix=[prefixes[j] for j in idx] if prefixes else None)
             for j, out in zip(idx, outs):
                 results[j] = out
         return results
@@ -184,15 +193,20 @@ class Translator:
         return tree
 
     @torch.no_grad()
-    def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, **kw):
-        """Translate `text`, then re-run the chosen output teacher-forced with every attention map kept."""
+    def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, heads_off=None, **kw):
+        """Translate `text`, then re-run the chosen output teacher-forced with every attention map kept; with
+        `heads_off`, both with those heads switched off (their maps are still computed, and kept)."""
+        heads_off = check_heads(heads_off, *model_shape(self.model))
+        if method == "sample" and kw.get("seed") is None:  # recorded, so that the draw can be repeated
+            kw["seed"] = random.randrange(2 ** 63)
+        decoding = dict(method=method, beam=beam, alpha=self.alpha if alpha is None else alpha, max_len=max_len, **kw)
         src_ids, truncated = self.encode_source(text)
-        out_ids = self.translate_ids([text], method=method, beam=beam, alpha=alpha, max_len=max_len, **kw)[0]
+        out_ids = self.translate_ids([text], heads_off=heads_off, **decoding)[0]
         src = torch.tensor([src_ids], device=self.device)
         tgt = torch.tensor([[BOS] + out_ids], device=self.device)
         src_mask = (src != PAD).unsqueeze(-2)
         model = self.decoding_model(beam if method == "beam" else 1)  # the one that chose the tokens
-        with keep_attention(model):
+        with keep_attention(model), switched_off(model, heads_off):
             memory = model.encode(src, src_mask)
             out = model.decode(memory, src_mask, tgt, subsequent_mask(tgt.size(1)).to(self.device))
             logp = model.generator(out)[0].float()  # (T, V)
@@ -210,8 +224,7 @@ class Translator:
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
-            truncated=truncated, decoding=dict(method=method, beam=beam, alpha=self.alpha if alpha is None else alpha,
-                                               max_len=max_len, **kw))
+            truncated=truncated, heads_off=heads_off, source=text, decoding=decoding)
 
 
 def main(argv=None):

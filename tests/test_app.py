@@ -287,8 +287,8 @@ def test_translate_api_is_named_translate():
             "bertviz-model"} <= drawn
     page = {"open": {"": "translate"}, "drawn": {}}
     assert len(render.outputs) == len(show_translation(page, None, "encoder", 0, 0))
-    # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch) one
-    # at a time, together
+    # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch, the
+    # Heads tab's translation with heads off) one at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
     assert (public[0].concurrency_id, public[0].concurrency_limit) == ("model", 1)
     # (and the openings of the Inside-the-model tab, whose first drawing of a sentence records a pass)
@@ -296,7 +296,7 @@ def test_translate_api_is_named_translate():
                                                                         "ffn", "lens"))}
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
         "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
-        "score_mine", *inside_openers}
+        "score_mine", "switch_off", *inside_openers}
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):

@@ -23,7 +23,8 @@ sync_api = pytest.importorskip("playwright.sync_api")
 TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine; a bound, never a pause
 SENTENCE = "Zwei Hunde spielen im Schnee."  # not the example translated on load, so its translation is new
 OTHER = "Eine Katze schläft auf dem Sofa."
-TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Why this word": "#why-source",
+TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Heads": "#heads-atlas",
+        "Why this word": "#why-source",
         "Search and what-if": "#whatif-tree", "Inside the model": "#in-tree",
         "Masks": "#m-masks",
         "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None,
@@ -427,6 +428,33 @@ def test_replay_plays(page):
     set_number(page, "ls-eps", 0.3)
     assert "0.3" in wait_plot_change(page, "ls-fig", before)
     shot(page, "replay")
+
+
+def test_heads_switched_off_and_an_atlas_cell_opens_its_head(page):
+    english = translate(page, SENTENCE)
+    open_tab(page, "Heads", "#heads-atlas")
+    wait_until(page, "el('#heads-atlas [data-head]') && settled('heads-atlas')", what="the atlas grids")
+    # every cross-attention head of layer 0 but head 0 switched off, the sentence translated again
+    page.locator("#off-all-but").click()
+    wait_until(page, "text('#off-list').includes('head 7') && settled('off-list')", what="seven heads chosen")
+    page.locator("#off-run").click()
+    wait_until(page, "text('#off-compare').includes('As translated') && settled('off-compare')",
+               what="the translation with heads off")
+    compare = page.locator("#off-compare").inner_text()
+    assert english in compare and "switched off" in compare and "7 heads switched off" in text_of(page, "#off-status")
+    wait_until(page, "plotText('off-maps').includes('head 1: off') && settled('off-maps')", what="the maps, heads off")
+    shot(page, "heads")
+    # a click on an atlas cell opens that head in the Attention tab, on the one-head view
+    page.locator('#heads-atlas [data-kind="cross"][data-layer="1"][data-head="3"]').click()
+    wait_until(page, "el('[role=tab][aria-selected=true]')?.textContent.trim() === 'Attention'",
+               what="the Attention tab selected")
+    wait_until(page, "plotText('heatmap').includes('Cross-attention') && plotText('heatmap').includes('layer 1, head 3')"
+               " && settled('heatmap')", what="the head clicked, in the Attention tab")
+    assert "Hunde" in plot_text(page, "heatmap")
+
+
+def text_of(page, selector):
+    return page.locator(selector).inner_text()
 
 
 def test_overview_blocks_open_tabs(page):

@@ -8,7 +8,7 @@ from tests.conftest import ROOT
 
 MAX_FUNCTION_LINES = 60
 SOURCES = sorted(p for d in ("core", "app", "scripts") for p in (ROOT / d).rglob("*.py")) + [ROOT / "app.py"]
-TABS = ("overview", "translate", "attention", "why", "whatif", "inside", "masks", "positional", "training", "engineering", "lab")
+TABS = ("overview", "translate", "attention", "heads", "why", "whatif", "inside", "masks", "positional", "training", "engineering", "lab")
 
 
 def functions(path):

@@ -1,1 +1,18 @@
-"""The tabs of the explorer, one module each: figure builders, callbacks, and build() for the layout."""
+"""The tabs of the page, one module each (see app/ui.py for their order on the page)."""
+from . import (
+    attention,
+    engineering,
+    heads,
+    inside,
+    lab,
+    masks,
+    overview,
+    positional,
+    training,
+    translate,
+    whatif,
+    why,
+)
+
+__all__ = ["attention", "engineering", "heads", "inside", "lab", "masks", "overview", "positional", "training",
+           "translate", "whatif", "why"]

@@ -165,8 +165,9 @@ def _save_html(view):
 
 
 def _views():
-    """The sub-tabs, one view each; returns the sub-tabs by id and the views' outputs in the order of VIEWS."""
-    with gr.Tabs():
+    """The sub-tabs, one view each; returns their Tabs, the sub-tabs by id and the views' outputs in the order of
+    VIEWS."""
+    with gr.Tabs() as tabs:
         with gr.Tab("One head", id="one-head") as one:
             heat = gr.Plot(elem_id="heatmap")
         with gr.Tab("All heads of the layer", id="all-heads") as all_:
@@ -183,20 +184,20 @@ def _views():
             saves.append(_save_html("model"))
     subtabs = {"one-head": one, "all-heads": all_, "layers-heads": layers, "bertviz-head": bv_head_tab,
                "bertviz-model": bv_model_tab}
-    return subtabs, [heat, grid, overview, bv_head, bv_model], saves
+    return tabs, subtabs, [heat, grid, overview, bv_head, bv_model], saves
 
 
 def build(cfg, page, state):
     """Lay out the tab and wire its events: opening the tab or one of its sub-tabs, and moving a control, draw
     the view on screen. Returns the controls and outputs of `show`, which each new translation runs too (see
-    app/ui.py)."""
+    app/ui.py), and the sub-tabs (the Heads tab opens a head here)."""
     with gr.Tab("Attention", id="attention") as tab:
         with gr.Row():
             kind = gr.Radio([(v[0], k) for k, v in KINDS.items()], value="encoder", label="attention",
                             elem_id="kind")
             layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="layer")
             head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="head")
-        subtabs, outputs, saves = _views()
+        tabs, subtabs, outputs, saves = _views()
         code_panel("The code", core_model.attention, core_model.MultiHeadedAttention)
     controls = [kind, layer, head]
     inputs = [page, state, *controls]
@@ -206,4 +207,4 @@ def build(cfg, page, state):
     gr.on([c.change for c in controls], show, inputs, outputs, api_visibility="private")
     for button, file, view in saves:
         button.click(lambda ins, view=view: bertviz_file(ins, view), [state], file, api_visibility="private")
-    return SimpleNamespace(controls=controls, outputs=outputs)
+    return SimpleNamespace(controls=controls, outputs=outputs, tabs=tabs)

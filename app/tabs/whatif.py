@@ -44,9 +44,11 @@ def search_tree(ins, beam):
 
 
 def source_text(ins):
-    """The German sentence, from its pieces (what the model read)."""
-    return get_translator().tokenizer.decode([get_translator().tokenizer.piece_to_id(p)
-                                              for p in ins.src_tokens[1:-1]])
+    """The German sentence as given (or, for an Inspection without it, from its pieces)."""
+    if ins.source:
+        return ins.source
+    tok = get_translator().tokenizer
+    return tok.decode([tok.piece_to_id(p) for p in ins.src_tokens[1:-1]])
 
 
 # ---- the tree ------------------------------------------------------------------------------------------

@@ -1,0 +1,339 @@
+"""The Heads tab: what each attention head is for, measured over the validation set (the head atlas,
+assets/heads.json, written by `python -m core.heads`), and heads switched off live.
+
+The atlas is drawn as one layer-by-head grid per kind of attention for the measure chosen; clicking a cell opens
+that head in the Attention tab for the current sentence. Below it, any set of heads can be switched off and the
+sentence translated again (core/headmask.py): the new translation beside the original, the changed tokens
+marked, both sets of token probabilities, and the changed model's attention maps with the heads that were off
+shown in grey.
+"""
+import difflib
+import html
+import json
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from types import SimpleNamespace
+
+import gradio as gr
+
+from core.headmask import KINDS
+from core.heads import MEASURES, findings
+
+from ..common import clamp, empty_figure, md_literal
+from ..shared import MODEL_LOCK, get_translator, model_dir
+from ..views import View, open_tab, opener, refresh
+from . import attention
+from .translate import token_probs_html
+
+NAMES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
+CELL_W, CELL_H = 44, 28
+OFF_SCALE = [[0, "#f4f4f4"], [1, "#6b6b6b"]]  # a switched-off head's map, in grey
+
+
+@dataclass(eq=False)  # compared by identity in the page record (app/views.py)
+class Switched:
+    """A translation made again with heads switched off, beside the one it repeats."""
+    original: object  # the Inspection of the session's translation
+    changed: object   # the Inspection with the heads off
+    ms: float         # server time of the re-translation
+
+
+# ---- the atlas ---------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def load_atlas():
+    """The shipped atlas (a dict), or None when it has not been computed for this model."""
+    path = model_dir() / "heads.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def measure_label(name):
+    about, unit = MEASURES[name]
+    return f"{name.replace('_', ' ')}: {about}" + ("" if unit == "share" else f" ({unit})")
+
+
+def _color(value, lo, hi, diverging=False):
+    """A cell's colour: white to blue over lo..hi; diverging: red below 0, blue above, white at 0."""
+    if diverging:
+        t = max(-1.0, min(1.0, value / (max(abs(lo), abs(hi)) or 1)))
+        base = (214, 39, 40) if t < 0 else (31, 119, 180)
+        t = abs(t)
+    else:
+        t = 0.0 if hi <= lo else max(0.0, min(1.0, (value - lo) / (hi - lo)))
+        base = (31, 84, 160)
+    r, g, b = (int(255 - (255 - c) * t) for c in base)
+    return f"rgb({r},{g},{b})", "#fff" if t > 0.55 else "#111"
+
+
+def _cell_text(value, name):
+    unit = MEASURES[name][1]
+    if unit == "share":
+        return f"{100 * value:.0f}%"
+    return f"{value:+.1f}" if name == "delta_bleu" else f"{value:+.3f}" if name == "delta_loss" else f"{value:.2f}"
+
+
+def grid_svg(grid, kind, name, lo, hi):
+    """One kind's layer-by-head grid of one measure as SVG; each cell names its head for a click."""
+    L, H = len(grid), len(grid[0])
+    left, top = 64, 22
+    w, h = left + H * CELL_W + 2, top + L * CELL_H + 2
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+           f'font-family="sans-serif" font-size="11" role="img" aria-label="{NAMES[kind]}: {html.escape(name)}">']
+    out += [f'<text x="{left + (j + 0.5) * CELL_W}" y="{top - 7}" text-anchor="middle">head {j}</text>' for j in range(H)]
+    for i, row in enumerate(grid):
+        y = top + i * CELL_H
+        out.append(f'<text x="{left - 6}" y="{y + CELL_H * 0.65}" text-anchor="end">layer {i}</text>')
+        for j, v in enumerate(row):
+            fill, ink = _color(v, lo, hi, diverging=name == "delta_bleu")
+            x = left + j * CELL_W
+            out.append(f'<g class="hcell" data-kind="{kind}" data-layer="{i}" data-head="{j}" style="cursor:pointer">'
+                       f'<title>{NAMES[kind]}, layer {i}, head {j}: {html.escape(_cell_text(v, name))} '
+                       f'(click to open it in the Attention tab)</title>'
+                       f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" rx="3" fill="{fill}"/>'
+                       f'<text x="{x + CELL_W / 2 - 1}" y="{y + CELL_H * 0.62}" text-anchor="middle" fill="{ink}">'
+                       f'{html.escape(_cell_text(v, name))}</text></g>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def atlas_html(atlas, name):
+    """The three kinds' grids of measure `name` side by side, on one colour scale, with what it measures."""
+    if atlas is None:
+        return ('<div class="heads-note">The head atlas has not been computed for this model: run '
+                '<code>python -m core.heads --data DIR</code> to write <code>heads.json</code> beside it.</div>')
+    name = name if name in MEASURES else "delta_loss"
+    grids = {k: atlas["heads"][k].get(name) for k in KINDS}
+    values = [v for g in grids.values() if g for row in g for v in row]
+    unit = MEASURES[name][1]
+    lo, hi = (0.0, 1.0) if unit == "share" else (min(0.0, *values), max(values))
+    blocks = []
+    for kind, grid in grids.items():
+        body = grid_svg(grid, kind, name, lo, hi) if grid else (
+            f'<div class="heads-na">not defined for {NAMES[kind].lower()}</div>')
+        blocks.append(f'<div class="heads-block"><div class="heads-title">{NAMES[kind]}</div>{body}</div>')
+    data = atlas["data"]
+    caption = (f"{html.escape(measure_label(name))}. Over the {data['sentences']:,} pairs of the validation set, "
+               f"teacher-forced" + (f"; greedy BLEU over the first {data['bleu_sentences']:,}"
+                                    if data.get("bleu_sentences", data["sentences"]) < data["sentences"] else "")
+               + ". Click a head to open it in the Attention tab.")
+    return (f'<div class="heads-caption">{caption}</div>'
+            f'<div class="heads-atlas" style="display:flex; flex-wrap:wrap; gap:18px">{"".join(blocks)}</div>')
+
+
+def reading_md(atlas):
+    """The clearest patterns of the atlas, written from its numbers (core.heads.findings)."""
+    if atlas is None:
+        return ""
+    base = atlas["baseline"]
+    head = (f"**What the numbers say** (heads named layer.head; the model as shipped: validation loss "
+            f"{base['loss']:.3f} nats per token, greedy BLEU {base['bleu']:.1f}):")
+    return head + "\n\n" + "\n".join(f"- {md_literal(line)}" for line in findings(atlas))
+
+
+# ---- heads switched off -------------------------------------------------------------------------------
+
+def head_choices(layers, heads):
+    """(label, value) of every head, for the list of heads to switch off."""
+    return [(f"{NAMES[k]} · layer {lay} · head {h}", f"{k} {lay} {h}")
+            for k in KINDS for lay in range(layers) for h in range(heads)]
+
+
+def parse_heads(values, layers, heads):
+    """The triples of the list's values ("cross 1 3"); ValueError naming the first that is not a head."""
+    out = []
+    for v in values or []:
+        parts = str(v).split()
+        if len(parts) != 3 or parts[0] not in KINDS or not all(p.isdigit() for p in parts[1:]) \
+                or int(parts[1]) >= layers or int(parts[2]) >= heads:
+            raise ValueError(f"{str(v)[:40]!r} is not a head of this model")
+        out.append((parts[0], int(parts[1]), int(parts[2])))
+    return sorted(set(out), key=lambda t: (KINDS.index(t[0]), t[1], t[2]))
+
+
+def _values(triples):
+    return [f"{k} {lay} {h}" for k, lay, h in triples]
+
+
+def _chosen(values, cfg):
+    """The heads of the list as triples, leaving out anything that is not a head of the model."""
+    out = []
+    for v in values or []:
+        try:
+            out += parse_heads([v], cfg["N"], cfg["h"])
+        except ValueError:
+            continue
+    return out
+
+
+def add_head(current, kind, layer, head):
+    """The list with one more head."""
+    cfg = get_translator().config
+    kind = kind if kind in KINDS else "cross"
+    triple = (kind, clamp(layer, 0, cfg["N"] - 1), clamp(head, 0, cfg["h"] - 1))
+    return _values(sorted(set(_chosen(current, cfg)) | {triple}, key=lambda t: (KINDS.index(t[0]), t[1], t[2])))
+
+
+def all_but(current, kind, layer, head):
+    """The list with every head of the layer switched off but the one chosen (which is kept on)."""
+    cfg = get_translator().config
+    kind = kind if kind in KINDS else "cross"
+    layer, head = clamp(layer, 0, cfg["N"] - 1), clamp(head, 0, cfg["h"] - 1)
+    heads = set(_chosen(current, cfg)) | {(kind, layer, h) for h in range(cfg["h"])}
+    heads.discard((kind, layer, head))
+    return _values(sorted(heads, key=lambda t: (KINDS.index(t[0]), t[1], t[2])))
+
+
+def switch_off(ins, values):
+    """Translate the session's sentence again, with its own decoding settings, with the chosen heads off.
+    Returns (a status line in Markdown, the Switched result to keep, or None)."""
+    if ins is None:
+        return "Translate a sentence first (Translate tab).", None
+    tr = get_translator()
+    try:
+        heads_off = parse_heads(values, tr.config["N"], tr.config["h"])
+    except ValueError as e:
+        return md_literal(str(e)), None
+    if not heads_off:
+        return "Choose at least one head to switch off.", None
+    t0 = time.perf_counter()
+    with MODEL_LOCK:
+        changed = tr.inspect(ins.source, heads_off=heads_off, **ins.decoding)
+    ms = (time.perf_counter() - t0) * 1e3
+    n = len(heads_off)
+    same = "the same translation" if changed.translation == ins.translation else "a different translation"
+    return (f"{n} head{'s' * (n > 1)} switched off: {same} · {ms:.0f} ms on the server, "
+            "attention maps included"), Switched(ins, changed, ms)
+
+
+def _marked_tokens(tokens, probs, changed):
+    """Token strip HTML (as the Translate tab's) with the tokens at `changed` positions outlined."""
+    spans = token_probs_html(SimpleNamespace(out_tokens=tokens, token_probs=probs)).split('<span class="tok"')
+    for i in changed:
+        spans[i + 1] = spans[i + 1].replace('style="', 'style="outline:2px solid #e4572e; outline-offset:1px; ', 1)
+    return '<span class="tok"'.join(spans)
+
+
+def comparison_html(original, changed):
+    """Both translations, each with its token probabilities; the tokens that differ outlined in red."""
+    a, b = original.out_tokens, changed.out_tokens
+    gone, new = set(), set()
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op != "equal":
+            gone.update(range(i1, i2))
+            new.update(range(j1, j2))
+    off = ", ".join(f"{k} {lay}.{h}" for k, lay, h in changed.heads_off)
+    rows = [("As translated", original, a, gone), (f"With {off} switched off", changed, b, new)]
+    return "".join(f'<div style="margin:8px 0"><div><b>{html.escape(title)}:</b> {html.escape(ins.translation)}'
+                   f'</div>{_marked_tokens(toks, ins.token_probs, marks)}</div>' for title, ins, toks, marks in rows) + (
+        f'<div class="tok-legend">{len(new)} of {len(b)} output tokens changed (outlined in red; in the original, '
+        'the tokens that were replaced or dropped)</div>')
+
+
+def compare_view(ins, switched):
+    if switched is None or switched.original is not ins:
+        return ('<div class="heads-note">Choose heads above and press <b>Translate again with these heads off'
+                '</b>: the new translation appears here beside this one.</div>')
+    return comparison_html(switched.original, switched.changed)
+
+
+def maps_view(ins, switched, kind, layer):
+    """All heads of one layer of the changed model's attention, the switched-off heads in grey."""
+    if switched is None or switched.original is not ins:
+        return empty_figure("The attention maps with heads switched off appear here.")
+    changed = switched.changed
+    kind = kind if kind in KINDS else "cross"
+    maps, q, k = attention.attention_maps(changed, kind)
+    layer, name = clamp(layer, 0, maps.size(0) - 1), attention.KINDS[kind][0]
+    fig = attention.head_grid(maps[layer], q, k, f"{name}, layer {layer}, with heads switched off (grey: off)")
+    off = {h for kd, lay, h in changed.heads_off if kd == kind and lay == layer}
+    for h in off:
+        fig.data[h].colorscale = OFF_SCALE
+        fig.layout.annotations[h].text = f"head {h}: off"
+    return fig
+
+
+def atlas_view(measure):
+    return atlas_html(load_atlas(), measure)
+
+
+# the views of the tab, in the order of its outputs; controls: (measure, map kind, map layer, the Switched state)
+VIEWS = [View("heads/atlas", ("heads",), atlas_view, uses=(0,), reads_translation=False),
+         View("heads/compare", ("heads",), compare_view, uses=(3,), blank=("",)),
+         View("heads/maps", ("heads",), maps_view, uses=(3, 1, 2), blank=(None,))]
+
+
+def show(page, ins, measure="delta_loss", kind="cross", layer=0, switched=None):
+    """The tab's views for the page as it is (app/views.py)."""
+    return refresh(page, ins, VIEWS, (measure, kind, layer, switched))
+
+
+def open_head(page, ins, evt: gr.EventData):
+    """A click on an atlas cell: the Attention tab opened on that head (one-head view) for the current sentence.
+    Returns the top-level tabs, the Attention tab's sub-tabs, its kind, layer and head, and its views."""
+    data = getattr(evt, "_data", None) or {}
+    cfg = get_translator().config
+    kind = data.get("kind") if data.get("kind") in KINDS else "encoder"
+    layer, head = clamp(data.get("layer"), 0, cfg["N"] - 1), clamp(data.get("head"), 0, cfg["h"] - 1)
+    open_tab(page, ("attention", "one-head"))
+    return (gr.Tabs(selected="attention"), gr.Tabs(selected="one-head"), kind, layer, head,
+            *attention.show(page, ins, kind, layer, head))
+
+
+# ---- layout and events -----------------------------------------------------------------------------
+
+CLICK_JS = """
+element.addEventListener('click', (event) => {
+  const cell = event.target.closest('[data-head]');
+  if (cell) trigger('click', {kind: cell.dataset.kind, layer: +cell.dataset.layer, head: +cell.dataset.head});
+});
+"""
+
+
+def _switch_panel(cfg):
+    """The controls that choose heads to switch off and the button that translates again."""
+    gr.Markdown("### Switch heads off\nA head switched off has its output zeroed before W^O, the output "
+                "projection. Choose heads, then translate the current sentence again with them off.")
+    with gr.Row():
+        kind = gr.Radio([(NAMES[k], k) for k in KINDS], value="cross", label="attention", elem_id="off-kind")
+        layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="off-layer")
+        head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="off-head")
+    with gr.Row():
+        add = gr.Button("Switch this head off", size="sm", elem_id="off-add")
+        but = gr.Button("All heads of this layer but this one", size="sm", elem_id="off-all-but")
+        clear = gr.Button("Clear", size="sm", elem_id="off-clear")
+    chosen = gr.Dropdown(head_choices(cfg["N"], cfg["h"]), value=[], multiselect=True,
+                         label="heads switched off", elem_id="off-list")
+    run = gr.Button("Translate again with these heads off", variant="primary", elem_id="off-run")
+    return kind, layer, head, add, but, clear, chosen, run
+
+
+def build(cfg, page, state, tabs, attn):
+    """Lay out the tab and wire its events. `tabs` are the page's top-level tabs and `attn` what the Attention
+    tab's build returned (a click on the atlas opens a head there). Returns the controls and outputs of `show`,
+    which each new translation runs (see app/ui.py)."""
+    with gr.Tab("Heads", id="heads") as tab:
+        switched = gr.State(None)  # inside the tab: a child of the Tabs that is no tab would upset their order
+        measure = gr.Dropdown([(measure_label(n), n) for n in MEASURES], value="delta_loss", label="measure",
+                              elem_id="heads-measure")
+        atlas = gr.HTML(elem_id="heads-atlas", js_on_load=CLICK_JS)
+        gr.Markdown(reading_md(load_atlas()), elem_id="heads-reading")
+        kind, layer, head, add, but, clear, chosen, run = _switch_panel(cfg)
+        status = gr.Markdown(elem_id="off-status")
+        compare = gr.HTML(elem_id="off-compare")
+        with gr.Row():
+            map_kind = gr.Radio([(NAMES[k], k) for k in KINDS], value="cross", label="maps of", elem_id="off-map-kind")
+            map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="off-map-layer")
+        maps = gr.Plot(elem_id="off-maps")
+    controls, outputs = [measure, map_kind, map_layer, switched], [atlas, compare, maps]
+    inputs = [page, state, *controls]
+    tab.select(opener(("heads",), show), inputs, outputs, api_visibility="private")
+    gr.on([measure.change, map_kind.change, map_layer.change], show, inputs, outputs, api_visibility="private")
+    for button, fn in ((add, add_head), (but, all_but)):
+        button.click(fn, [chosen, kind, layer, head], chosen, api_visibility="private")
+    clear.click(lambda: [], None, chosen, api_visibility="private")
+    run.click(switch_off, [state, chosen], [status, switched], concurrency_limit=1, concurrency_id="model",
+              api_visibility="private", show_progress_on=[status]).then(
+        show, inputs, outputs, api_visibility="private")
+    atlas.click(open_head, [page, state], [tabs, attn.tabs, *attn.controls, *attn.outputs], api_visibility="private")
+    return SimpleNamespace(controls=controls, outputs=outputs)

@@ -1,0 +1,539 @@
+"""The head atlas: what each attention head does over the validation set, and how much it matters.
+
+    python -m core.heads --data DIR [--limit N] [--out assets/heads.json] [--threads 2]
+
+For every head of the encoder self-attention, the decoder self-attention and the cross-attention, with the
+validation pairs fed teacher-forced to the shipped model:
+
+- how it attends: the mean entropy of its rows, the mean attended distance, the share of its attention on the
+  same, previous and next position, on the first token (<s>), on </s> and on the final full stop (attention
+  sinks); for cross-attention how close its alignment runs to the diagonal, how monotonic it is, and how often
+  its argmax agrees with the argmax of its layer's average head;
+- how much it matters: the change in validation loss (nats per target token) and in greedy BLEU (sacreBLEU)
+  when that head alone is switched off (core/headmask.py), and per layer the loss with every head off but the
+  single most important one, beside the loss with every head of the layer off.
+
+The 72 single-head variants run as a batch dimension of head masks (rows = variants x sentences); where only
+decoder or cross heads vary, the encoder runs once. Greedy decoding drops each row once it has ended. Finished
+stages are kept in a cache file, so an interrupted run resumes where it stopped. Writes assets/heads.json:
+per-head numbers only, nothing of the data.
+"""
+import argparse
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import torch
+from sacrebleu.metrics import BLEU
+
+from .checkpoint import load_pretrained, read_tokenizer
+from .data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to, token_batches
+from .decode import IncrementalDecoder, _strip
+from .headmask import KINDS, model_shape, switched_off
+from .model import attention_modules, keep_attention
+
+SELF_MEASURES = ("entropy", "distance", "same", "previous", "next", "first", "eos", "stop")
+CROSS_MEASURES = ("entropy", "distance", "first", "eos", "stop", "diagonal", "monotonic", "agreement")
+MEASURES = {  # name: (what it is, unit)
+    "entropy": ("mean entropy of a row of attention weights", "nats"),
+    "distance": ("mean attended distance |i - j| (cross: from the scaled diagonal)", "positions"),
+    "same": ("share of attention on the same position", "share"),
+    "previous": ("share of attention on the previous position", "share"),
+    "next": ("share of attention on the next position", "share"),
+    "first": ("share of attention on the first token, <s>", "share"),
+    "eos": ("share of attention on the source's </s>", "share"),
+    "stop": ("share of attention on the final full stop, where a sentence ends in one", "share"),
+    "diagonal": ("share of rows whose argmax lies within one position of the scaled diagonal", "share"),
+    "monotonic": ("share of steps whose argmax does not move back along the source", "share"),
+    "agreement": ("share of rows whose argmax is that of the layer's average head", "share"),
+    "delta_loss": ("change in validation loss when this head alone is off", "nats per token"),
+    "delta_bleu": ("change in greedy BLEU when this head alone is off", "BLEU"),
+}
+EPS = 1e-12
+BLEU_CHUNK = 256  # sentences per stage of the BLEU part
+
+
+# ---- attention statistics -----------------------------------------------------------------------------
+
+def map_sums(maps, kind, q_len, k_len, stop):
+    """Sums over the valid query rows of one batch of maps (L, B, H, Tq, Tk), per head, and the number of rows
+    each sum is over: ({measure: (L, H)}, {measure: count}). `q_len`, `k_len`: (B,) valid queries and keys;
+    `stop`: (B,) the key position of the final full stop, -1 where there is none."""
+    L, B, H, Tq, Tk = maps.shape
+    i = torch.arange(Tq).view(1, Tq, 1)
+    j = torch.arange(Tk).view(1, 1, Tk)
+    rows = (i[..., 0] < q_len.view(B, 1)).float()  # (B, Tq) valid query rows
+    if kind == "cross":  # the scaled diagonal: position i of T maps to i (S - 1) / (T - 1)
+        diag = i * ((k_len - 1) / (q_len - 1).clamp_min(1)).view(B, 1, 1)
+        dist = (diag - j).abs()
+    else:
+        dist = (i - j).abs().float().expand(B, Tq, Tk)
+    sums, counts = {}, {}
+
+    def add(name, per_row, valid):  # per_row (L, B, H, Tq), valid (B, Tq)
+        sums[name] = (per_row * valid.view(1, B, 1, Tq)).sum((1, 3))
+        counts[name] = float(valid.sum())
+
+    add("entropy", -(maps * maps.clamp_min(EPS).log()).sum(-1), rows)
+    add("distance", (maps * dist.view(1, B, 1, Tq, Tk)).sum(-1), rows)
+    add("first", maps[..., 0], rows)
+    has_stop = (stop >= 0).view(B, 1)
+    at_stop = maps.gather(-1, stop.clamp_min(0).view(1, B, 1, 1, 1).expand(L, B, H, Tq, 1))[..., 0]
+    sees_stop = (i[..., 0] >= stop.view(B, 1)) if kind == "decoder" else torch.ones(B, Tq, dtype=torch.bool)
+    add("stop", at_stop, rows * (has_stop & sees_stop).float())
+    if kind != "decoder":  # the decoder's input holds no </s>
+        add("eos", maps.gather(-1, (k_len - 1).view(1, B, 1, 1, 1).expand(L, B, H, Tq, 1))[..., 0], rows)
+    if kind == "cross":
+        _alignment_sums(maps, rows, diag[..., 0], add)
+    else:
+        _position_sums(maps, rows, q_len, add)
+    return sums, counts
+
+
+def _position_sums(maps, rows, q_len, add):
+    """Same, previous and next position (self-attention), each over the rows that have that position."""
+    B, Tq = rows.shape
+    pad = maps.new_zeros(*maps.shape[:3], 1)
+    add("same", torch.diagonal(maps, dim1=-2, dim2=-1), rows)
+    prev = torch.cat([pad, torch.diagonal(maps, offset=-1, dim1=-2, dim2=-1)], -1)  # row i: weight on i - 1
+    nxt = torch.cat([torch.diagonal(maps, offset=1, dim1=-2, dim2=-1), pad], -1)  # row i: weight on i + 1
+    i = torch.arange(Tq).view(1, Tq)
+    add("previous", prev, rows * (i >= 1).float())
+    add("next", nxt, rows * (i + 1 < q_len.view(B, 1)).float())
+
+
+def _alignment_sums(maps, rows, diag, add):
+    """Cross-attention: argmax near the scaled diagonal, monotonic steps, agreement with the average head."""
+    B, Tq = rows.shape
+    top = maps.argmax(-1)  # (L, B, H, Tq)
+    add("diagonal", ((top - diag.view(1, B, 1, Tq)).abs() <= 1).float(), rows)
+    steps = (top[..., 1:] >= top[..., :-1]).float()
+    add("monotonic", torch.cat([steps, steps.new_zeros(*steps.shape[:3], 1)], -1),
+        rows * torch.cat([rows[:, 1:], rows.new_zeros(B, 1)], 1))  # step i -> i + 1, both valid rows
+    average = maps.mean(2, keepdim=True).argmax(-1)  # (L, B, 1, Tq)
+    add("agreement", (top == average).float(), rows)
+
+
+def stop_positions(seqs, lengths, stop_ids, offset):
+    """(B,) the position of each sequence's final full stop (`offset` places before its end), -1 if none."""
+    pos = (lengths - 1 - offset).clamp_min(0)
+    last = seqs.gather(1, pos.view(-1, 1))[:, 0]
+    hit = torch.zeros_like(last, dtype=torch.bool)
+    for s in stop_ids:
+        hit |= last == s
+    return torch.where(hit, pos, torch.full_like(pos, -1))
+
+
+@torch.inference_mode()
+def attention_statistics(model, examples, batches, stop_ids):
+    """{kind: {measure: (L, H) mean}} over the examples fed teacher-forced to the model, in `batches`."""
+    sums, counts = {}, {}
+    for idx in batches:
+        b = Batch(pad_to([examples[i][0] for i in idx]), pad_to([examples[i][1] for i in idx]))
+        with keep_attention(model):
+            model.decode(model.encode(b.src, b.src_mask), b.src_mask, b.tgt, b.tgt_mask)
+            maps = {kind: torch.stack([m.attn for m in mods]).float() for kind, mods in attention_modules(model).items()}
+        # the decoder's input proper: <s> y_1 ... y_n, one position per target token (not the </s> that
+        # a shorter row of the batch keeps in place of padding)
+        s_len, t_len = (b.src != PAD).sum(1), (b.tgt_y != PAD).sum(1)
+        s_stop, t_stop = stop_positions(b.src, s_len, stop_ids, 1), stop_positions(b.tgt, t_len, stop_ids, 0)
+        for kind, (q, k, stop) in {"encoder": (s_len, s_len, s_stop), "decoder": (t_len, t_len, t_stop),
+                                   "cross": (t_len, s_len, s_stop)}.items():
+            s, c = map_sums(maps[kind], kind, q, k, stop)
+            for name in s:
+                sums.setdefault(kind, {}).setdefault(name, 0)
+                sums[kind][name] = sums[kind][name] + s[name]
+                counts.setdefault(kind, {}).setdefault(name, 0)
+                counts[kind][name] += c[name]
+    return {kind: {name: sums[kind][name] / max(counts[kind][name], 1) for name in sums[kind]} for kind in sums}
+
+
+# ---- variants: which heads are on ----------------------------------------------------------------------
+
+def single_head_variants(layers, heads, kinds=KINDS):
+    """(name, {kind: (L, H) keep mask}) for the model as it is and for each head alone switched off."""
+    out = [("none", {})]
+    for kind in kinds:
+        for layer in range(layers):
+            for head in range(heads):
+                keep = torch.ones(layers, heads)
+                keep[layer, head] = 0
+                out.append((f"{kind}:{layer}:{head}", {kind: keep}))
+    return out
+
+
+def layer_variants(kind, layer, best, layers, heads):
+    """Every head of one layer off but `best`."""
+    only = torch.ones(layers, heads)
+    only[layer] = 0
+    only[layer, best] = 1
+    return [(f"{kind}:{layer}:only{best}", {kind: only})]
+
+
+def row_masks(variants, rows, layers, heads):
+    """Per-row keep masks {kind: (A * rows, L, H)} for the variants' keep dicts, variant-major."""
+    kinds = {k for v in variants for k in v}
+    return {k: torch.stack([v.get(k, torch.ones(layers, heads)) for v in variants]).repeat_interleave(rows, 0)
+            for k in kinds}
+
+
+def _repeat(x, n):
+    return x.repeat(n, *(1,) * (x.dim() - 1))
+
+
+def _encode_rows(model, src, src_mask, variants, memory):
+    """The memory of every (variant, sentence) row: the one given, repeated, unless an encoder head varies."""
+    if memory is not None and not any("encoder" in v for v in variants):
+        return _repeat(memory, len(variants))
+    return model.encode(_repeat(src, len(variants)), _repeat(src_mask, len(variants)))
+
+
+# ---- importance: loss -----------------------------------------------------------------------------------
+
+@torch.inference_mode()
+def variant_nll(model, batch, variants, max_rows_tokens=8192):
+    """Summed negative log-likelihood of the batch's targets under each variant (a list of keep dicts)."""
+    L, H = model_shape(model)
+    B, T = batch.tgt.shape
+    memory = model.encode(batch.src, batch.src_mask)
+    chunk = max(1, max_rows_tokens // (B * T))
+    out = []
+    for a in range(0, len(variants), chunk):
+        vs = variants[a:a + chunk]
+        with switched_off(model, keep=row_masks(vs, B, L, H)):
+            mem = _encode_rows(model, batch.src, batch.src_mask, vs, memory)
+            h = model.decode(mem, _repeat(batch.src_mask, len(vs)), _repeat(batch.tgt, len(vs)),
+                             _repeat(batch.tgt_mask, len(vs)))
+            logp = model.generator(h)  # (A B, T, V)
+        y = _repeat(batch.tgt_y, len(vs))
+        nll = -logp.gather(-1, y.unsqueeze(-1))[..., 0].masked_fill(y == PAD, 0)
+        out.extend(nll.view(len(vs), -1).sum(1).tolist())
+    return out
+
+
+def variant_losses(model, examples, batches, variants):
+    """Validation loss (nats per target token) of each variant."""
+    total, tokens = [0.0] * len(variants), 0
+    for idx in batches:
+        b = Batch(pad_to([examples[i][0] for i in idx]), pad_to([examples[i][1] for i in idx]))
+        for k, v in enumerate(variant_nll(model, b, variants)):
+            total[k] += v
+        tokens += b.ntokens
+    return [t / tokens for t in total]
+
+
+# ---- importance: greedy BLEU ----------------------------------------------------------------------------
+
+@torch.inference_mode()
+def greedy_rows(model, memory, src_mask, max_len):
+    """Greedy decoding of every row with the cached decoder, each row dropped from the batch once it has
+    produced </s> or `max_len` tokens (an int, or one per row); returns id lists without <s> and </s> (what
+    greedy_decode returns)."""
+    R = memory.size(0)
+    limit = torch.as_tensor(max_len).expand(R)
+    steps = int(limit.max())
+    dec = IncrementalDecoder(model, memory, src_mask, steps)
+    out = torch.full((R, steps), EOS, dtype=torch.long)
+    live = torch.arange(R)
+    tok = torch.full((R,), BOS, dtype=torch.long)
+    for t in range(steps):
+        tok = model.generator.proj(dec.step(tok)).float().argmax(dim=-1)
+        out[live, t] = tok
+        going = (tok != EOS) & (limit[live] > t + 1)
+        if not bool(going.all()):
+            keep = going.nonzero()[:, 0]
+            if keep.numel() == 0:
+                break
+            dec.reorder(keep)
+            live, tok = live[keep], tok[keep]
+    return [_strip(r) for r in out.tolist()]
+
+
+def default_max_len(src_len, max_src_tokens=128):
+    """What Translator.default_max_len gives for a batch of source length src_len."""
+    return min(int(1.5 * src_len) + 10, max_src_tokens + 32)
+
+
+@torch.inference_mode()
+def variant_translations(model, examples, batches, variants, max_rows=1536):
+    """Greedy output ids of every example under each variant: a list (per variant) of lists (per example)."""
+    L, H = model_shape(model)
+    out = [[None] * len(examples) for _ in variants]
+    for idx in batches:
+        src = pad_to([examples[i][0] for i in idx])
+        src_mask = (src != PAD).unsqueeze(-2)
+        memory = model.encode(src, src_mask)
+        # each sentence's own limit, as Translator sets it for the sentence alone: batching changes nothing
+        limits = torch.tensor([default_max_len(len(examples[i][0])) for i in idx])
+        B, chunk = len(idx), max(1, max_rows // len(idx))
+        for a in range(0, len(variants), chunk):
+            vs = variants[a:a + chunk]
+            with switched_off(model, keep=row_masks(vs, B, L, H)):
+                mem = _encode_rows(model, src, src_mask, vs, memory)
+                ids = greedy_rows(model, mem, _repeat(src_mask, len(vs)), _repeat(limits, len(vs)))
+            for k in range(len(vs)):
+                for r, i in enumerate(idx):
+                    out[a + k][i] = ids[k * B + r]
+    return out
+
+
+def variant_bleu_stats(model, tokenizer, examples, refs, batches, variants):
+    """Each variant's greedy BLEU statistics against the references: [n-gram matches (4), n-gram totals (4),
+    output length, reference length], which add up over sentences (`bleu_score` turns them into BLEU)."""
+    bleu = BLEU()
+    out = []
+    for hyps in variant_translations(model, examples, batches, variants):
+        idx = [i for i, h in enumerate(hyps) if h is not None]
+        s = bleu.corpus_score([tokenizer.decode(hyps[i]) for i in idx], [[refs[i] for i in idx]])
+        out.append([*s.counts, *s.totals, s.sys_len, s.ref_len])
+    return out
+
+
+def bleu_score(stats):
+    """sacreBLEU's corpus BLEU (its defaults: exponential smoothing) from summed statistics."""
+    return BLEU.compute_bleu(stats[:4], stats[4:8], stats[8], stats[9], smooth_method="exp").score
+
+
+# ---- the atlas --------------------------------------------------------------------------------------------
+
+class Stages:
+    """Finished stages kept in a JSON file, keyed by what they were computed from: a rerun skips them. Two
+    processes may share the file (`only` splits the work between them): each write merges what is there."""
+
+    def __init__(self, path, key, only=None):
+        self.path, self.key, self.only = Path(path) if path else None, key, only
+        self.done = {}
+        self._merge()
+
+    def _merge(self):
+        if self.path and self.path.is_file():
+            saved = json.loads(self.path.read_text(encoding="utf-8"))
+            if saved.get("key") == self.key:
+                self.done = {**saved["stages"], **self.done}
+
+    def run(self, name, compute):
+        """The stage's value: computed unless done (or left to another process: None)."""
+        if name not in self.done:
+            self._merge()
+        if name not in self.done:
+            if self.only and not name.startswith(self.only):
+                return None
+            t0 = time.perf_counter()
+            value = compute()
+            self.done[name] = {"value": value, "seconds": time.perf_counter() - t0}
+            if self.path:
+                self._merge()
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.path.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"key": self.key, "stages": self.done}), encoding="utf-8")
+                tmp.replace(self.path)
+            print(f"{time.strftime('%X')} {name}: {self.done[name]['seconds']:.1f} s", flush=True)
+        return self.done[name]["value"]
+
+    def seconds(self):
+        return sum(s["seconds"] for s in self.done.values())
+
+
+def _nested(t, digits=4):
+    return [[round(float(x), digits) for x in row] for row in t]
+
+
+def _importance(stages, model, tokenizer, examples, refs, batches, layers, heads):
+    """Base and single-head-off loss and BLEU, and the per-layer variants: {name: (loss, bleu)}. The losses
+    come first, a stage per layer of each kind; then BLEU, a stage per layer and chunk of sentences (its
+    statistics add up, so that a chunk done is never redone)."""
+    loss_batches, bleu_chunks = batches
+    groups = [("base", [("none", {})])] + [
+        (f"{kind}:{layer}", single_head_variants(layers, heads, [kind])[1 + layer * heads:1 + (layer + 1) * heads])
+        for kind in KINDS for layer in range(layers)]
+    loss = {}
+    for group, named in groups:
+        values = stages.run(f"loss:{group}", lambda: variant_losses(model, examples, loss_batches,
+                                                                    [v for _, v in named]))
+        loss.update(zip([n for n, _ in named], values or []))
+    extra = []
+    for kind in KINDS:
+        for layer in range(layers):
+            if f"{kind}:{layer}:0" in loss:
+                best = max(range(heads), key=lambda h: loss[f"{kind}:{layer}:{h}"])
+                extra += layer_variants(kind, layer, best, layers, heads)
+    values = stages.run("loss:layers", lambda: variant_losses(model, examples, loss_batches, [v for _, v in extra]))
+    result = {n: (lo, None) for (n, _), lo in zip(extra, values or [])}
+    stats = {}
+    for (a, b), chunk_batches in bleu_chunks:
+        for group, named in groups:
+            values = stages.run(f"bleu:{a}-{b}:{group}", lambda: variant_bleu_stats(
+                model, tokenizer, examples, refs, chunk_batches, [v for _, v in named]))
+            for (n, _), st in zip(named, values or []):
+                stats[n] = [x + y for x, y in zip(stats.get(n, [0] * 10), st)]
+    result.update({n: (loss.get(n), bleu_score(st)) for n, st in stats.items()})
+    return result
+
+
+def _layers_summary(result, layers, heads):
+    base = result["none"][0]
+    out = {}
+    for kind in KINDS:
+        out[kind] = []
+        for layer in range(layers):
+            only = next(n for n in result if n.startswith(f"{kind}:{layer}:only"))
+            out[kind].append({"best_head": int(only.rsplit("only", 1)[1]),
+                              "delta_loss_all_but_best_off": round(result[only][0] - base, 4)})
+    return out
+
+
+def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000, bleu_sentences=0, only=None):
+    """The atlas as a JSON-ready dict, from the (German, English) validation pairs; greedy BLEU over the
+    first `bleu_sentences` of them (0: all). With `only` ("loss", "bleu" or "statistics"), only the stages
+    of that part are computed (the others left to another process sharing the cache), and None returned."""
+    model.eval()
+    layers, heads = model_shape(model)
+    examples = encode_pairs(tokenizer, pairs, max_len=128)
+    refs = [p[1] for p in pairs]
+    order = sorted(range(len(examples)), key=lambda i: (len(examples[i][0]), len(examples[i][1])))
+    loss_batches = token_batches(examples, max_tokens, shuffle=False)
+    n_bleu = min(bleu_sentences or len(pairs), len(pairs))
+    bleu_chunks = []  # ((first, end), batches of 64 length-sorted sentences) per chunk of BLEU_CHUNK sentences
+    for a in range(0, n_bleu, BLEU_CHUNK):
+        b = min(a + BLEU_CHUNK, n_bleu)
+        run = [i for i in order if a <= i < b]
+        bleu_chunks.append(((a, b), [run[i:i + 64] for i in range(0, len(run), 64)]))
+    stop_ids = [i for i in (tokenizer.piece_to_id(p) for p in (".", "▁.")) if i != UNK]
+    stages = Stages(cache, key, only)
+    stats = stages.run("statistics", lambda: {k: {n: _nested(v) for n, v in d.items()} for k, d in
+                                              attention_statistics(model, examples, loss_batches, stop_ids).items()})
+    result = _importance(stages, model, tokenizer, examples, refs, (loss_batches, bleu_chunks), layers, heads)
+    if only:
+        return None
+    base_loss, base_bleu = result["none"]
+    per_head = {kind: dict(stats[kind]) for kind in KINDS}
+    for kind in KINDS:
+        for name, i in (("delta_loss", 0), ("delta_bleu", 1)):
+            per_head[kind][name] = [[round(result[f"{kind}:{lay}:{h}"][i] - (base_loss, base_bleu)[i], 4)
+                                     for h in range(heads)] for lay in range(layers)]
+    return {"model": {"layers": layers, "heads": heads},
+            "data": {"split": "val", "sentences": len(pairs), "bleu_sentences": n_bleu,
+                     "target_tokens": sum(len(e[1]) - 1 for e in examples)},
+            "baseline": {"loss": round(base_loss, 4), "bleu": round(base_bleu, 2)},
+            "seconds": round(stages.seconds(), 1),
+            "stage_seconds": {n: round(s["seconds"], 1) for n, s in stages.done.items()},
+            "measures": {n: {"about": a, "unit": u} for n, (a, u) in MEASURES.items()},
+            "heads": per_head, "layers": _layers_summary(result, layers, heads)}
+
+
+# ---- what the numbers say -----------------------------------------------------------------------------
+
+NAMES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
+
+
+def _cells(atlas, kind, measure):
+    """[(value, layer, head), ...] of one measure, largest first."""
+    grid = atlas["heads"][kind][measure]
+    return sorted(((v, lay, h) for lay, row in enumerate(grid) for h, v in enumerate(row)), reverse=True)
+
+
+def _heads_list(cells):
+    return ", ".join(f"{lay}.{h} ({v:.0%})" for v, lay, h in cells)
+
+
+def findings(atlas, share=0.5, negligible_loss=0.01, negligible_bleu=0.3):
+    """The clearest patterns of an atlas as sentences, written from its numbers (heads named layer.head)."""
+    out = []
+    for kind, measure, what in (("encoder", "previous", "the previous source token"),
+                                ("encoder", "next", "the next source token"),
+                                ("decoder", "previous", "the previous target token"),
+                                ("encoder", "same", "their own position"), ("decoder", "same", "their own position")):
+        cells = [c for c in _cells(atlas, kind, measure) if c[0] >= share]
+        if cells:
+            out.append(f"In {NAMES[kind]}, {len(cells)} head{'s' * (len(cells) > 1)} put at least {share:.0%} of "
+                       f"their attention on {what}: {_heads_list(cells[:6])}.")
+    for kind in KINDS:  # <s> and </s> are seen by every row: their shares add up
+        sinks = sorted(((sum(atlas["heads"][kind][m][lay][h] for m in ("first", "eos") if m in atlas["heads"][kind]),
+                         lay, h) for lay in range(atlas["model"]["layers"]) for h in range(atlas["model"]["heads"])),
+                       reverse=True)
+        sinks = [c for c in sinks if c[0] >= share]
+        if sinks:
+            where = "<s> or </s>" if kind != "decoder" else "<s>"
+            out.append(f"In {NAMES[kind]}, {len(sinks)} head{'s' * (len(sinks) > 1)} put at least {share:.0%} on "
+                       f"{where} (attention sinks): {_heads_list(sinks[:6])}.")
+    diag = _cells(atlas, "cross", "diagonal")
+    agree = atlas["heads"]["cross"]["agreement"]
+    out.append("The cross-attention heads that align words best (argmax within one position of the diagonal): "
+               + ", ".join(f"{lay}.{h} ({v:.0%}, agreeing with its layer's average head on {agree[lay][h]:.0%} "
+                           f"of rows)" for v, lay, h in diag[:3]) + ".")
+    out += _importance_findings(atlas, negligible_loss, negligible_bleu)
+    return out
+
+
+def _importance_findings(atlas, negligible_loss, negligible_bleu):
+    every = sorted(((atlas["heads"][k]["delta_loss"][lay][h], atlas["heads"][k]["delta_bleu"][lay][h], k, lay, h)
+                    for k in KINDS for lay in range(atlas["model"]["layers"]) for h in range(atlas["model"]["heads"])),
+                   reverse=True)
+    base = atlas["baseline"]
+    out = ["Switched off alone, the heads that matter most are " + "; ".join(
+        f"{NAMES[k]} {lay}.{h} (loss {dl:+.3f} nats per token, BLEU {db:+.1f})" for dl, db, k, lay, h in every[:3])
+        + f" (the model as it is: loss {base['loss']:.3f}, greedy BLEU {base['bleu']:.1f})."]
+    small = [e for e in every if abs(e[0]) < negligible_loss and e[1] > -negligible_bleu]
+    counts = ", ".join(f"{sum(e[2] == k for e in small)} of {NAMES[k]}" for k in KINDS)
+    out.append(f"{len(small)} of the {len(every)} heads can go alone at almost no cost (loss within "
+               f"{negligible_loss} nats per token and BLEU down by less than {negligible_bleu}): {counts}.")
+    layers = sorted((r["delta_loss_all_but_best_off"], k, lay, r["best_head"])
+                    for k in KINDS for lay, r in enumerate(atlas["layers"][k]))
+    out.append("With every head of a layer off but its most important one, the loss rises least for "
+               + ", ".join(f"{NAMES[k]} layer {lay} (head {h} kept: {d:+.3f})" for d, k, lay, h in layers[:2])
+               + " and most for " + ", ".join(f"{NAMES[k]} layer {lay} (head {h} kept: {d:+.3f})"
+                                              for d, k, lay, h in layers[::-1][:2]) + ".")
+    return out
+
+
+def model_key(directory, pairs, limit):
+    """What a stage was computed from: the model's weights and the data (hashed), and the limit."""
+    h = hashlib.sha1()
+    for p in sorted(Path(directory).glob("model*.safetensors")):
+        h.update(p.read_bytes())
+    h.update("\n".join(a + "\t" + b for a, b in pairs).encode())
+    return {"hash": h.hexdigest(), "limit": limit, "version": 1}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="The head atlas of the shipped model over the validation set.")
+    ap.add_argument("--data", default=None, help="Multi30k directory (default: ../shared/data/multi30k or cache)")
+    ap.add_argument("--split", default="val")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N pairs (a quick look; not for shipping)")
+    ap.add_argument("--model", default=None, help="model directory (default: assets/)")
+    ap.add_argument("--out", default=None, help="where to write the atlas (default: assets/heads.json)")
+    ap.add_argument("--cache", default=str(ASSETS.parent / "runs" / "heads" / "stages.json"),
+                    help="finished stages, so that a rerun resumes ('' for none)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
+    ap.add_argument("--only", default=None, metavar="PREFIX",
+                    help="compute only the stages whose names begin so (statistics, loss, bleu, bleu:256-512, ...): "
+                         "processes can share the work and the cache")
+    ap.add_argument("--bleu-sentences", type=int, default=0,
+                    help="greedy BLEU over the first N pairs only (default: all; the loss always uses all)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    directory = Path(args.model or ASSETS)
+    model, config = load_pretrained(directory)
+    tokenizer = read_tokenizer(directory / config.get("tokenizer", "spm.model"), config["src_vocab"])
+    pairs = load_split(args.data or default_data_dir(), args.split)
+    if args.limit:
+        pairs = pairs[:args.limit]
+    t0 = time.perf_counter()
+    atlas = compute_atlas(model, tokenizer, pairs, cache=args.cache or None, key=model_key(directory, pairs, args.limit),
+                          bleu_sentences=args.bleu_sentences, only=args.only)
+    if atlas is None:
+        print(f"the stages {args.only}* are done; run without --only to write the atlas")
+        return
+    atlas["data"]["split"] = args.split
+    out = Path(args.out) if args.out else directory / "heads.json"
+    out.write_text(json.dumps(atlas, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"{len(pairs)} pairs: {atlas['seconds']:.0f} s in its stages, {time.perf_counter() - t0:.0f} s in this run "
+          f"({torch.get_num_threads()} threads); wrote {out} ({out.stat().st_size:,} bytes)")
+    for line in findings(atlas):
+        print("-", line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The Heads tab's callbacks: the atlas grids and their reading, choosing heads (limits kept on the server),
+translating again with heads off, the comparison and the maps with the heads that were off, and a click on the
+atlas opening that head in the Attention tab."""
+import copy
+import re
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from app.tabs import heads
+from app.views import ROOT
+from core.headmask import KINDS
+from tests.conftest import needs_shipped
+from tests.test_heads import synthetic_atlas
+
+pytestmark = needs_shipped  # the tab reads the shipped model's shape
+
+
+def full_atlas():
+    """A synthetic atlas the shape of the shipped model's (3 layers, 8 heads), with data like the real one's."""
+    atlas = synthetic_atlas(L=3, H=8)
+    atlas["data"] = {"split": "val", "sentences": 1014, "bleu_sentences": 512}
+    return atlas
+
+
+def test_atlas_grids_name_every_head_and_say_what_is_not_defined():
+    atlas = full_atlas()
+    out = heads.atlas_html(atlas, "previous")
+    cells = re.findall(r'data-kind="(\w+)" data-layer="(\d)" data-head="(\d)"', out)
+    assert len(cells) == 48 and {c[0] for c in cells} == {"encoder", "decoder"}  # cross has no previous position
+    assert "not defined for cross-attention" in out
+    assert "encoder self-attention, layer 1, head 2: 90%" in out.lower()
+    assert "greedy BLEU over the first 512" in out
+    assert len(re.findall(r"data-head=", heads.atlas_html(atlas, "delta_bleu"))) == 72
+    # anything else from the browser falls back to a measure that exists
+    assert len(re.findall(r"data-head=", heads.atlas_html(atlas, "<img src=x>"))) == 72
+    assert "python -m core.heads" in heads.atlas_html(None, "previous")
+
+
+def test_reading_is_the_findings_of_the_numbers():
+    md = heads.reading_md(full_atlas())
+    assert md.startswith("**What the numbers say**") and "validation loss 1.500" in md
+    assert md.count("\n- ") >= 3 and "1\\.2 \\(90%\\)" in md
+
+
+def test_choosing_heads_keeps_to_the_model():
+    assert heads.add_head([], "cross", 1, 3) == ["cross 1 3"]
+    assert heads.add_head(["cross 1 3"], "encoder", 99, -5) == ["encoder 2 0", "cross 1 3"]  # clamped, sorted
+    chosen = heads.all_but(["decoder 0 1", "cross 2 4"], "cross", 2, 4)
+    assert chosen == ["decoder 0 1"] + [f"cross 2 {h}" for h in range(8) if h != 4]
+    assert heads.add_head(["bogus", "cross 9 9"], "nonsense", "x", None) == ["cross 0 0"]
+    with pytest.raises(ValueError, match="is not a head"):
+        heads.parse_heads(["cross 3 0"], 3, 8)
+
+
+@pytest.fixture(scope="module")
+def ins():
+    from app.tabs.translate import translate
+    return translate("Zwei Hunde spielen im Schnee.", "greedy")[2]
+
+
+def test_switching_off_translates_again_with_the_same_settings(ins):
+    assert heads.switch_off(None, ["cross 1 3"])[1] is None
+    status, result = heads.switch_off(ins, ["<b>x</b>"])
+    assert result is None and "<b>" not in status and "is not a head" in status
+    assert heads.switch_off(ins, [])[0].startswith("Choose at least one head")
+    off = heads.all_but([], "cross", 1, 2) + heads.all_but([], "cross", 2, 2)
+    status, result = heads.switch_off(ins, off)
+    assert "14 heads switched off" in status
+    changed = result.changed
+    assert result.original is ins and changed.source == ins.source and changed.decoding == ins.decoding
+    assert len(changed.heads_off) == 14 and ("cross", 1, 2) not in changed.heads_off
+    html = heads.compare_view(ins, result)
+    assert ins.translation.split()[0] in html and "switched off" in html and "output tokens changed" in html
+    if changed.translation != ins.translation:
+        assert "outline:2px solid" in html
+    # the comparison belongs to the translation it repeats: a newer one shows the prompt instead
+    assert "Choose heads above" in heads.compare_view(copy.copy(ins), result)
+
+
+def test_maps_show_the_heads_that_were_off_in_grey(ins):
+    _, result = heads.switch_off(ins, ["decoder 1 2", "decoder 1 5", "cross 0 0"])
+    fig = heads.maps_view(ins, result, "decoder", 1)
+    notes = [a.text for a in fig.layout.annotations]
+    assert notes[2] == "head 2: off" and notes[5] == "head 5: off" and notes[0] == "head 0"
+    assert fig.data[2].colorscale != fig.data[0].colorscale
+    assert "off" not in " ".join(a.text for a in heads.maps_view(ins, result, "encoder", 1).layout.annotations)
+    assert heads.maps_view(ins, None, "decoder", 1).layout.annotations[0].text.startswith("The attention maps")
+
+
+def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins):
+    page = {"open": {ROOT: "heads", "attention": "all-heads"}, "drawn": {}}
+    out = heads.open_head(page, ins, SimpleNamespace(_data={"kind": "cross", "layer": 1, "head": 3}))
+    tabs, subtabs, kind, layer, head, one, *rest = out
+    assert isinstance(tabs, gr.Tabs) and (kind, layer, head) == ("cross", 1, 3)
+    assert page["open"] == {ROOT: "attention", "attention": "one-head"}
+    assert "Cross-attention" in one.layout.title.text and "layer 1, head 3" in one.layout.title.text
+    # a forged click is kept in range
+    out = heads.open_head(page, ins, SimpleNamespace(_data={"kind": "x", "layer": 99, "head": "y"}))
+    assert out[2:5] == ("encoder", 2, 0)
+
+
+def test_views_blank_before_a_translation_and_atlas_draws_without_one():
+    page = {"open": {ROOT: "heads"}, "drawn": {}}
+    atlas, compare, maps = heads.show(page, None, "delta_loss", "cross", 0, None)
+    assert "data-head" in atlas or "python -m core.heads" in atlas
+    assert all(isinstance(v, type(gr.skip())) for v in (compare, maps))
+    assert set(KINDS) == set(heads.NAMES)
