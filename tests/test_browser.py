@@ -24,10 +24,10 @@ TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine;
 SENTENCE = "Zwei Hunde spielen im Schnee."  # not the example translated on load, so its translation is new
 OTHER = "Eine Katze schläft auf dem Sofa."
 TABS = {"Overview": "#diagram", "Translate": "#src", "Attention": "#heatmap", "Heads": "#heads-atlas",
-        "Why this word": "#why-source",
-        "Search and what-if": "#whatif-tree", "Inside the model": "#in-tree",
+        "Why": "#why-source",
+        "What if": "#whatif-tree", "Inside": "#in-tree",
         "Masks": "#m-masks",
-        "Positional encoding": "#pe-curves", "Training replay": "#r-fig", "Engineering": None,
+        "Positional encoding": "#pe-curves", "Training": "#r-fig", "Engineering": None,
         "Lab": "#lab-curve"}
 ATTENTION_VIEWS = {"One head": "#heatmap", "All heads of the layer": "#head-grid", "Layers × heads": "#overview-grid",
                    "bertviz head view": "#bertviz-head", "bertviz model view": "#bertviz-model"}
@@ -244,7 +244,7 @@ def test_why_this_word_attributes_the_chosen_token(page):
     """The Why tab draws the attention and the attributions of a token of the translation; picking another
     token redraws them for that token."""
     english = translate(page, SENTENCE)
-    open_tab(page, "Why this word", "#why-source")
+    open_tab(page, "Why", "#why-source")
     wait_plot(page, "why-source")
     wait_plot(page, "why-target")
     wait_until(page, "text('#why-reading').includes('ranks') && settled('why-reading')", what="the reading")
@@ -332,7 +332,7 @@ def test_a_hostile_link_is_read_as_data(page):
 def test_search_tree_and_what_if(page):
     """The tab draws the beam search of the translation, and the model continues after a typed prefix."""
     translate(page, SENTENCE)
-    open_tab(page, "Search and what-if", "#whatif-tree")
+    open_tab(page, "What if", "#whatif-tree")
     wait_until(page, "plotText('whatif-tree').includes('Beam search, beam size 4') && settled('whatif-tree')",
                what="the search tree")
     page.locator("#whatif-prefix textarea, #whatif-prefix input").first.fill("Three cats")
@@ -353,7 +353,7 @@ INSIDE_VIEWS = {"Modules and weights": ("in-treemap", "in-weights", "in-dist"),
 
 def test_inside_tab_draws_every_view(page):
     translate(page, SENTENCE)
-    open_tab(page, "Inside the model", "#in-tree")
+    open_tab(page, "Inside", "#in-tree")
     wait_until(page, "text('#in-tree').includes('encoder') && settled('in-tree')", what="the module tree")
     for name, plots in INSIDE_VIEWS.items():
         open_tab(page, name)
@@ -377,7 +377,7 @@ def test_inside_tab_draws_every_view(page):
     shot(page, "inside")
     # markup typed as the sentence: its pieces shown as text in the LayerNorm note and the FFN plot, nothing run
     translate(page, PAYLOADS[0])
-    open_tab(page, "Inside the model")  # its LayerNorm sub-tab still the open one
+    open_tab(page, "Inside")  # its LayerNorm sub-tab still the open one
     open_tab(page, "LayerNorm", "#in-ln")
     set_number(page, "in-token", 2)  # the pieces: <s>, ▁, <unk> (for "<"), im, g, ...
     wait_until(page, "text('#in-ln-note').includes('position 2 (<unk>)') && settled('in-ln-note')",
@@ -411,7 +411,7 @@ def test_positional_tab_reacts(page):
 
 
 def test_replay_plays(page):
-    open_tab(page, "Training replay", "#r-fig")
+    open_tab(page, "Training", "#r-fig")
     wait_plot(page, "r-fig")  # the last step, drawn on load
     set_number(page, "r-step", 1)
     wait_until(page, "replayStep() === 1 && settled('r-fig')", what="the replay at step 1")
@@ -509,7 +509,7 @@ def test_typed_markup_is_shown_and_never_run(page):
     page.frame_locator("#bertviz-model iframe").locator("svg").first.wait_for()
     open_tab(page, "bertviz head view", "#bertviz-head")
     page.frame_locator("#bertviz-head iframe").locator("svg text", has_text="<").first.wait_for()
-    open_tab(page, "Why this word", "#why-source")
+    open_tab(page, "Why", "#why-source")
     wait_until(page, "text('#why-reading').includes('ranks') && settled('why-reading')", what="the reading")
     open_tab(page, "Masks", "#m-masks")
     wait_plot(page, "m-masks")

@@ -1,4 +1,4 @@
-"""What the Masks, Positional encoding and Training replay tabs show, checked against hand-built
+"""What the Masks, Positional encoding and Training tabs show, checked against hand-built
 expectations, a float64 reference, and the formulas."""
 import json
 import math

@@ -1,4 +1,4 @@
-"""The Search and what-if tab's callbacks (app/tabs/whatif.py) on the shipped model."""
+"""The What if tab's callbacks (app/tabs/whatif.py) on the shipped model."""
 import html
 import re
 

@@ -1,4 +1,4 @@
-"""The Why this word tab's callbacks (app/tabs/why.py) on the shipped model: what it draws is the Inspection's
+"""The Why tab's callbacks (app/tabs/why.py) on the shipped model: what it draws is the Inspection's
 attention and core.attribution's numbers for the chosen token, computed once per translation and token."""
 import numpy as np
 import pytest

@@ -663,7 +663,7 @@ def build(cfg, page, state):
     """Lay out the tab and wire its events: opening the tab or a sub-tab, and moving a control, draw the views
     on screen. Returns the controls and outputs of `show`, which each new translation runs too (app/ui.py)."""
     model = get_translator().model
-    with gr.Tab("Inside the model", id="inside") as tab:
+    with gr.Tab("Inside", id="inside") as tab:
         gr.Markdown("The shipped model opened up: its modules and weights, and what its layers do to the sentence "
                     "of your last translation, recorded in one teacher-forced pass of the float32 model.")
         with gr.Tabs():

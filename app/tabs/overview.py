@@ -9,7 +9,7 @@ from ..views import View, opener, refresh
 
 # the labels of the tabs the diagram's blocks open (as app/ui.py writes them)
 TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = (
-    "Attention", "Masks", "Positional encoding", "Training replay", "Translate")
+    "Attention", "Masks", "Positional encoding", "Training", "Translate")
 
 
 def _box(x, y, w, h, title, lines, tab, fill):

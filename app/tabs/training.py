@@ -1,4 +1,4 @@
-"""The Training replay tab: the shipped run's log, the Noam schedule and label smoothing.
+"""The Training tab: the shipped run's log, the Noam schedule and label smoothing.
 
 "We used the Adam optimizer ... and varied the learning rate over the course of training" (the Noam
 schedule), and "during training, we employed label smoothing of value eps_ls = 0.1. This hurts perplexity,
@@ -294,7 +294,7 @@ def _smoothing():
 
 def build(page):
     """Lay out the tab and wire its controls; its figures are first drawn when the tab is opened."""
-    with gr.Tab("Training replay", id="training") as tab:
+    with gr.Tab("Training", id="training") as tab:
         replay, step = _replay()
         noam, noam_controls = _noam()
         smoothing, eps = _smoothing()

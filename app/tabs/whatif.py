@@ -1,4 +1,4 @@
-"""The Search and what-if tab: the beam search behind the last translation as a tree, and the model made to
+"""The What if tab: the beam search behind the last translation as a tree, and the model made to
 continue from another word, from an English prefix, or to score a translation written by the user.
 
 The tree needs one beam search that records its candidates (Translator.search_tree), run when the tab is shown
@@ -221,7 +221,7 @@ def show(page, ins, beam=4):
 
 def build(page, state):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
-    with gr.Tab("Search and what-if", id="whatif") as tab:
+    with gr.Tab("What if", id="whatif") as tab:
         gr.Markdown("### The beam search behind the translation\nEvery hypothesis beam search looked at, step by "
                     "step: the k it kept, those it pruned, those that ended with `</s>` (scored by log P divided "
                     "by the length penalty), and the one it returned. Hover a node for its whole prefix.")

@@ -1,4 +1,4 @@
-"""The Why this word tab: one output token of the last translation, its cross-attention from every head beside
+"""The Why tab: one output token of the last translation, its cross-attention from every head beside
 two attributions of its probability to the input pieces (core/attribution.py).
 
 Attention is read from the Inspection; the attributions need one backward pass and one batched forward pass of
@@ -159,7 +159,7 @@ def show(page, ins, position=None):
 
 def build(page, state):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
-    with gr.Tab("Why this word", id="why") as tab:
+    with gr.Tab("Why", id="why") as tab:
         gr.Markdown("Pick an output token: where each head of the cross-attention read from, beside what the "
                     "token's probability depends on (two attributions, computed for the token you pick).")
         token = gr.Dropdown(choices=[], value=None, label="output token", elem_id="why-token")
