@@ -10,6 +10,7 @@ import os
 import sys
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
+os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")  # Gradio's in-memory record of past events: bounded
 
 from app.links import page_script  # noqa: E402
 from app.shared import SESSIONS_KEPT, get_translator, limit_malloc_arenas  # noqa: E402

@@ -90,10 +90,14 @@ LINK_JS = """() => {
   if (!wanted || !Object.hasOwn(labels, wanted)) return;
   const parts = wanted.split('/');
   const steps = parts.map((_, i) => labels[parts.slice(0, i + 1).join('/')]).filter(Boolean);
+  // Click only once the page has settled on its first tab and shown the linked translation (the Overview's
+  // diagram then carries the sentence's shapes): a click before that can reach the server ahead of the first
+  // tab's own opening, which would then be taken as the tab on screen. After 30 s, click anyway.
   const started = Date.now();
+  const ready = () => /memory 1 × \\d+/.test(document.querySelector('#diagram')?.innerText ?? '');
   const next = () => {
-    if (!steps.length || Date.now() - started > 60000) return;
-    const b = button(steps[0]);
+    if (!steps.length || Date.now() - started > 90000) return;
+    const b = (ready() || Date.now() - started > 30000) && button(steps[0]);
     if (b) { b.click(); steps.shift(); }
     setTimeout(next, 50);
   };
