@@ -58,3 +58,12 @@ def test_a_users_translation_is_scored_by_the_model(ins):
     assert theirs == pytest.approx(tr.score(TEXT, mine)[0], abs=0.006)
     assert ours == pytest.approx(tr.score(TEXT, ins.translation)[0], abs=0.006)
     assert "Write your own" in whatif.score_mine(ins, "")
+
+
+def test_the_tree_saves_as_one_self_contained_page(ins):
+    update = whatif.tree_file(ins, 4)
+    with open(update["value"], encoding="utf-8") as f:
+        page = f.read()
+    assert update["visible"] is True and "Beam search, beam size 4" in page
+    assert not re.search(r"<script[^>]*\ssrc=", page)  # plotly.js is inside the page: no script to fetch
+    assert whatif.tree_file(None, 4)["visible"] is False

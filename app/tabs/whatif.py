@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import gradio as gr
 import plotly.graph_objects as go
 
-from ..common import clamp, empty_figure, label
+from ..common import clamp, empty_figure, export_file, label
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh
 from .translate import MAX_CHARS, prob_color
@@ -189,6 +189,14 @@ def tree_view(ins, beam):
     return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam)
 
 
+def tree_file(ins, beam):
+    """The search tree of the translation as one self-contained HTML file (plotly.js inside it) to download."""
+    if ins is None:
+        return gr.update(value=None, visible=False)
+    page = tree_view(ins, beam).to_html(include_plotlyjs=True, full_html=True)
+    return gr.update(value=export_file(page, "beam-search", ".html"), visible=True)
+
+
 def positions_view(ins):
     """The position menu for this translation, and the candidates of its first position."""
     return (gr.update(choices=[(f"{i + 1} {t}", i) for i, t in enumerate(ins.out_tokens)], value=0),
@@ -227,6 +235,9 @@ def build(page, state):
                     "by the length penalty), and the one it returned. Hover a node for its whole prefix.")
         beam = gr.Slider(1, 8, value=4, step=1, label="beam size", elem_id="whatif-beam")
         tree = gr.Plot(_blank(), elem_id="whatif-tree")
+        with gr.Row():
+            save_tree = gr.Button("Save the tree as a self-contained HTML file", size="sm", elem_id="whatif-save")
+            tree_html = gr.File(visible=False, interactive=False, label="HTML", elem_id="whatif-file")
         gr.Markdown("### What if?\nMake the model take another word, start from your own words, or score your own "
                     "translation: each is set beside the model's translation, every token coloured by the "
                     "probability the model gives it.")
@@ -245,6 +256,7 @@ def build(page, state):
     tab.select(opener(("whatif",), show), [page, state, beam], outputs, api_visibility="private",
                concurrency_id="model")
     beam.change(show, [page, state, beam], outputs, api_visibility="private", concurrency_id="model")
+    save_tree.click(tree_file, [state, beam], tree_html, api_visibility="private", concurrency_id="model")
     position.input(candidates_update, [state, position], candidate, api_visibility="private")
     model = dict(api_visibility="private", concurrency_id="model")
     swap.click(swap_word, [state, position, candidate], result, **model)
