@@ -620,11 +620,12 @@ def summary(r):
 
 
 def table(path=ASSET):
-    """The shipped runs as a Markdown table: per break and task, exact match and final training loss; the reading."""
+    """The shipped runs as a Markdown table: per break and task, exact match and final training loss; the reading.
+    The rows of the deeper runs (N = DEEP) come last, named '@DEEP'."""
     runs = json.loads(Path(path).read_text())["runs"]
     head = "| configuration | " + " | ".join(f"{t}: exact match, loss" for t in TASKS) + " | what it shows |"
     lines = [head, "|" + "---|" * (len(TASKS) + 2)]
-    for name in ["intact", *BREAKS, *("+".join(b) for b in EXTRA)]:
+    for name in ["intact", *BREAKS, *("+".join(b) for b in EXTRA), *(row_name(b, DEEP) for b in DEEP_RUNS)]:
         cells = []
         for task in TASKS:
             r = runs.get(f"{task}/{name}")
