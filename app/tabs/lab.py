@@ -311,8 +311,8 @@ of them (so batches are padded); exact match is greedy decoding of 500 held-out 
 every single break are precomputed; any other mix trains here, one run at a time, on one CPU thread.
 
 **layers** sets the depth of each stack. Post-norm (the paper's order) against the code's pre-norm only tells
-at depth: at {N} layers the two train alike, at {deep} they part; the intact model and post-norm (with and without
-warm-up) come precomputed at {deep} too. A deeper run keeps the task's steps and gets its seconds times the depth
+at depth: at {N} layers the two train alike, at {deep} they part. The intact model, `post_norm`, `no_warmup` and the
+two together come precomputed at {deep} layers too. A deeper run keeps the task's steps and gets its seconds times the depth
 / {N} (a step costs about that much more), and it is drawn beside the intact model at the same depth."""
 
 
