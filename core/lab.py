@@ -107,45 +107,6 @@ READINGS = {
     "post_norm": "Harmless at N = 2 (a few points either way: slightly worse on copy and sort, better on "
                  "reverse): with two layers few normalised sums stand between the loss and the first layer; "
                  "post-norm's trouble needs depth (the @6 rows).",
-    "default_init": "PyTorch's default initialisation in place of Xavier-uniform",
-    "no_embedding_scale": "embeddings not multiplied by sqrt(d_model)",
-    "untied": "separate source, target and output embedding matrices (make_model's tie_weights=False)",
-}
-
-# One sentence per break: what the shipped runs (assets/lab.json) show, written from their measured results.
-# Differences of a few points are noise: where a run stops matters that much (the intact copy model's exact
-# match moves between 96 % and 99.8 % over its last 100 steps).
-READINGS = {
-    "shared_layers": "Harmless here: one layer's weights used at both depths (half the parameters) still learn "
-                     "every task, so `[layer] * N` costs capacity these small tasks do not need, which is how the "
-                     "bug goes unnoticed.",
-    "plain_list": "Only the embeddings, the final norms and the output bias (590 of 43,342 parameters) are trained: "
-                  "the layers keep their random weights, unseen by `parameters()`, the optimizer and "
-                  "`state_dict()`, so copy and reverse fail and sort gets what trained embeddings around frozen "
-                  "random layers can give.",
-    "no_subsequent_mask": "Each position can read the token it must predict one place ahead, so the loss under "
-                          "teacher forcing is even lower than the intact model's, but greedy decoding, where that "
-                          "token does not exist yet, fails: at most a fifth of the copies, none of the reversals "
-                          "or sorts.",
-    "no_padding_mask": "Harmless here: padding is one token, always at the end of the source, which the model can "
-                       "treat as one more learnt symbol, and on the target side the subsequent mask already hides "
-                       "it (padding comes after the words); the mask matters once results must not depend on how "
-                       "much padding a batch happens to have.",
-    "no_positional_encoding": "Copy and reverse fail, because the encoder's output is then a bag of digits that "
-                              "do not know their places, while sort, whose answer does not depend on the input's "
-                              "order, is still mostly learnt.",
-    "no_scale": "Nearly harmless at d_k = 8, where the scores grow only √8 ≈ 2.8 times; at the paper's d_k = 64 "
-                "they would grow 8 times, enough to push the softmax towards one-hot weights and vanishing "
-                "gradients.",
-    "no_warmup": "A constant rate at the schedule's peak still learns these tasks, slightly worse or noisier: a "
-                 "model this small and shallow does not need warm-up's gentle first steps, and without the decay "
-                 "the last steps stay large.",
-    "high_lr": "Ten times the rate wrecks copy and reverse (the loss stalls near 1) and costs sort a sixth of "
-               "its sequences.",
-    "post_norm": "Harmless at N = 2 (slightly worse on copy and sort, better on reverse): post-norm's trouble, "
-                 "gradients that fade through many normalised residual sums, needs depth, and at N = 6 (outside "
-                 "the Lab's budget, three times the time) the same 450 steps of copy reached 72.0 % exact match "
-                 "with post-norm against 92.0 % with pre-norm.",
     "default_init": "PyTorch's defaults train badly (copy and reverse fail, sort loses a fifth): nn.Embedding "
                     "draws N(0, 1), which the √d_model scale makes about 5.7 a coordinate, and the output layer "
                     "tied to it starts with huge logits; Xavier's small tied matrix is what lets the scale and the "
