@@ -3,6 +3,7 @@
     python -m core.lab --list                                    # the tasks and the breaks
     python -m core.lab --task copy --break no_subsequent_mask --json
     python -m core.lab --task reverse --smoothing 0.1 --accum 4
+    python -m core.lab --task copy --break post_norm --layers 6  # 6 layers in each stack (2 by default)
     python -m core.lab --bench                                   # the targets, every break beside the intact model
     python -m core.lab --precompute assets/lab.json              # what the Lab tab opens with (resumable)
 
