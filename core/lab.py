@@ -3,6 +3,7 @@
     python -m core.lab --list                                    # the tasks and the breaks
     python -m core.lab --task copy --break no_subsequent_mask --json
     python -m core.lab --task reverse --smoothing 0.1 --accum 4
+    python -m core.lab --task copy --break post_norm --layers 6  # 6 layers in each stack (2 by default)
     python -m core.lab --bench                                   # the targets, every break beside the intact model
     python -m core.lab --precompute assets/lab.json              # what the Lab tab opens with (resumable)
 
@@ -47,6 +48,11 @@ FACTOR, WARMUP = 0.35, 100     # Noam: peak rate 0.35 * 32^-0.5 * 100^-0.5 = 6.2
 HIGH_LR_FACTOR = 10.0          # high_lr: the same schedule, ten times higher
 # per task: (optimizer steps, seconds) -- whichever comes first ends training
 BUDGET = {"copy": (450, 15.0), "reverse": (700, 30.0), "sort": (700, 30.0)}
+# depth (layers in each stack): SIZE's N unless a run asks for more. A deeper run keeps the task's steps and
+# gets its seconds times layers / N (a step takes about that much longer), so that it is ended by steps as the
+# Lab's runs are; the intact model at the same depth gets exactly the same budget.
+MIN_LAYERS, MAX_LAYERS = SIZE["N"], 6
+DEEP = 6                       # the depth of the shipped deep runs (post-norm's trouble needs depth)
 ASSET = ASSETS / "lab.json"
 
 TASKS = {
@@ -99,10 +105,9 @@ READINGS = {
                  "the last steps stay large.",
     "high_lr": "Ten times the rate wrecks copy and reverse (the loss stalls near 1) and costs sort a sixth of "
                "its sequences.",
-    "post_norm": "Harmless at N = 2 (slightly worse on copy and sort, better on reverse): post-norm's trouble, "
-                 "gradients that fade through many normalised residual sums, needs depth, and at N = 6 (outside "
-                 "the Lab's budget, three times the time) the same 450 steps of copy reached 72.0 % exact match "
-                 "with post-norm against 92.0 % with pre-norm.",
+    "post_norm": "Harmless at N = 2 (a few points either way: slightly worse on copy and sort, better on "
+                 "reverse): with two layers few normalised sums stand between the loss and the first layer; "
+                 "post-norm's trouble needs depth (the @6 rows).",
     "default_init": "PyTorch's defaults train badly (copy and reverse fail, sort loses a fifth): nn.Embedding "
                     "draws N(0, 1), which the √d_model scale makes about 5.7 a coordinate, and the output layer "
                     "tied to it starts with huge logits; Xavier's small tied matrix is what lets the scale and the "
@@ -114,7 +119,25 @@ READINGS = {
     "untied": "Nearly harmless: three matrices in place of one add 896 parameters, each trained by only its "
               "own use of the vocabulary.",
     "no_warmup+post_norm": "Post-norm without warm-up ends a few points below pre-norm without warm-up on copy "
-                           "and reverse: at N = 2, a mild trace of the instability warm-up was brought in for.",
+                           "and reverse: at N = 2, a mild trace of the instability warm-up was brought in for "
+                           "(at N = 6 it does not train at all: the last row).",
+    # the deep runs, N = 6 layers in each stack (128,846 parameters), each with the same budget as intact@6
+    "intact@6": "The model as the code writes it, six layers in each stack, with the same steps: it learns every "
+                "task, though at this depth the last steps swing more than at N = 2, so compare rows by their gap, "
+                "not by a point or two.",
+    "post_norm@6": "With warm-up, post-norm at N = 6 still learns, but more slowly and less steadily than "
+                   "pre-norm, so where it stops matters: evaluated every 10 steps over the last 100, copy stays "
+                   "between 53 % and 84 % (pre-norm: 78 % to 99 %), reverse holds 93 % to 98 % from step 650 to "
+                   "690 before its very last update throws it down (held-out loss from 0.04 to 1.2), and sort is "
+                   "only slightly behind (78 % to 99 % against 79 % to 99.8 %); with every residual sum normalised "
+                   "there is no identity path from the loss to the lower layers, and the top layers' gradients "
+                   "start large (Xiong et al., 2020), which the rate must stay small for.",
+    "no_warmup@6": "Pre-norm needs no warm-up even at N = 6: a constant rate at the schedule's peak learns every "
+                   "task as well as the intact schedule does (within its swings).",
+    "no_warmup+post_norm@6": "Post-norm without warm-up barely trains at N = 6: its loss creeps down and not one "
+                             "held-out sequence of any task comes out right, where pre-norm without warm-up "
+                             "learns them all. This is what warm-up was brought in for, and why the code's "
+                             "pre-norm can do without it.",
 }
 
 
@@ -200,8 +223,10 @@ def _default_init(model):
                 m.reset_parameters()
 
 
-def build_model(breaks=(), seed=0, size=SIZE):
-    """make_model at the lab's size, seeded, with the named structural breaks applied to its modules."""
+def build_model(breaks=(), seed=0, size=SIZE, layers=0):
+    """make_model at the lab's size (N = `layers` in each stack if given), seeded, with the named structural
+    breaks applied to its modules."""
+    size = dict(size, N=layers) if layers else size
     torch.manual_seed(seed)
     model = make_model(VOCAB, VOCAB, tie_weights="untied" not in breaks, **size)
     N = size["N"]
@@ -296,14 +321,15 @@ def lr_lambda(breaks, d_model=SIZE["d_model"]):
 
 @dataclass(frozen=True)
 class Config:
-    """One lab run: a task, the breaks (sorted), label smoothing, accumulation, the budget and the seed."""
+    """One lab run: a task, the breaks (sorted), label smoothing, accumulation, the budget, the seed, the depth."""
     task: str = "copy"
     breaks: tuple = ()
     smoothing: float = 0.0
     accum: int = 1
     steps: int = 0          # 0: the task's budget
-    seconds: float = 0.0    # 0: the task's budget
+    seconds: float = 0.0    # 0: the task's budget (for the depth: see `budget`)
     seed: int = 0
+    layers: int = 0         # layers in each stack; 0: SIZE's N
 
     def checked(self):
         """The same configuration in canonical form; ValueError with a readable message when it is wrong."""
@@ -316,12 +342,25 @@ class Config:
             raise ValueError(f"smoothing must lie in 0..0.3 (got {self.smoothing})")
         if self.accum not in ACCUM_CHOICES:
             raise ValueError(f"accum must be one of {', '.join(map(str, ACCUM_CHOICES))} (got {self.accum})")
-        steps, seconds = BUDGET[self.task]
+        layers = self.layers or SIZE["N"]
+        if not (isinstance(layers, int) and MIN_LAYERS <= layers <= MAX_LAYERS):
+            raise ValueError(f"layers must be a whole number from {MIN_LAYERS} to {MAX_LAYERS} (got {self.layers!r})")
+        steps, seconds = budget(self.task, layers)
         return replace(self, breaks=tuple(sorted(set(self.breaks))), smoothing=round(float(self.smoothing), 3),
-                       steps=int(self.steps or steps), seconds=float(self.seconds or seconds))
+                       steps=int(self.steps or steps), seconds=float(self.seconds or seconds), layers=layers)
 
     def key(self):
-        return json.dumps(asdict(self.checked()), sort_keys=True)
+        """What identifies a run's result; a run at the default depth keeps the key it had before depths."""
+        fields = asdict(self.checked())
+        if fields["layers"] == SIZE["N"]:
+            del fields["layers"]
+        return json.dumps(fields, sort_keys=True)
+
+
+def budget(task, layers=SIZE["N"]):
+    """(steps, seconds) of a run: the task's steps at every depth; its seconds times layers / N."""
+    steps, seconds = BUDGET[task]
+    return steps, seconds * layers / SIZE["N"]
 
 
 ACCUM_CHOICES = (1, 2, 4, 8)   # micro-batches per step: BATCH / k sequences each, the same step as one batch
@@ -370,13 +409,13 @@ class SavedBytes(torch.autograd.graph.saved_tensors_hooks):
         return sum(self.storages.values())
 
 
-def gradient_check(task, accum, seed=0, breaks=()):
+def gradient_check(task, accum, seed=0, breaks=(), layers=0):
     """The gradients of one batch of BATCH sequences against `accum` micro-batches of BATCH / accum summed:
     the largest difference (absolute, and relative to the largest gradient) and each one's activation peak."""
     grads, peaks = [], []
     seqs = sample(BATCH, torch.Generator().manual_seed(seed))
     for k in (1, accum):
-        model = build_model(breaks, seed)
+        model = build_model(breaks, seed, layers=layers)
         model.eval()  # no dropout: the two passes must see the same function
         loss_compute = SimpleLossCompute(model.generator, LabelSmoothing(VOCAB, PAD, 0.0))
         _, peak = step_loss(model, loss_compute, task, breaks, seqs, k, measure=True)
@@ -391,7 +430,7 @@ def gradient_check(task, accum, seed=0, breaks=()):
 
 def setup(cfg):
     """The model, Adam with its rate schedule, and the loss, for a checked configuration."""
-    model = build_model(cfg.breaks, cfg.seed)
+    model = build_model(cfg.breaks, cfg.seed, layers=cfg.layers)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg.breaks))
     loss_compute = SimpleLossCompute(model.generator, LabelSmoothing(VOCAB, PAD, cfg.smoothing))
@@ -429,13 +468,13 @@ def train(cfg, on_progress=None):
     model, curve, seconds = fit(cfg, on_progress)
     cpu = time.thread_time() - cpu
     record = {"task": cfg.task, "breaks": list(cfg.breaks), "smoothing": cfg.smoothing, "accum": cfg.accum,
-              "seed": cfg.seed, "steps": len(curve["step"]), "steps_budget": cfg.steps, "seconds": round(seconds, 2),
+              "seed": cfg.seed, "layers": cfg.layers, "steps": len(curve["step"]), "steps_budget": cfg.steps, "seconds": round(seconds, 2),
               "cpu_seconds": round(cpu, 2), "seconds_budget": cfg.seconds,
               "train_loss": curve["loss"][-1] if curve["loss"] else None}
     record.update(evaluate(model, cfg))
     record["curve"] = curve
     if cfg.accum > 1:
-        record["gradient_check"] = gradient_check(cfg.task, cfg.accum, cfg.seed, cfg.breaks)
+        record["gradient_check"] = gradient_check(cfg.task, cfg.accum, cfg.seed, cfg.breaks, cfg.layers)
     return record
 
 
@@ -532,11 +571,15 @@ def downsample(curve, points=120):
 
 
 EXTRA = (("no_warmup", "post_norm"),)  # mixes of breaks also shipped: post-norm without its warmup
+# also shipped at N = DEEP: post-norm against pre-norm, each with and without warm-up
+DEEP_RUNS = ((), ("post_norm",), ("no_warmup",), ("no_warmup", "post_norm"))
 
 
 def shipped_configs(tasks=tuple(TASKS)):
-    """What the Lab tab opens with: the intact model and every single break (and the EXTRA mixes), every task."""
-    return [Config(task, breaks) for task in tasks for breaks in [()] + [(b,) for b in BREAKS] + list(EXTRA)]
+    """What the Lab tab opens with: the intact model and every single break (and the EXTRA mixes), every task;
+    then the DEEP_RUNS at N = DEEP."""
+    return ([Config(task, breaks) for task in tasks for breaks in [()] + [(b,) for b in BREAKS] + list(EXTRA)]
+            + [Config(task, breaks, layers=DEEP) for breaks in DEEP_RUNS for task in tasks])
 
 
 def compact(record):
@@ -552,13 +595,13 @@ PRECOMPUTE_SECONDS_FACTOR = 20  # the shipped runs' seconds cap, times the task'
 def precompute(path=ASSET, tasks=tuple(TASKS), seconds_factor=PRECOMPUTE_SECONDS_FACTOR):
     """Train every shipped configuration missing from `path` and add it (the file is rewritten after each run,
     so an interrupted run resumes where it stopped). Runs are capped by the task's steps; the seconds cap is
-    `seconds_factor` times the task's, so that a busy machine does not change what is shipped."""
+    `seconds_factor` times the run's (`budget`), so that a busy machine does not change what is shipped."""
     path = Path(path)
     data = json.loads(path.read_text()) if path.exists() else {}
     data["settings"] = settings()
     runs = data.setdefault("runs", {})
     for cfg in shipped_configs(tasks):
-        cfg = replace(cfg, seconds=BUDGET[cfg.task][1] * seconds_factor)
+        cfg = replace(cfg, seconds=budget(cfg.task, cfg.layers or SIZE["N"])[1] * seconds_factor)
         name = run_name(cfg)
         if name in runs and runs[name].get("key") == cfg.key():
             continue
@@ -572,27 +615,36 @@ def precompute(path=ASSET, tasks=tuple(TASKS), seconds_factor=PRECOMPUTE_SECONDS
 
 
 def run_name(cfg):
-    return f"{cfg.task}/{'+'.join(cfg.breaks) or 'intact'}"
+    """"copy/intact", "copy/no_scale", "reverse/no_warmup+post_norm"; at another depth "copy/post_norm@6"."""
+    return f"{cfg.task}/{row_name(cfg.breaks, cfg.layers)}"
+
+
+def row_name(breaks, layers=0):
+    """A configuration's name without its task: the breaks joined by '+' (or 'intact'), '@N' beyond SIZE's N."""
+    depth = f"@{layers}" if layers and layers != SIZE["N"] else ""
+    return ("+".join(breaks) or "intact") + depth
 
 
 def settings():
     return {"size": SIZE, "batch": BATCH, "factor": FACTOR, "warmup": WARMUP, "high_lr_factor": HIGH_LR_FACTOR,
-            "budget": BUDGET, "lengths": [MIN_LEN, MAX_LEN], "symbols": SYMBOLS, "held_out": HELD_OUT}
+            "budget": BUDGET, "lengths": [MIN_LEN, MAX_LEN], "symbols": SYMBOLS, "held_out": HELD_OUT,
+            "layers": [MIN_LAYERS, MAX_LAYERS], "deep": DEEP}
 
 
 def summary(r):
     params = f"params {r['params_registered']:,} registered / {r['params_held']:,} held"
-    return (f"{run_name(Config(r['task'], tuple(r['breaks']))):<32} exact match {r['exact_match']:7.1%}  "
+    return (f"{run_name(Config(r['task'], tuple(r['breaks']), layers=r.get('layers', 0))):<32} exact match {r['exact_match']:7.1%}  "
             f"loss {r['train_loss']:.4f}  held-out loss {r['held_out_loss']:.3f}  {r['steps']} steps "
             f"{r['seconds']:5.1f} s  {params}")
 
 
 def table(path=ASSET):
-    """The shipped runs as a Markdown table: per break and task, exact match and final training loss; the reading."""
+    """The shipped runs as a Markdown table: per break and task, exact match and final training loss; the reading.
+    The rows of the deeper runs (N = DEEP) come last, named '@DEEP'."""
     runs = json.loads(Path(path).read_text())["runs"]
     head = "| configuration | " + " | ".join(f"{t}: exact match, loss" for t in TASKS) + " | what it shows |"
     lines = [head, "|" + "---|" * (len(TASKS) + 2)]
-    for name in ["intact", *BREAKS, *("+".join(b) for b in EXTRA)]:
+    for name in ["intact", *BREAKS, *("+".join(b) for b in EXTRA), *(row_name(b, DEEP) for b in DEEP_RUNS)]:
         cells = []
         for task in TASKS:
             r = runs.get(f"{task}/{name}")
@@ -635,6 +687,9 @@ def parse_args(argv=None):
     ap.add_argument("--steps", type=int, default=0, help="optimizer steps (0: the task's budget)")
     ap.add_argument("--seconds", type=float, default=0, help="seconds of training at most (0: the task's budget)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=0, metavar="N",
+                    help=f"layers in each stack, {MIN_LAYERS} to {MAX_LAYERS} (0: {SIZE['N']}); the seconds cap "
+                         f"scales with it, the steps do not")
     ap.add_argument("--json", action="store_true", help="print the result as one JSON line")
     ap.add_argument("--progress", action="store_true", help="print the curve as JSON lines while training")
     ap.add_argument("--bench", action="store_true", help="the targets and every break (--task limits it)")
@@ -662,7 +717,8 @@ def main(argv=None):
     if args.list:
         print("tasks:\n" + "".join(f"  {k:<24} {v}\n" for k, v in TASKS.items()))
         print("breaks (--break NAME, repeatable):\n" + "".join(f"  {k:<24} {v}\n" for k, v in BREAKS.items()))
-        print("options: --smoothing EPS (0..0.3), --accum K (one of 1, 2, 4, 8)")
+        print(f"options: --smoothing EPS (0..0.3), --accum K (one of 1, 2, 4, 8), --layers N ({MIN_LAYERS}..{MAX_LAYERS}, "
+              f"default {SIZE['N']}: layers in each stack; the seconds cap times N / {SIZE['N']}, the same steps)")
         return
     if args.precompute:
         precompute(args.precompute, tuple(args.tasks))
@@ -673,7 +729,8 @@ def main(argv=None):
     if args.bench:
         bench((args.task,) if "--task" in (sys.argv[1:] if argv is None else argv) else tuple(TASKS))
         return
-    cfg = Config(args.task, tuple(args.breaks), args.smoothing, args.accum, args.steps, args.seconds, args.seed)
+    cfg = Config(args.task, tuple(args.breaks), args.smoothing, args.accum, args.steps, args.seconds, args.seed,
+                 args.layers)
     try:
         cfg = cfg.checked()
     except ValueError as e:

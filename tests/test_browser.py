@@ -543,6 +543,12 @@ def test_lab_trains_and_shows_the_result(page):
     assert page.locator("#lab-examples table tr").count() > 1
     wait_plot(page, "lab-cross")
     shot(page, "lab")
+    for name in ("no_scale", "untied", "post_norm"):  # post-norm at depth: shipped, shown without training
+        page.locator("#lab-breaks label", has_text=name).click()
+    page.locator("#lab-layers label", has_text="6").click()
+    wait_until(page, "text('#lab-result').includes('copy/post_norm@6') && settled('lab-curve')",
+               what="the shipped deep run")
+    assert "N = 6 layers" in page.locator("#lab-result").inner_text()
 
 
 def test_translate_api_endpoint(app):

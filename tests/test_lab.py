@@ -179,6 +179,51 @@ def test_post_norm_puts_the_norm_after_the_residual_sum():
     torch.testing.assert_close(intact.encoder.layers[0].sublayer[0](x, f), x + f(intact.encoder.layers[0].sublayer[0].norm(x)))
 
 
+def test_depth_builds_its_layers_in_both_stacks_and_post_norm_at_every_sum():
+    for layers in (lab.MIN_LAYERS, 4, lab.DEEP):
+        model = build_model((), layers=layers)
+        assert len(model.encoder.layers) == len(model.decoder.layers) == layers
+        one = size([model.encoder.layers[0]]) + size([model.decoder.layers[0]])
+        assert registered(model) == registered(build_model(())) + (layers - N) * one
+    deep = build_model(("post_norm",), layers=lab.DEEP)
+    x = torch.randn(2, 5, lab.SIZE["d_model"])
+    f = torch.nn.Linear(lab.SIZE["d_model"], lab.SIZE["d_model"])
+    subs = [sub for stack in (deep.encoder, deep.decoder) for layer in stack.layers for sub in layer.sublayer]
+    assert len(subs) == lab.DEEP * (2 + 3)  # every residual sum: two per encoder layer, three per decoder layer
+    assert len({id(sub.norm) for sub in subs}) == len(subs)  # each sum its own norm
+    for sub in subs:
+        assert isinstance(sub, lab.PostNormSublayerConnection)
+        ref = F.layer_norm(x + f(x), (x.size(-1),), sub.norm.a_2, sub.norm.b_2, sub.norm.eps)
+        torch.testing.assert_close(sub(x, f), ref)
+
+
+def test_bad_depths_are_refused_and_budgets_scale_with_depth():
+    for bad in (1, lab.MAX_LAYERS + 1, -2, 2.5, "6"):
+        with pytest.raises(ValueError, match="layers must be a whole number from 2 to 6"):
+            Config(layers=bad).checked()
+    for task, (steps, seconds) in lab.BUDGET.items():
+        assert Config(task).checked().layers == N
+        assert (Config(task).checked().steps, Config(task).checked().seconds) == (steps, seconds)
+        deep = Config(task, ("post_norm",), layers=6).checked()
+        assert (deep.steps, deep.seconds) == (steps, seconds * 6 / N)  # the same steps, the seconds times 6 / 2
+        intact = Config(task, layers=6).checked()
+        assert (intact.steps, intact.seconds) == (deep.steps, deep.seconds)  # a fair comparison
+    assert lab.train(Config("copy", layers=3, steps=2))["layers"] == 3
+
+
+def test_default_depth_keys_are_unchanged():
+    """A run at the Lab's depth keeps the key it was shipped with before depths existed; depths differ."""
+    shipped = '{"accum": 1, "breaks": ["no_scale"], "seconds": 600.0, "seed": 0, "smoothing": 0.0, "steps": 700, ' \
+              '"task": "reverse"}'
+    assert shipped_runs()["reverse/no_scale"]["key"] == shipped
+    for layers in (0, N):
+        assert Config("reverse", ("no_scale",), seconds=600.0, layers=layers).key() == shipped
+    keys = {Config("copy", layers=n).key() for n in range(lab.MIN_LAYERS, lab.MAX_LAYERS + 1)}
+    assert len(keys) == lab.MAX_LAYERS - lab.MIN_LAYERS + 1
+    assert lab.run_name(Config("copy", ("post_norm",), layers=6)) == "copy/post_norm@6"
+    assert lab.run_name(Config("copy", ("post_norm",), layers=N)) == "copy/post_norm"
+
+
 def test_default_init_is_pytorchs():
     model, intact = build_model(("default_init",)), build_model(())
     w = model.encoder.layers[0].feed_forward.w_1.weight  # kaiming-uniform(a = sqrt 5): U(+-1/sqrt(fan_in))
@@ -251,8 +296,19 @@ def test_cli_prints_one_json_line():
     listing = subprocess.run([sys.executable, "-m", "core.lab", "--list"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout
     assert all(name in listing for name in list(BREAKS) + list(lab.TASKS))
-    bad = subprocess.run([sys.executable, "-m", "core.lab", "--accum", "3"], cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "--layers" in listing
+    for args in (["--accum", "3"], ["--layers", "9"]):
+        bad = subprocess.run([sys.executable, "-m", "core.lab", *args], cwd=ROOT, capture_output=True, text=True)
+        assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "layers must be" in bad.stderr
+
+
+def test_cli_trains_at_a_depth():
+    out = subprocess.run([sys.executable, "-m", "core.lab", "--task", "copy", "--break", "post_norm", "--layers", "6",
+                          "--steps", "2", "--json"], cwd=ROOT, capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout)
+    assert r["layers"] == 6 and r["breaks"] == ["post_norm"] and r["seconds_budget"] == lab.BUDGET["copy"][1] * 3
+    assert len(r["attention"]["cross"]) == 6  # one map per decoder layer
 
 
 # ---- the shipped results (assets/lab.json) ----------------------------------------------------------------
@@ -265,11 +321,38 @@ def test_every_single_break_is_shipped_for_every_task():
     runs = shipped_runs()
     for cfg in lab.shipped_configs():
         r = runs[lab.run_name(cfg)]
-        assert r["key"] == Config(cfg.task, cfg.breaks, seconds=lab.BUDGET[cfg.task][1] * lab.PRECOMPUTE_SECONDS_FACTOR).key()  # current settings
+        layers = cfg.layers or N
+        seconds = lab.BUDGET[cfg.task][1] * layers / N * lab.PRECOMPUTE_SECONDS_FACTOR
+        assert r["key"] == Config(cfg.task, cfg.breaks, seconds=seconds, layers=cfg.layers).key()  # current settings
         assert r["steps"] == lab.BUDGET[cfg.task][0]  # the step budget, never cut short by the clock
         assert len(r["curve"]["loss"]) <= 125 and r["attention"]["cross"] and r["examples"]
-    assert set(lab.READINGS) == set(BREAKS) | {'+'.join(b) for b in lab.EXTRA}
-    assert len((ROOT / "assets" / "lab.json").read_bytes()) < 400_000
+        assert len(r["attention"]["cross"]) == len(r["attention"]["decoder"]) == layers
+        assert r.get("layers", N) == layers
+    deep = {lab.run_name(c) for c in lab.shipped_configs() if c.layers == lab.DEEP}
+    assert deep == {f"{task}/{name}@{lab.DEEP}" for task in lab.TASKS for name in ("intact", "post_norm", "no_warmup")} | \
+        {f"{task}/no_warmup+post_norm@{lab.DEEP}" for task in lab.TASKS}
+    assert set(lab.READINGS) == set(BREAKS) | {'+'.join(b) for b in lab.EXTRA} | \
+        {lab.row_name(b, lab.DEEP) for b in lab.DEEP_RUNS}
+    assert len((ROOT / "assets" / "lab.json").read_bytes()) < 450_000  # 54 runs, the deep ones with 6 layers of maps
+
+
+def test_precompute_retrains_nothing_shipped(monkeypatch, tmp_path):
+    path = tmp_path / "lab.json"
+    path.write_bytes((ROOT / "assets" / "lab.json").read_bytes())
+    monkeypatch.setattr(lab, "train", lambda cfg: pytest.fail(f"retrained {lab.run_name(cfg)}"))
+    lab.precompute(path)
+
+
+def test_the_table_shows_the_deep_runs():
+    table = lab.table()
+    runs = shipped_runs()
+    for b in lab.DEEP_RUNS:
+        name = lab.row_name(b, lab.DEEP)
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
+        for task in lab.TASKS:
+            r = runs[f"{task}/{name}"]
+            assert f"{r['exact_match']:.1%}, {r['train_loss']:.3f}" in row
+        assert lab.READINGS[name] in row
 
 
 def test_the_three_failures_show_clearly_in_the_shipped_runs():
@@ -298,6 +381,28 @@ def test_tab_clamps_what_the_browser_sends():
     assert tab.config_from("reverse", None, None, None).steps == lab.BUDGET["reverse"][0]
     assert tab.config_from(["copy"], [["no_scale"], {}], [], {}).breaks == ()  # unhashable values are dropped
     assert tab.config_from("copy", [], 0, 1, steps=10**9).steps == lab.BUDGET["copy"][0]  # never above the budget
+    assert tab.config_from("copy", [], 0, 1, None).layers == N
+    for sent, layers in ((6, 6), ("6", 6), (99, 6), (5, N), (-1, N), ("<b>", N), ([6], N)):
+        assert tab.config_from("copy", [], 0, 1, sent).layers == layers, sent
+    deep = tab.config_from("sort", ["post_norm"], 0, 1, 6)
+    assert (deep.steps, deep.seconds) == lab.budget("sort", 6)
+
+
+def test_tab_answers_deep_runs_at_once_beside_the_intact_model_at_their_depth():
+    from app.tabs import lab as tab
+    runs = shipped_runs()
+    curve, result, _, cross, _ = tab.lab_view("copy", ["post_norm"], 0.0, 1, 6)
+    run, intact = runs["copy/post_norm@6"], runs["copy/intact@6"]
+    assert f"| exact match (500 held-out, greedy) | {run['exact_match']:.1%} | {intact['exact_match']:.1%} |" in result
+    assert lab.READINGS["post_norm@6"] in result and lab.READINGS["post_norm"] not in result
+    assert len(cross.data) == 6 * lab.SIZE["h"]
+    dotted = next(t for t in curve.data if t.name == "intact")
+    assert list(dotted.y) == intact["curve"]["loss"]  # the intact model at N = 6, not at N = 2
+    updates = list(tab.train_run("copy", ["post_norm"], 0.0, 1, 6))
+    assert len(updates) == 1 and updates[0][1] == result  # shipped: no training
+    _, note, _, _, _ = tab.lab_view("copy", ["no_scale"], 0.0, 1, 6)
+    assert "has not been trained yet" in note and "45 s" in note and "N = 6" in note
+    assert "--layers" in tab.lab_command(tab.config_from("copy", [], 0, 1, 6))
 
 
 def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained():

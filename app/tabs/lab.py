@@ -22,7 +22,20 @@ from plotly.subplots import make_subplots
 
 from core import lab as core_lab
 from core.data import BOS, PAD, UNK
-from core.lab import ACCUM_CHOICES, ASSET, BREAKS, BUDGET, FIRST, READINGS, SIZE, TASKS, Config, run_name
+from core.lab import (
+    ACCUM_CHOICES,
+    ASSET,
+    BREAKS,
+    BUDGET,
+    DEEP,
+    FIRST,
+    READINGS,
+    SIZE,
+    TASKS,
+    Config,
+    row_name,
+    run_name,
+)
 from core.model import make_model
 
 from ..common import clamp, code_panel, empty_figure, token_axis
@@ -42,7 +55,7 @@ def shipped():
 
 
 def config_key(cfg):
-    """What makes two runs the same: task, breaks, smoothing, accumulation and the step budget."""
+    """What makes two runs the same: task, breaks, depth, smoothing, accumulation and the step budget."""
     return f"{run_name(cfg)}|eps={cfg.smoothing:g}|accum={cfg.accum}|steps={cfg.steps}"
 
 
@@ -57,6 +70,11 @@ def cached(cfg):
     return None
 
 
+def intact_of(cfg):
+    """The shipped intact model at the depth of `cfg`: what a run is drawn beside (the same budget)."""
+    return shipped()[run_name(Config(cfg.task, layers=cfg.layers))]
+
+
 def keep(cfg, record):
     with RUNS_LOCK:
         RUNS[config_key(cfg)] = record
@@ -64,16 +82,22 @@ def keep(cfg, record):
             RUNS.popitem(last=False)
 
 
-def config_from(task, breaks, smoothing, accum, steps=None):
+LAYER_CHOICES = (SIZE["N"], DEEP)  # the depths the tab offers: the Lab's, and one where post-norm's trouble shows
+
+
+def config_from(task, breaks, smoothing, accum, layers=None, steps=None):
     """A checked Config from the controls' values (anything the browser sends is clamped or dropped), within the
-    server's budget: the task's, lowered by `steps` or by the environment's EXPLORER_LAB_MAX_STEPS if given."""
+    server's budget: the task's (its seconds scaled with the depth), lowered by `steps` or by the environment's
+    EXPLORER_LAB_MAX_STEPS if given."""
     task = task if isinstance(task, str) and task in TASKS else "copy"
     breaks = tuple(b for b in (breaks if isinstance(breaks, list) else []) if isinstance(b, str) and b in BREAKS)
     accum = clamp(accum, 1, max(ACCUM_CHOICES))
     accum = max(a for a in ACCUM_CHOICES if a <= accum)
     budget = BUDGET[task][0]
     steps = min(budget, steps or budget, clamp(os.environ.get("EXPLORER_LAB_MAX_STEPS", budget), 1, budget))
-    return Config(task, breaks, clamp(smoothing, 0.0, 0.3, float), accum, steps).checked()
+    layers = clamp(layers, min(LAYER_CHOICES), max(LAYER_CHOICES))
+    layers = max(n for n in LAYER_CHOICES if n <= layers)
+    return Config(task, breaks, clamp(smoothing, 0.0, 0.3, float), accum, steps, layers=layers).checked()
 
 
 # ---- figures and text --------------------------------------------------------------------------------
@@ -158,16 +182,17 @@ def result_markdown(run, intact, cfg):
     def pct(r):
         return f"{r['exact_match']:.1%}"
     cpu = f" ({run['cpu_seconds']:.1f} s of CPU)" if "cpu_seconds" in run else ""
-    lines = [f"**{html.escape(run_name(cfg))}**, ε = {cfg.smoothing:g}, {cfg.accum} micro-batch(es) a step: "
+    lines = [f"**{html.escape(run_name(cfg))}**, N = {cfg.layers} layers a stack, ε = {cfg.smoothing:g}, "
+             f"{cfg.accum} micro-batch(es) a step: "
              f"{run['steps']} steps in {run['seconds']:.1f} s{cpu}.",
-             "", "| | this run | intact |", "|---|---|---|",
+             "", f"| | this run | intact (N = {cfg.layers}) |", "|---|---|---|",
              f"| exact match (500 held-out, greedy) | {pct(run)} | {pct(intact)} |",
              f"| final training loss | {run['train_loss']:.4f} | {intact['train_loss']:.4f} |",
              f"| held-out loss (teacher forcing) | {run['held_out_loss']:.3f} | {intact['held_out_loss']:.3f} |",
              f"| parameters registered (what the optimizer sees) | {run['params_registered']:,} | "
              f"{intact['params_registered']:,} |",
              f"| parameters held (walking the layers) | {run['params_held']:,} | {intact['params_held']:,} |"]
-    reading = READINGS.get("+".join(cfg.breaks))
+    reading = READINGS.get(row_name(cfg.breaks, cfg.layers))
     if reading and cfg.smoothing == 0 and cfg.accum == 1:
         lines += ["", f"*What it shows:* {reading}"]
     check = run.get("gradient_check")
@@ -182,7 +207,7 @@ def result_markdown(run, intact, cfg):
 
 def outputs_for(run, cfg):
     """The tab's five outputs for a finished run: curves, result, examples, the two attention figures."""
-    intact = shipped()[f"{cfg.task}/intact"]
+    intact = intact_of(cfg)
     title = f"{run_name(cfg)}: exact match {run['exact_match']:.1%} (intact {intact['exact_match']:.1%})"
     return (curve_figure(run["curve"], intact["curve"], title), result_markdown(run, intact, cfg),
             examples_html(run["examples"]), attention_figure(run["attention"], "cross"),
@@ -191,26 +216,27 @@ def outputs_for(run, cfg):
 
 # ---- callbacks -----------------------------------------------------------------------------------------
 
-def lab_view(task, breaks, smoothing, accum):
-    """The chosen configuration's result when it was trained already, else the intact model's curve and what
-    to do; the tab's five outputs."""
-    cfg = config_from(task, breaks, smoothing, accum)
+def lab_view(task, breaks, smoothing, accum, layers=None):
+    """The chosen configuration's result when it was trained already, else the intact model's curve (at the
+    same depth) and what to do; the tab's five outputs."""
+    cfg = config_from(task, breaks, smoothing, accum, layers)
     run = cached(cfg)
     if run is not None:
         return outputs_for(run, cfg)
-    intact = shipped()[f"{cfg.task}/intact"]
-    steps, seconds = BUDGET[cfg.task]
+    intact = intact_of(cfg)
     note = (f"**{html.escape(run_name(cfg))}** (ε = {cfg.smoothing:g}, accumulation {cfg.accum}) has not been "
-            f"trained yet: press **Train** (at most {steps} steps or {seconds:g} s, then the evaluation). "
-            f"The dotted curve is the intact model's.")
+            f"trained yet: press **Train** (at most {cfg.steps} steps or {cfg.seconds:g} s, then the evaluation). "
+            f"The dotted curve is the intact model's at N = {cfg.layers}.")
     blank = empty_figure("Train this configuration to see its attention")
-    return curve_figure(None, intact["curve"], f"{cfg.task}: the intact model"), note, "", blank, blank
+    return (curve_figure(None, intact["curve"], f"{run_name(Config(cfg.task, layers=cfg.layers))}: the intact model"),
+            note, "", blank, blank)
 
 
 def lab_command(cfg):
     """The command line of a run: core.lab in its own process, printing its curve as it trains."""
     cmd = [sys.executable, "-m", "core.lab", "--task", cfg.task, "--smoothing", str(cfg.smoothing),
-           "--accum", str(cfg.accum), "--steps", str(cfg.steps), "--seconds", str(cfg.seconds), "--progress"]
+           "--accum", str(cfg.accum), "--steps", str(cfg.steps), "--seconds", str(cfg.seconds),
+           "--layers", str(cfg.layers), "--progress"]
     for b in cfg.breaks:
         cmd += ["--break", b]
     return cmd
@@ -241,15 +267,16 @@ def run_lab(cfg):
         proc.wait()
 
 
-def train_run(task, breaks, smoothing, accum, steps=None):
+def train_run(task, breaks, smoothing, accum, layers=None, steps=None):
     """Press Train: a configuration trained already answers at once; otherwise it trains, its curve redrawn
-    beside the intact model's as it goes, then its results. `steps` (tests) can lower the budget, not raise it."""
-    cfg = config_from(task, breaks, smoothing, accum, steps)
+    beside the intact model's (at the same depth) as it goes, then its results. `steps` (tests) can lower the
+    budget, not raise it."""
+    cfg = config_from(task, breaks, smoothing, accum, layers, steps)
     run = cached(cfg)
     if run is not None:
         yield outputs_for(run, cfg)
         return
-    intact = shipped()[f"{cfg.task}/intact"]
+    intact = intact_of(cfg)
     skip = (gr.skip(),) * 3
     started = time.time()
     yield (curve_figure(None, intact["curve"], f"{run_name(cfg)}: starting"),
@@ -267,8 +294,8 @@ def train_run(task, breaks, smoothing, accum, steps=None):
 
 
 # the tab's one view: the chosen configuration's result (shipped, or trained here), drawn from the controls
-# (task, breaks, smoothing, accumulation)
-VIEWS = [View("lab", ("lab",), lab_view, outputs=5, uses=(0, 1, 2, 3), reads_translation=False)]
+# (task, breaks, smoothing, accumulation, layers)
+VIEWS = [View("lab", ("lab",), lab_view, outputs=5, uses=(0, 1, 2, 3, 4), reads_translation=False)]
 
 
 def show(page, *controls):
@@ -281,17 +308,24 @@ def show(page, *controls):
 INTRO = """Train a small Transformer (the project's own `make_model`: {N} layers, d_model {d_model}, {h} heads) on a
 toy task in seconds, with any of the code's engineering choices broken, and see what fails. Digits go in, 3 to 8
 of them (so batches are padded); exact match is greedy decoding of 500 held-out sequences. The intact model and
-every single break are precomputed; any other mix trains here, one run at a time, on one CPU thread."""
+every single break are precomputed; any other mix trains here, one run at a time, on one CPU thread.
+
+**layers** sets the depth of each stack. Post-norm (the paper's order) against the code's pre-norm only tells
+at depth: at {N} layers the two train alike, at {deep} they part. The intact model, `post_norm`, `no_warmup` and the
+two together come precomputed at {deep} layers too. A deeper run keeps the task's steps and gets its seconds times the depth
+/ {N} (a step costs about that much more), and it is drawn beside the intact model at the same depth."""
 
 
 def _layout():
     """The controls, then the outputs; returns (outputs in the order of VIEWS, controls, Train button)."""
-    gr.Markdown(INTRO.format(**SIZE))
+    gr.Markdown(INTRO.format(deep=DEEP, **SIZE))
     with gr.Row():
         task = gr.Radio(list(TASKS), value="copy", label="task", elem_id="lab-task", scale=1)
         smoothing = gr.Slider(0.0, 0.3, value=0.0, step=0.05, label="label smoothing ε", elem_id="lab-eps", scale=1)
         accum = gr.Radio(list(ACCUM_CHOICES), value=1, label="micro-batches per step (gradient accumulation)",
                          elem_id="lab-accum", scale=1)
+        layers = gr.Radio(list(LAYER_CHOICES), value=SIZE["N"], label="layers (in each stack)", elem_id="lab-layers",
+                          scale=1)
     breaks = gr.CheckboxGroup([(f"{b}: {d}", b) for b, d in BREAKS.items()], label="break", elem_id="lab-breaks")
     train = gr.Button("Train", variant="primary", elem_id="lab-train")
     curve = gr.Plot(elem_id="lab-curve")
@@ -302,7 +336,7 @@ def _layout():
     code_panel("The code: how each break is applied to the model make_model builds", make_model,
                core_lab.build_model, core_lab.masks, core_lab.lr_lambda, core_lab.PostNormSublayerConnection,
                core_lab.QueryScale)
-    return [curve, result, examples, cross, self_attn], [task, breaks, smoothing, accum], train
+    return [curve, result, examples, cross, self_attn], [task, breaks, smoothing, accum, layers], train
 
 
 def build(page):
