@@ -60,21 +60,24 @@ class IncrementalDecoder:
     same heads off: their outputs are zeroed before W^O, as the modules' pre-hooks do.
     """
 
-    def __init__(self, model, memory, src_mask, max_len):
+    def __init__(self, model, memory, src_mask, max_len, copies=1):
+        """`copies` > 1: memory and src_mask hold B / copies distinct rows, each standing for `copies` rows of
+        the batch, whole batch after whole batch (row r reads memory row r mod B / copies): their keys and
+        values are projected once and repeated."""
         w = model.step_weights if isinstance(model, HalfPrecisionDecoder) else decoder_weights(model)
         a = model.decoder.layers[0].self_attn
         self.h, self.d_k, self.t, self.capacity = a.h, a.d_k, 0, max_len
         self.lut, self.scale, self.pe, self.final_norm = w["lut"], w["scale"], w["pe"], w["final_norm"]
         self.dtype = self.lut.dtype  # the decoder's precision
-        B = memory.size(0)
+        B = memory.size(0) * copies
         # the memory's mask, (B, 1, 1, S), or None when it hides nothing
-        self.mask = None if bool(src_mask.all()) else src_mask.unsqueeze(1)
+        self.mask = None if bool(src_mask.all()) else src_mask.unsqueeze(1).repeat(copies, 1, 1, 1)
         keep = kept_heads(model) or {}
         self.layers = []
         for i, c in enumerate(w["layers"]):
             # keys and values of the memory, projected once: (B, H, S, K)
-            mk, mv = (F.linear(memory, *c[key]).view(B, -1, self.h, self.d_k).transpose(1, 2).float()
-                      for key in ("src_k", "src_v"))
+            mk, mv = (F.linear(memory, *c[key]).view(memory.size(0), -1, self.h, self.d_k).transpose(1, 2).float()
+                      .repeat(copies, 1, 1, 1) for key in ("src_k", "src_v"))
             k = memory.new_empty(B, self.h, max_len, self.d_k, dtype=torch.float32)  # (B, H, max_len, K)
             # heads switched off: 1 = on, 0 = off, (B or 1, H, 1, 1); None when all are on
             masks = {name: keep[kind][:, i].float().view(-1, self.h, 1, 1) if kind in keep else None
@@ -117,9 +120,14 @@ class IncrementalDecoder:
         """Keep rows `index` of every buffer (beam search reorders its hypotheses each step)."""
         if self.mask is not None:
             self.mask = self.mask.index_select(0, index)
+        t = self.t
         for c in self.layers:
-            for key in ("k", "v", "mk", "mv"):
+            for key in ("mk", "mv"):
                 c[key] = c[key].index_select(0, index)
+            for key in ("k", "v"):  # only the t positions written so far: the rest of the buffer is unused
+                kept = c[key].new_empty(index.numel(), *c[key].shape[1:])
+                kept[:, :, :t] = c[key][:, :, :t].index_select(0, index)
+                c[key] = kept
             for key in ("self_keep", "src_keep"):  # per-row masks follow their rows
                 if c[key] is not None and c[key].size(0) > 1:
                     c[key] = c[key].index_select(0, index)

@@ -13,10 +13,12 @@ validation pairs fed teacher-forced to the shipped model:
   when that head alone is switched off (core/headmask.py), and per layer the loss with every head off but the
   single most important one, beside the loss with every head of the layer off.
 
-The 72 single-head variants run as a batch dimension of head masks (rows = variants x sentences); where only
-decoder or cross heads vary, the encoder runs once. Greedy decoding drops each row once it has ended. Finished
-stages are kept in a cache file, so an interrupted run resumes where it stopped. Writes assets/heads.json:
-per-head numbers only, nothing of the data.
+The 72 single-head variants run as a batch dimension of head masks (rows = variants x sentences). In the loss
+pass the layers below the one whose head is off run once for all its variants, the batches hold pairs of
+similar target length, and the output projection runs only where the target is not padding; in greedy decoding
+the encoder runs once where only decoder or cross heads vary, and each row is dropped once it has ended.
+Finished stages are kept in a cache file, so an interrupted run resumes where it stopped. Writes
+assets/heads.json: per-head numbers only, nothing of the data.
 """
 import argparse
 import hashlib
@@ -25,10 +27,11 @@ import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from sacrebleu.metrics import BLEU
 
 from .checkpoint import load_pretrained, read_tokenizer
-from .data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to, token_batches
+from .data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to
 from .decode import IncrementalDecoder, _strip
 from .headmask import KINDS, model_shape, switched_off
 from .model import attention_modules, keep_attention
@@ -183,33 +186,103 @@ def _repeat(x, n):
 
 
 def _encode_rows(model, src, src_mask, variants, memory):
-    """The memory of every (variant, sentence) row: the one given, repeated, unless an encoder head varies."""
-    if memory is not None and not any("encoder" in v for v in variants):
+    """The memory of every (variant, sentence) row: the one given, repeated, unless an encoder head varies;
+    then the encoder layers below the first one in which a variant differs run once, the rest per row."""
+    L, H = model_shape(model)
+    e = first_off(variants, ("encoder",), L)
+    if memory is not None and e == L:
         return _repeat(memory, len(variants))
-    return model.encode(_repeat(src, len(variants)), _repeat(src_mask, len(variants)))
+    x = model.src_embed(src)
+    for layer in model.encoder.layers[:e]:
+        x = layer(x, src_mask)
+    mask, x = _repeat(src_mask, len(variants)), _repeat(x, len(variants))
+    with switched_off(model, keep=row_masks(variants, src.size(0), L, H)):
+        for layer in model.encoder.layers[e:]:
+            x = layer(x, mask)
+        return model.encoder.norm(x)
+
+
+# ---- importance: the variants' forward pass ------------------------------------------------------------
+
+def first_off(variants, kinds, layers):
+    """The first layer in which one of the variants (keep dicts) switches off a head of one of `kinds`;
+    `layers` where none does. The layers below it are the same for every variant."""
+    found = [int((v[k] == 0).any(1).nonzero()[0, 0]) for v in variants for k in kinds if k in v and (v[k] == 0).any()]
+    return min(found, default=layers)
+
+
+def variant_states(model, src, src_mask, tgt, tgt_mask, variants, max_rows_tokens=8192):
+    """The decoder's final-norm output of a teacher-forced batch under each variant (keep dicts), in chunks of
+    variants: yields (the chunk's variant indices, states (len(chunk) B, T, D), variant-major). The layers below
+    the first one in which the variants differ run once for the batch; only the layers from there on run once
+    per variant (with the variants' per-row masks), at most max_rows_tokens rows x positions at a time."""
+    L, H = model_shape(model)
+    B, T = tgt.shape
+    enc, dec = model.encoder.layers, model.decoder.layers
+    e = first_off(variants, ("encoder",), L)
+    x = model.src_embed(src)
+    for layer in enc[:e]:
+        x = layer(x, src_mask)
+    d = first_off(variants, ("decoder", "cross"), L) if e == L else 0
+    if e == L:  # the memory is every variant's: so are the decoder's layers below the first that differs
+        memory = model.encoder.norm(x)
+        y = model.tgt_embed(tgt)
+        for layer in dec[:d]:
+            y = layer(y, memory, src_mask, tgt_mask)
+    size = max(1, max_rows_tokens // (B * max(T, src.size(1))))
+    for a in range(0, len(variants), size):
+        ks = list(range(a, min(a + size, len(variants))))
+        A = len(ks)
+        with switched_off(model, keep=row_masks([variants[k] for k in ks], B, L, H)):
+            sm, tm = _repeat(src_mask, A), _repeat(tgt_mask, A)
+            if e < L:
+                h = _repeat(x, A)
+                for layer in enc[e:]:
+                    h = layer(h, sm)
+                mem, h = model.encoder.norm(h), _repeat(model.tgt_embed(tgt), A)
+            else:
+                mem, h = _repeat(memory, A), _repeat(y, A)
+            for layer in dec[d:]:
+                h = layer(h, mem, sm, tm)
+            yield ks, model.decoder.norm(h)
+
+
+def _valid_logits(model, h, y, keep, rows=2048):
+    """(logits (N, V), targets (N,)) at the positions `keep` (B, T) of the states h (B, T, D) and targets y
+    (B, T), row after row, in pieces of `rows` positions."""
+    h, y = h[keep], y[keep]
+    for a in range(0, h.size(0), rows):
+        yield model.generator.proj(h[a:a + rows]).float(), y[a:a + rows]
 
 
 # ---- importance: loss -----------------------------------------------------------------------------------
 
 @torch.inference_mode()
 def variant_nll(model, batch, variants, max_rows_tokens=8192):
-    """Summed negative log-likelihood of the batch's targets under each variant (a list of keep dicts)."""
-    L, H = model_shape(model)
+    """Summed negative log-likelihood of the batch's targets under each variant (a list of keep dicts): the
+    cross-entropy of the output projection's log-softmax at each target position that is not padding."""
     B, T = batch.tgt.shape
-    memory = model.encode(batch.src, batch.src_mask)
-    chunk = max(1, max_rows_tokens // (B * T))
-    out = []
-    for a in range(0, len(variants), chunk):
-        vs = variants[a:a + chunk]
-        with switched_off(model, keep=row_masks(vs, B, L, H)):
-            mem = _encode_rows(model, batch.src, batch.src_mask, vs, memory)
-            h = model.decode(mem, _repeat(batch.src_mask, len(vs)), _repeat(batch.tgt, len(vs)),
-                             _repeat(batch.tgt_mask, len(vs)))
-            logp = model.generator(h)  # (A B, T, V)
-        y = _repeat(batch.tgt_y, len(vs))
-        nll = -logp.gather(-1, y.unsqueeze(-1))[..., 0].masked_fill(y == PAD, 0)
-        out.extend(nll.view(len(vs), -1).sum(1).tolist())
+    out = [0.0] * len(variants)
+    y = batch.tgt_y
+    for ks, h in variant_states(model, batch.src, batch.src_mask, batch.tgt, batch.tgt_mask, variants,
+                                max_rows_tokens):
+        h = h.view(len(ks), B, T, -1)
+        for r, k in enumerate(ks):
+            out[k] = sum(float(F.cross_entropy(z, t, reduction="sum")) for z, t in _valid_logits(model, h[r], y, y != PAD))
     return out
+
+
+def target_batches(examples, max_tokens):
+    """Batches of pairs of similar target length (then source length), up to max_tokens padded target
+    positions each: the decoder and the output projection, most of a teacher-forced pass, see little padding."""
+    order = sorted(range(len(examples)), key=lambda i: (len(examples[i][1]), len(examples[i][0])))
+    batches, cur = [], []
+    for i in order:
+        if cur and len(examples[i][1]) * (len(cur) + 1) > max_tokens:
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    return batches + [cur] * bool(cur)
 
 
 def variant_losses(model, examples, batches, variants):
@@ -226,14 +299,14 @@ def variant_losses(model, examples, batches, variants):
 # ---- importance: greedy BLEU ----------------------------------------------------------------------------
 
 @torch.inference_mode()
-def greedy_rows(model, memory, src_mask, max_len):
+def greedy_rows(model, memory, src_mask, max_len, copies=1):
     """Greedy decoding of every row with the cached decoder, each row dropped from the batch once it has
     produced </s> or `max_len` tokens (an int, or one per row); returns id lists without <s> and </s> (what
-    greedy_decode returns)."""
-    R = memory.size(0)
+    greedy_decode returns). `copies`: the memory's rows stand for that many batches of rows (IncrementalDecoder)."""
+    R = memory.size(0) * copies
     limit = torch.as_tensor(max_len).expand(R)
     steps = int(limit.max())
-    dec = IncrementalDecoder(model, memory, src_mask, steps)
+    dec = IncrementalDecoder(model, memory, src_mask, steps, copies)
     out = torch.full((R, steps), EOS, dtype=torch.long)
     live = torch.arange(R)
     tok = torch.full((R,), BOS, dtype=torch.long)
@@ -263,15 +336,17 @@ def variant_translations(model, examples, batches, variants, max_rows=1536):
     for idx in batches:
         src = pad_to([examples[i][0] for i in idx])
         src_mask = (src != PAD).unsqueeze(-2)
-        memory = model.encode(src, src_mask)
+        memory = None if all("encoder" in v for v in variants) else model.encode(src, src_mask)
         # each sentence's own limit, as Translator sets it for the sentence alone: batching changes nothing
         limits = torch.tensor([default_max_len(len(examples[i][0])) for i in idx])
         B, chunk = len(idx), max(1, max_rows // len(idx))
         for a in range(0, len(variants), chunk):
             vs = variants[a:a + chunk]
+            shared = memory is not None and not any("encoder" in v for v in vs)  # one memory for every variant
+            mem, mask = (memory, src_mask) if shared else (_encode_rows(model, src, src_mask, vs, memory),
+                                                           _repeat(src_mask, len(vs)))
             with switched_off(model, keep=row_masks(vs, B, L, H)):
-                mem = _encode_rows(model, src, src_mask, vs, memory)
-                ids = greedy_rows(model, mem, _repeat(src_mask, len(vs)), _repeat(limits, len(vs)))
+                ids = greedy_rows(model, mem, mask, _repeat(limits, len(vs)), len(vs) if shared else 1)
             for k in range(len(vs)):
                 for r, i in enumerate(idx):
                     out[a + k][i] = ids[k * B + r]
@@ -358,7 +433,9 @@ def _importance(stages, model, tokenizer, examples, refs, batches, layers, heads
             if f"{kind}:{layer}:0" in loss:
                 best = max(range(heads), key=lambda h: loss[f"{kind}:{layer}:{h}"])
                 extra += layer_variants(kind, layer, best, layers, heads)
-    values = stages.run("loss:layers", lambda: variant_losses(model, examples, loss_batches, [v for _, v in extra]))
+    values = stages.run("loss:layers", lambda: [  # a kind at a time: its variants share what is below them
+        x for kind in KINDS for x in variant_losses(model, examples, loss_batches, [v for v in (v for _, v in extra)
+                                                                                   if kind in v])])
     result = {n: (lo, None) for (n, _), lo in zip(extra, values or [])}
     stats = {}
     for (a, b), chunk_batches in bleu_chunks:
@@ -391,9 +468,9 @@ def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000
     layers, heads = model_shape(model)
     examples = encode_pairs(tokenizer, pairs, max_len=128)
     refs = [p[1] for p in pairs]
-    order = sorted(range(len(examples)), key=lambda i: (len(examples[i][0]), len(examples[i][1])))
-    loss_batches = token_batches(examples, max_tokens, shuffle=False)
+    loss_batches = target_batches(examples, max_tokens)
     n_bleu = min(bleu_sentences or len(pairs), len(pairs))
+    order = sorted(range(len(examples)), key=lambda i: (len(examples[i][0]), len(examples[i][1])))
     bleu_chunks = []  # ((first, end), batches of 64 length-sorted sentences) per chunk of BLEU_CHUNK sentences
     for a in range(0, n_bleu, BLEU_CHUNK):
         b = min(a + BLEU_CHUNK, n_bleu)
@@ -493,7 +570,7 @@ def model_key(directory, pairs, limit):
     for p in sorted(Path(directory).glob("model*.safetensors")):
         h.update(p.read_bytes())
     h.update("\n".join(a + "\t" + b for a, b in pairs).encode())
-    return {"hash": h.hexdigest(), "limit": limit, "version": 1}
+    return {"hash": h.hexdigest(), "limit": limit, "version": 2}
 
 
 def main(argv=None):
@@ -521,7 +598,8 @@ def main(argv=None):
     if args.limit:
         pairs = pairs[:args.limit]
     t0 = time.perf_counter()
-    atlas = compute_atlas(model, tokenizer, pairs, cache=args.cache or None, key=model_key(directory, pairs, args.limit),
+    key = model_key(directory, pairs, args.limit)
+    atlas = compute_atlas(model, tokenizer, pairs, cache=args.cache or None, key=key,
                           bleu_sentences=args.bleu_sentences, only=args.only)
     if atlas is None:
         print(f"the stages {args.only}* are done; run without --only to write the atlas")

@@ -89,3 +89,28 @@ needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
 def _one_thread():
     """Small tensors: one thread avoids oversubscription when the two cores are busy."""
     torch.set_num_threads(1)
+
+
+def reordered_step(model, src, mask, tgt, index, keep=None):
+    """Three cached decoder steps, the rows then reordered by `index` (as beam search reorders them) and one
+    step more; returns (that step's output, the full decode of the reordered batch at that position). With
+    `keep`, per-row cross-attention head masks that must follow their rows."""
+    from contextlib import nullcontext
+
+    from core.decode import IncrementalDecoder
+    from core.headmask import switched_off
+    from core.model import subsequent_mask
+
+    def heads(k):
+        return nullcontext() if keep is None else switched_off(model, keep={"cross": k})
+
+    with torch.no_grad(), heads(keep):
+        memory = model.encode(src, mask)
+        dec = IncrementalDecoder(model, memory, mask, tgt.size(1))
+        for t in range(3):
+            dec.step(tgt[:, t])
+        dec.reorder(index)
+        got = dec.step(tgt[index, 3])
+    with torch.no_grad(), heads(None if keep is None else keep[index]):
+        full = model.decode(memory[index], mask[index], tgt[index, :4], subsequent_mask(4))[:, -1]
+    return got, full

@@ -18,6 +18,7 @@ from core.decode import (
     sample_decode,
 )
 from core.model import keep_attention, make_model, subsequent_mask
+from tests.conftest import reordered_step
 
 
 def random_model(vocab=12, seed=0):
@@ -72,15 +73,8 @@ def test_incremental_decoder_equals_the_modules_teacher_forced():
             dec = IncrementalDecoder(m, memory, mask, 7)
             steps = torch.stack([dec.step(tgt[:, t]) for t in range(7)], 1)
         torch.testing.assert_close(steps.float(), full.float(), atol=tol, rtol=tol)
-    with torch.no_grad():  # reordering rows = decoding the reordered batch
-        memory = model.encode(src, mask)
-        dec = IncrementalDecoder(model, memory, mask, 7)
-        for t in range(3):
-            dec.step(tgt[:, t])
-        index = torch.tensor([2, 2, 0])
-        dec.reorder(index)
-        got = dec.step(tgt[index, 3])
-        full = model.decode(memory[index], mask[index], tgt[index, :4], subsequent_mask(4))[:, -1]
+    # reordering rows = decoding the reordered batch
+    got, full = reordered_step(model, src, mask, tgt, torch.tensor([2, 2, 0]))
     torch.testing.assert_close(got, full, atol=1e-5, rtol=1e-5)
 
 

@@ -11,7 +11,7 @@ import torch
 from sacrebleu.metrics import BLEU
 
 from core import heads as atlas_mod
-from core.data import BOS, EOS, PAD, encode_pairs
+from core.data import BOS, EOS, PAD, Batch, encode_pairs, pad_to
 from core.decode import (
     HalfPrecisionDecoder,
     IncrementalDecoder,
@@ -22,7 +22,7 @@ from core.decode import (
 from core.headmask import KINDS, check_heads, switched_off
 from core.model import attention_modules, keep_attention, make_model, subsequent_mask
 from core.translate import Translator
-from tests.conftest import ASSETS, needs_shipped
+from tests.conftest import ASSETS, needs_shipped, reordered_step
 
 
 def random_model(vocab=30, seed=0, N=2, h=4, d_model=32):
@@ -180,16 +180,7 @@ def test_per_row_masks_follow_their_rows_when_beams_reorder():
     tgt = torch.randint(4, 30, (3, 5), generator=torch.Generator().manual_seed(10))
     keep = torch.ones(3, 2, 4)
     keep[0, 1, 2] = keep[2, 0, 0] = 0
-    with torch.no_grad(), switched_off(model, keep={"cross": keep}):
-        memory = model.encode(src, mask)
-        dec = IncrementalDecoder(model, memory, mask, 5)
-        for t in range(3):
-            dec.step(tgt[:, t])
-        index = torch.tensor([2, 2, 0])
-        dec.reorder(index)
-        got = dec.step(tgt[index, 3])
-    with torch.no_grad(), switched_off(model, keep={"cross": keep[index]}):
-        full = model.decode(memory[index], mask[index], tgt[index, :4], subsequent_mask(4))[:, -1]
+    got, full = reordered_step(model, src, mask, tgt, torch.tensor([2, 2, 0]), keep)
     torch.testing.assert_close(got, full, atol=1e-5, rtol=1e-5)
 
 
@@ -336,6 +327,50 @@ def test_importance_matches_a_direct_computation():
             assert r["delta_loss_all_but_best_off"] == pytest.approx(direct(zeroed(model, others))[0] - base_loss,
                                                                      abs=2e-4)
     assert moved >= 3  # BLEU did move for several heads: the comparison is not of zeros
+
+
+def test_variant_losses_equal_a_float64_reference_whatever_the_chunking():
+    """The atlas' loss pass (the lower layers shared by the variants, the rest run per chunk of variants, the
+    cross-entropy only where the target is not padding) gives each variant's summed negative log-likelihood as
+    a float64 forward pass of a copy of the model with the switched-off heads' W^O columns zeroed."""
+    model = random_model(vocab=20, N=3, h=2, d_model=16)
+    g = torch.Generator().manual_seed(5)
+    src = pad_to([[BOS] + torch.randint(4, 20, (n,), generator=g).tolist() + [EOS] for n in (5, 2, 7, 4)])
+    tgt = pad_to([[BOS] + torch.randint(4, 20, (n,), generator=g).tolist() + [EOS] for n in (3, 6, 1, 5)])
+    batch = Batch(src, tgt)
+    variants = [v for _, v in atlas_mod.single_head_variants(3, 2)]
+    variants += [v for _, v in atlas_mod.layer_variants("cross", 1, 0, 3, 2) + atlas_mod.layer_variants("encoder", 2, 1, 3, 2)]
+    chunked = atlas_mod.variant_nll(model, batch, variants, max_rows_tokens=1)  # one variant at a time
+    together = atlas_mod.variant_nll(model, batch, variants, max_rows_tokens=10**6)
+    for k, keep in enumerate(variants):
+        off = [(kind, layer, head) for kind, m in keep.items() for layer, head in (m == 0).nonzero().tolist()]
+        ref = zeroed(model, off).double()
+        with torch.no_grad():
+            h = ref(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
+            logp = torch.log_softmax(ref.generator.proj(h), -1)
+        nll = -logp.gather(-1, batch.tgt_y.unsqueeze(-1))[..., 0][batch.tgt_y != PAD].sum().item()
+        assert chunked[k] == pytest.approx(nll, rel=1e-5) and together[k] == pytest.approx(nll, rel=1e-5)
+    assert len({round(x, 3) for x in chunked}) > len(variants) // 2  # the heads do change the loss
+
+
+def test_memory_shared_by_copies_of_the_batch_decodes_as_the_repeated_memory():
+    """IncrementalDecoder's `copies`: one memory standing for several batches of rows (each copy with its own
+    heads off) gives the same steps and greedy outputs as the memory repeated."""
+    torch.manual_seed(12)
+    model = make_model(16, 16, N=2, d_model=16, d_ff=32, h=2, dropout=0.0, tie_weights=False).eval()
+    src, mask = src_batch(vocab=16, B=6, seed=15)
+    keep = torch.ones(3 * 6, 2, 2)
+    keep[6:12, 1, 0] = keep[12:, 0, :] = 0  # copy 0 as it is, copies 1 and 2 with heads off
+    tokens = torch.randint(4, 16, (18, 4), generator=torch.Generator().manual_seed(16))
+    with torch.no_grad(), switched_off(model, keep={"cross": keep, "decoder": keep}):
+        memory = model.encode(src, mask)
+        shared = IncrementalDecoder(model, memory, mask, 4, copies=3)
+        repeated = IncrementalDecoder(model, memory.repeat(3, 1, 1), mask.repeat(3, 1, 1), 4)
+        for t in range(4):
+            torch.testing.assert_close(shared.step(tokens[:, t]), repeated.step(tokens[:, t]), rtol=0, atol=0)
+        rows = atlas_mod.greedy_rows(model, memory, mask, 9, copies=3)
+        assert rows == atlas_mod.greedy_rows(model, memory.repeat(3, 1, 1), mask.repeat(3, 1, 1), 9)
+    assert rows[:6] != rows[6:12] and rows[:6] != rows[12:]  # the copies' heads do differ
 
 
 def test_greedy_rows_equals_greedy_decode():
