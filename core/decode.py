@@ -250,6 +250,12 @@ def sample_decode(model, src, src_mask, max_len, temperature=1.0, top_k=0, seed=
     return _generate(next_token, src, max_len, bos, eos)
 
 
+def default_max_len(src_len, max_src_tokens=128):
+    """The longest output decoding allows for a source of src_len pieces: 1.5 times it plus 10, at most
+    max_src_tokens + 32."""
+    return min(int(1.5 * src_len) + 10, max_src_tokens + 32)
+
+
 def length_penalty(length, alpha):
     """GNMT's length penalty lp(Y) = ((5 + |Y|) / 6)^alpha; scores are log P / lp."""
     return ((5.0 + length) / 6.0) ** alpha

@@ -32,7 +32,7 @@ from sacrebleu.metrics import BLEU
 
 from .checkpoint import load_pretrained, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to
-from .decode import IncrementalDecoder, _strip
+from .decode import IncrementalDecoder, _strip, default_max_len
 from .headmask import KINDS, model_shape, switched_off
 from .model import attention_modules, keep_attention
 
@@ -185,13 +185,11 @@ def _repeat(x, n):
     return x.repeat(n, *(1,) * (x.dim() - 1))
 
 
-def _encode_rows(model, src, src_mask, variants, memory):
-    """The memory of every (variant, sentence) row: the one given, repeated, unless an encoder head varies;
-    then the encoder layers below the first one in which a variant differs run once, the rest per row."""
+def _encode_rows(model, src, src_mask, variants):
+    """The memory of every (variant, sentence) row, variant-major: the encoder layers below the first one in
+    which a variant switches a head off run once, the rest per row."""
     L, H = model_shape(model)
     e = first_off(variants, ("encoder",), L)
-    if memory is not None and e == L:
-        return _repeat(memory, len(variants))
     x = model.src_embed(src)
     for layer in model.encoder.layers[:e]:
         x = layer(x, src_mask)
@@ -264,11 +262,12 @@ def variant_nll(model, batch, variants, max_rows_tokens=8192):
     B, T = batch.tgt.shape
     out = [0.0] * len(variants)
     y = batch.tgt_y
+    valid = y != PAD
     for ks, h in variant_states(model, batch.src, batch.src_mask, batch.tgt, batch.tgt_mask, variants,
                                 max_rows_tokens):
         h = h.view(len(ks), B, T, -1)
         for r, k in enumerate(ks):
-            out[k] = sum(float(F.cross_entropy(z, t, reduction="sum")) for z, t in _valid_logits(model, h[r], y, y != PAD))
+            out[k] = sum(float(F.cross_entropy(z, t, reduction="sum")) for z, t in _valid_logits(model, h[r], y, valid))
     return out
 
 
@@ -323,11 +322,6 @@ def greedy_rows(model, memory, src_mask, max_len, copies=1):
     return [_strip(r) for r in out.tolist()]
 
 
-def default_max_len(src_len, max_src_tokens=128):
-    """What Translator.default_max_len gives for a batch of source length src_len."""
-    return min(int(1.5 * src_len) + 10, max_src_tokens + 32)
-
-
 @torch.inference_mode()
 def variant_translations(model, examples, batches, variants, max_rows=1536):
     """Greedy output ids of every example under each variant: a list (per variant) of lists (per example)."""
@@ -343,7 +337,7 @@ def variant_translations(model, examples, batches, variants, max_rows=1536):
         for a in range(0, len(variants), chunk):
             vs = variants[a:a + chunk]
             shared = memory is not None and not any("encoder" in v for v in vs)  # one memory for every variant
-            mem, mask = (memory, src_mask) if shared else (_encode_rows(model, src, src_mask, vs, memory),
+            mem, mask = (memory, src_mask) if shared else (_encode_rows(model, src, src_mask, vs),
                                                            _repeat(src_mask, len(vs)))
             with switched_off(model, keep=row_masks(vs, B, L, H)):
                 ids = greedy_rows(model, mem, mask, _repeat(limits, len(vs)), len(vs) if shared else 1)

@@ -17,10 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from .data import PAD
+from .headmask import KINDS  # encoder self-, decoder self- and cross-attention
 from .model import LayerNorm, MultiHeadedAttention, attention_modules, keep_attention, subsequent_mask
-
-KINDS = ("encoder", "decoder", "cross")  # encoder self-, decoder self- and cross-attention
-
 
 # ---- the modules and their parameters ---------------------------------------------------------------
 

@@ -468,7 +468,8 @@ def train(cfg, on_progress=None):
     model, curve, seconds = fit(cfg, on_progress)
     cpu = time.thread_time() - cpu
     record = {"task": cfg.task, "breaks": list(cfg.breaks), "smoothing": cfg.smoothing, "accum": cfg.accum,
-              "seed": cfg.seed, "layers": cfg.layers, "steps": len(curve["step"]), "steps_budget": cfg.steps, "seconds": round(seconds, 2),
+              "seed": cfg.seed, "layers": cfg.layers, "steps": len(curve["step"]), "steps_budget": cfg.steps,
+              "seconds": round(seconds, 2),
               "cpu_seconds": round(cpu, 2), "seconds_budget": cfg.seconds,
               "train_loss": curve["loss"][-1] if curve["loss"] else None}
     record.update(evaluate(model, cfg))

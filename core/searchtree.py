@@ -11,6 +11,7 @@ token, the token's log-probability, the hypothesis's cumulative log-probability 
 from dataclasses import dataclass, field
 
 from .data import BOS
+from .decode import length_penalty
 
 
 @dataclass
@@ -24,10 +25,6 @@ class Node:
     score: float       # log P of the whole hypothesis: the sum of logp along its path
     status: str        # "root", "kept", "pruned", "finished" or "returned"
     norm: float | None = None  # score / lp(step) for a finished hypothesis
-
-
-def _length_penalty(length, alpha):
-    return ((5.0 + length) / 6.0) ** alpha
 
 
 @dataclass
@@ -50,7 +47,7 @@ class SearchTree:
             else:
                 status = "kept" if j in kept else "pruned"
             node = Node(len(self.nodes), parent, step, token, total - scores[row].item(), total, status,
-                        total / _length_penalty(step, alpha) if status == "finished" else None)
+                        total / length_penalty(step, alpha) if status == "finished" else None)
             self.nodes.append(node)
             if status == "kept":
                 live[kept.index(j)] = node.id

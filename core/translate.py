@@ -13,7 +13,7 @@ import torch
 
 from .checkpoint import load_pretrained, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
-from .decode import HalfPrecisionDecoder, beam_search, decode_batch
+from .decode import HalfPrecisionDecoder, beam_search, decode_batch, default_max_len
 from .headmask import check_heads, model_shape, switched_off
 from .model import attention_modules, keep_attention, subsequent_mask
 from .searchtree import SearchTree
@@ -106,7 +106,7 @@ class Translator:
         return [BOS] + ids[: self.max_src_tokens - 2] + [EOS], truncated
 
     def default_max_len(self, src_len):
-        return min(int(1.5 * src_len) + 10, self.max_src_tokens + 32)
+        return default_max_len(src_len, self.max_src_tokens)
 
     def encode_prefix(self, prefix, count):
         """English prefixes as id lists, one per text: None, one string for all, or one string per text."""

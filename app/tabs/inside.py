@@ -303,7 +303,7 @@ def ln_vectors(x, gain, bias, eps, undo_gain=0.0, undo_bias=0.0):
     xhat = (x - mean) / sigma
     g = (1 - undo_gain) * gain + undo_gain * sigma
     b = (1 - undo_bias) * bias + undo_bias * mean
-    return dict(input=x, normalised=xhat, output=gain * xhat + bias, moved=g * xhat + b, mean=mean, sigma=sigma,
+    return dict(input=x, normalised=xhat, output=core.layer_norm_standard(x, gain, bias, eps), moved=g * xhat + b, mean=mean, sigma=sigma,
                 annotated=core.layer_norm_annotated(x, gain, bias, eps))
 
 
