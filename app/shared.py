@@ -56,7 +56,7 @@ def limit_malloc_arenas(n=2):
     """Cap glibc's malloc arenas at `n` for this process (before its threads start). glibc gives threads that
     allocate at the same time arenas of their own, up to 8 per core, and memory freed in one arena serves only
     that arena: with Gradio running callbacks on a pool of threads, a server's resident memory kept growing
-    with the translations it served (`python -m app.loadtest --pages`). Returns whether it was set (not on a
+    with the translations it served (`python -m tools.loadtest --pages`). Returns whether it was set (not on a
     C library without mallopt)."""
     try:
         return bool(ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, n))

@@ -64,7 +64,7 @@ def build_demo():
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn)  # the page load opens a link
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
-        # browser more than the drawing (app.bench --browser)
+        # browser more than the drawing (tools.bench --browser)
         for event in (translation.translated, linked):
             event.then(show_translation, [page, state, *(c for t in shown for c in t.controls)],
                        [*translation.outputs, diagram, *(o for t in shown for o in t.outputs)], api_visibility="private",

@@ -12,7 +12,7 @@
    alone (forward and backward on one feed-forward activation) against nn.Dropout;
 3. translating test_2016_flickr in batches: sentences/s with greedy and beam search;
 4. a translation with every attention map captured (what the app shows) vs the plain translation;
-5. the attributions of one output token (gradient x input and occlusion, core/attribution.py) of a sentence of
+5. the attributions of one output token (gradient x input and occlusion, core/analysis/attribution.py) of a sentence of
    about 20 pieces vs a translation of that sentence with every attention map.
 Prints a table of the rows declared in ROWS, then one JSON line with every figure.
 """
@@ -27,7 +27,7 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
-from .attribution import attribute
+from .analysis.attribution import attribute
 from .data import PAD, collate, default_data_dir, encode_pairs, load_split, token_batches
 from .decode import greedy_decode, greedy_decode_uncached
 from .model import Dropout, PositionalEncoding, make_model

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import torch
 
+from .analysis.searchtree import SearchTree
 from .checkpoint import load_pretrained, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
 from .decode import HalfPrecisionDecoder, beam_search, decode_batch, default_max_len
 from .headmask import check_heads, model_shape, switched_off
 from .model import attention_modules, keep_attention, subsequent_mask
-from .searchtree import SearchTree
 
 
 @dataclass
@@ -182,7 +182,7 @@ class Translator:
 
     @torch.no_grad()
     def search_tree(self, text, beam=4, alpha=None, max_len=None):
-        """The beam search of `text` as a SearchTree (core/searchtree.py): every candidate of every step, with
+        """The beam search of `text` as a SearchTree (core/analysis/searchtree.py): every candidate of every step, with
         the model that `translate` uses for it, so the returned hypothesis is the translation."""
         src_ids, _ = self.encode_source(text)
         src = torch.tensor([src_ids], device=self.device)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from app import loadtest, views
+from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
 from app.common import md_literal
 from app.shared import examples, get_translator
@@ -18,6 +18,7 @@ from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo, show_translation
 from core.translate import Inspection
 from tests.conftest import needs_shipped
+from tools import loadtest
 
 pytestmark = needs_shipped
 
@@ -352,7 +353,7 @@ def test_markdown_shows_user_text_as_typed(typed):
 
 
 def test_load_of_eight_clients_without_failure_or_cross_talk():
-    """`python -m app.loadtest` in small: 8 gradio_client sessions x 3 translations against `python app.py`, all
+    """`python -m tools.loadtest` in small: 8 gradio_client sessions x 3 translations against `python app.py`, all
     at once; every answer is its own input's (checked against one answer per sentence made in turn)."""
     r = loadtest.main(["--clients", "8", "--requests", "3"])
     assert r["app"]["ok"] == 24 and r["app"]["failures"] == 0 and r["app"]["crossed"] == 0, r["app"]

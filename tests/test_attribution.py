@@ -1,9 +1,9 @@
-"""Attribution of one output token (core/attribution.py): gradient x input against finite differences in float64,
+"""Attribution of one output token (core/analysis/attribution.py): gradient x input against finite differences in float64,
 occlusion against single forward passes and a constructed case where a piece cannot matter."""
 import pytest
 import torch
 
-from core.attribution import attribute
+from core.analysis.attribution import attribute
 from core.data import BOS, EOS, UNK
 from core.model import make_model, subsequent_mask
 

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from app import bench
-from app import bench_browser as bb
+from tools import bench
+from tools import bench_browser as bb
 
 
 def exp(text, english, src, out, cands, pieces=8):

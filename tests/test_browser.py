@@ -1,4 +1,4 @@
-"""The real app in headless Chromium: `python app.py` (started by app.serve.AppProcess), driven by Playwright.
+"""The real app in headless Chromium: `python app.py` (started by tools.serve.AppProcess), driven by Playwright.
 
 The server and the browser are shared by the module; each test has a page of its own (in its own browser
 context), makes whatever translation it reads, and waits on conditions in the page, never for a time. After each
@@ -13,8 +13,8 @@ import urllib.parse
 
 import pytest
 
-from app.serve import AppProcess
 from tests.conftest import needs_shipped
+from tools.serve import AppProcess
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]

@@ -10,7 +10,7 @@ import pytest
 import torch
 from sacrebleu.metrics import BLEU
 
-from core import heads as atlas_mod
+from core.analysis import heads as atlas_mod
 from core.data import BOS, EOS, PAD, Batch, encode_pairs, pad_to
 from core.decode import (
     HalfPrecisionDecoder,

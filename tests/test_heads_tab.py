@@ -35,7 +35,7 @@ def test_atlas_grids_name_every_head_and_say_what_is_not_defined():
     assert len(re.findall(r"data-head=", heads.atlas_html(atlas, "delta_bleu"))) == 72
     # anything else from the browser falls back to a measure that exists
     assert len(re.findall(r"data-head=", heads.atlas_html(atlas, "<img src=x>"))) == 72
-    assert "python -m core.heads" in heads.atlas_html(None, "previous")
+    assert "python -m core.analysis.heads" in heads.atlas_html(None, "previous")
 
 
 def test_reading_is_the_findings_of_the_numbers():
@@ -104,6 +104,6 @@ def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins):
 def test_views_blank_before_a_translation_and_atlas_draws_without_one():
     page = {"open": {ROOT: "heads"}, "drawn": {}}
     atlas, compare, maps = heads.show(page, None, "delta_loss", "cross", 0, None)
-    assert "data-head" in atlas or "python -m core.heads" in atlas
+    assert "data-head" in atlas or "python -m core.analysis.heads" in atlas
     assert all(isinstance(v, type(gr.skip())) for v in (compare, maps))
     assert set(KINDS) == set(heads.NAMES)

@@ -1,4 +1,4 @@
-"""Inside the model (core/inside.py and the Inside-the-model tab): the module tree against the parameters, the
+"""Inside the model (core/analysis/inside.py and the Inside-the-model tab): the module tree against the parameters, the
 recorded pass against the model's own outputs and attention, LayerNorm against F.layer_norm, the softmax
 statistics against autograd, the logit lens against greedy decoding."""
 import math
@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from app.shared import get_translator
 from app.tabs import inside as tab
-from core import inside
+from core.analysis import inside
 from core.model import LayerNorm, make_model, subsequent_mask
 from core.translate import Translator
 from tests.conftest import needs_shipped
@@ -276,7 +276,7 @@ def test_a_new_translation_redraws_only_what_reads_it(tr, ins):
 
 @needs_shipped
 def test_bench_inside_times_every_view_beside_a_translation(monkeypatch, capsys):
-    from app import bench_inside
+    from tools import bench_inside
     monkeypatch.setattr(bench_inside, "SENTENCES", SENTENCES[:1])
     r = bench_inside.measure(runs=1)
     keys = {"record", *bench_inside.VIEWS, "all_views", "slider", "translate"}

@@ -1,4 +1,4 @@
-"""The Lab (core/lab.py): each break changes exactly what it names, the intact copy model learns its task, and
+"""The Lab (core/lab/): each break changes exactly what it names, the intact copy model learns its task, and
 accumulated gradients equal one large batch's; then the shipped results and the Lab tab's callbacks."""
 import json
 import math
@@ -9,11 +9,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from app.tabs.lab import READINGS
 from core import lab
 from core.lab import BREAKS, PAD, Config, build_model, held_parameters, lr_lambda, masks, to_batch
 from core.model import Embeddings, PositionalEncoding, SublayerConnection
 from core.train import rate
 from tests.conftest import ROOT
+from tools import lab_table
 
 N = lab.SIZE["N"]
 
@@ -331,7 +333,7 @@ def test_every_single_break_is_shipped_for_every_task():
     deep = {lab.run_name(c) for c in lab.shipped_configs() if c.layers == lab.DEEP}
     assert deep == {f"{task}/{name}@{lab.DEEP}" for task in lab.TASKS for name in ("intact", "post_norm", "no_warmup")} | \
         {f"{task}/no_warmup+post_norm@{lab.DEEP}" for task in lab.TASKS}
-    assert set(lab.READINGS) == set(BREAKS) | {'+'.join(b) for b in lab.EXTRA} | \
+    assert set(READINGS) == set(BREAKS) | {'+'.join(b) for b in lab.EXTRA} | \
         {lab.row_name(b, lab.DEEP) for b in lab.DEEP_RUNS}
     assert len((ROOT / "assets" / "lab.json").read_bytes()) < 450_000  # 54 runs, the deep ones with 6 layers of maps
 
@@ -344,7 +346,7 @@ def test_precompute_retrains_nothing_shipped(monkeypatch, tmp_path):
 
 
 def test_the_table_shows_the_deep_runs():
-    table = lab.table()
+    table = lab_table.table()
     runs = shipped_runs()
     for b in lab.DEEP_RUNS:
         name = lab.row_name(b, lab.DEEP)
@@ -352,7 +354,7 @@ def test_the_table_shows_the_deep_runs():
         for task in lab.TASKS:
             r = runs[f"{task}/{name}"]
             assert f"{r['exact_match']:.1%}, {r['train_loss']:.3f}" in row
-        assert lab.READINGS[name] in row
+        assert READINGS[name] in row
 
 
 def test_the_three_failures_show_clearly_in_the_shipped_runs():
@@ -394,7 +396,7 @@ def test_tab_answers_deep_runs_at_once_beside_the_intact_model_at_their_depth():
     curve, result, _, cross, _ = tab.lab_view("copy", ["post_norm"], 0.0, 1, 6)
     run, intact = runs["copy/post_norm@6"], runs["copy/intact@6"]
     assert f"| exact match (500 held-out, greedy) | {run['exact_match']:.1%} | {intact['exact_match']:.1%} |" in result
-    assert lab.READINGS["post_norm@6"] in result and lab.READINGS["post_norm"] not in result
+    assert READINGS["post_norm@6"] in result and READINGS["post_norm"] not in result
     assert len(cross.data) == 6 * lab.SIZE["h"]
     dotted = next(t for t in curve.data if t.name == "intact")
     assert list(dotted.y) == intact["curve"]["loss"]  # the intact model at N = 6, not at N = 2
@@ -409,7 +411,7 @@ def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained():
     from app.tabs import lab as tab
     curve, result, examples, cross, self_attn = tab.lab_view("reverse", ["no_positional_encoding"], 0.0, 1)
     run = shipped_runs()["reverse/no_positional_encoding"]
-    assert f"{run['exact_match']:.1%}" in result and lab.READINGS["no_positional_encoding"] in result
+    assert f"{run['exact_match']:.1%}" in result and READINGS["no_positional_encoding"] in result
     assert [t.name for t in curve.data] == ["intact", "intact", "this run", "this run"]
     assert "<table" in examples and len(cross.data) == lab.SIZE["N"] * lab.SIZE["h"]
     _, note, examples, _, _ = tab.lab_view("sort", ["no_scale", "untied"], 0.1, 2)

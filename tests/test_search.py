@@ -1,12 +1,12 @@
-"""The search behind a translation (core/searchtree.py, core/decode.py) and the model's view of any English:
+"""The search behind a translation (core/analysis/searchtree.py, core/decode.py) and the model's view of any English:
 the beam search tree against beam_search itself and direct log-probabilities, forced prefixes, and scores."""
 import pytest
 import torch
 
+from core.analysis.searchtree import SearchTree
 from core.data import BOS, EOS, PAD
 from core.decode import beam_search, greedy_decode, length_penalty
 from core.model import make_model, subsequent_mask
-from core.searchtree import SearchTree
 from tests.conftest import needs_shipped
 
 V = 24

@@ -1,15 +1,15 @@
 """Pages come and go on a public Space: what a page keeps on the server lives while the page is open, and goes
 when it closes. The app runs in this process (so its state holder can be read) and is driven by
-app.pageclient.PageSession, which sends the events a browser tab sends, heartbeat included."""
+tools.pageclient.PageSession, which sends the events a browser tab sends, heartbeat included."""
 import time
 
 import pytest
 
-from app.pageclient import AppConfig, PageSession
 from app.shared import SESSIONS_KEPT
 from app.ui import build_demo
 from core.translate import Inspection
 from tests.conftest import needs_shipped
+from tools.pageclient import AppConfig, PageSession
 
 pytestmark = needs_shipped
 DEADLINE_S = 60  # the longest a condition may take on a busy machine: a bound, never a pause
@@ -72,7 +72,7 @@ def test_an_open_page_keeps_its_state(served):
 
 
 def test_pages_through_the_server_in_small():
-    """`python -m app.loadtest --pages` in small against `python app.py`: no failure."""
-    from app import loadtest
+    """`python -m tools.loadtest --pages` in small against `python app.py`: no failure."""
+    from tools import loadtest
     r = loadtest.main(["--pages", "6", "--clients", "2", "--per-page", "3", "--warmup", "2"])
     assert r["failures"] == 0 and r["translations"] == 6 and r["pages"] == 2, r

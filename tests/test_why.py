@@ -1,11 +1,11 @@
 """The Why tab's callbacks (app/tabs/why.py) on the shipped model: what it draws is the Inspection's
-attention and core.attribution's numbers for the chosen token, computed once per translation and token."""
+attention and core.analysis.attribution's numbers for the chosen token, computed once per translation and token."""
 import numpy as np
 import pytest
 
 from app.tabs import translate, why
 from app.views import ROOT
-from core.attribution import attribute
+from core.analysis.attribution import attribute
 from tests.conftest import needs_shipped
 
 pytestmark = needs_shipped

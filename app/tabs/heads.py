@@ -1,5 +1,5 @@
 """The Heads tab: what each attention head is for, measured over the validation set (the head atlas,
-assets/heads.json, written by `python -m core.heads`), and heads switched off live.
+assets/heads.json, written by `python -m core.analysis.heads`), and heads switched off live.
 
 The atlas is drawn as one layer-by-head grid per kind of attention for the measure chosen; clicking a cell opens
 that head in the Attention tab for the current sentence. Below it, any set of heads can be switched off and the
@@ -17,8 +17,8 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from core.analysis.heads import MEASURES, findings
 from core.headmask import KINDS
-from core.heads import MEASURES, findings
 
 from ..common import clamp, empty_figure, md_literal
 from ..shared import MODEL_LOCK, get_translator, model_dir
@@ -101,7 +101,7 @@ def atlas_html(atlas, name):
     """The three kinds' grids of measure `name` side by side, on one colour scale, with what it measures."""
     if atlas is None:
         return ('<div class="heads-note">The head atlas has not been computed for this model: run '
-                '<code>python -m core.heads --data DIR</code> to write <code>heads.json</code> beside it.</div>')
+                '<code>python -m core.analysis.heads --data DIR</code> to write <code>heads.json</code> beside it.</div>')
     name = name if name in MEASURES else "delta_loss"
     grids = {k: atlas["heads"][k].get(name) for k in KINDS}
     values = [v for g in grids.values() if g for row in g for v in row]
@@ -122,7 +122,7 @@ def atlas_html(atlas, name):
 
 
 def reading_md(atlas):
-    """The clearest patterns of the atlas, written from its numbers (core.heads.findings)."""
+    """The clearest patterns of the atlas, written from its numbers (core.analysis.heads.findings)."""
     if atlas is None:
         return ""
     base = atlas["baseline"]

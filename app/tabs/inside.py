@@ -3,7 +3,7 @@ the last translation (LayerNorm, the 1/sqrt(d_k) scale, the residual stream, the
 lens).
 
 The views of the sentence read one teacher-forced pass of the float32 model over the Inspection's source and
-decoder inputs, recorded by forward hooks (core/inside.py) the first time a view needs it and kept per
+decoder inputs, recorded by forward hooks (core/analysis/inside.py) the first time a view needs it and kept per
 Inspection: moving a control redraws from that recording and never runs the model.
 """
 import inspect
@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import torch
 import torch.nn.functional as F
 
-from core import inside as core
+from core.analysis import inside as core
 from core.model import LayerNorm, attention
 
 from ..common import clamp, code_panel, label, md_literal, token_axis
@@ -252,7 +252,7 @@ def distribution_figure(path, module):
 
 @lru_cache(maxsize=1)
 def tree_nodes():
-    """The shipped model's module tree (core.inside.module_tree), by path."""
+    """The shipped model's module tree (core.analysis.inside.module_tree), by path."""
     return {n.name: n for n in core.module_tree(get_translator().model)}
 
 

@@ -1,5 +1,5 @@
 """The Why tab: one output token of the last translation, its cross-attention from every head beside
-two attributions of its probability to the input pieces (core/attribution.py).
+two attributions of its probability to the input pieces (core/analysis/attribution.py).
 
 Attention is read from the Inspection; the attributions need one backward pass and one batched forward pass of
 the float32 model for the chosen token, kept per translation and token so that choosing a token again costs
@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.attribution import attribute
+from core.analysis.attribution import attribute
 
 from ..common import clamp, code_panel, empty_figure, label, md_literal
 from ..shared import MODEL_LOCK, get_translator

@@ -1,4 +1,4 @@
-"""The Inside-the-model tab's cost per translation, beside the translation itself (`python -m app.bench --inside`).
+"""The Inside-the-model tab's cost per translation, beside the translation itself (`python -m tools.bench --inside`).
 
 For each sentence and run, a fresh Inspection (greedy, as the Translate tab keeps it) is drawn in every view of
 the tab that reads the translation, the first of which runs the recording pass; the reference is one ordinary
@@ -12,7 +12,7 @@ import torch
 
 from app.shared import get_translator
 from app.tabs import inside as tab
-from core.inside import record_inspection
+from core.analysis.inside import record_inspection
 
 SENTENCES = ["Ein Mann in einem roten Hemd fährt mit dem Fahrrad durch die Stadt.",
              "Zwei Kinder spielen am Strand mit einem Ball.",

@@ -1,15 +1,15 @@
 """App benchmarks, each beside a reference measured in the same run.
 
-    python -m app.bench [--runs 3]
-    python -m app.bench --browser [--clicks 5] [--save FILE]   (the app in headless Chromium: app/bench_browser.py)
-    python -m app.bench --inside [--runs 3]   (the Inside-the-model tab per translation: app/bench_inside.py)
+    python -m tools.bench [--runs 3]
+    python -m tools.bench --browser [--clicks 5] [--save FILE]   (the app in headless Chromium: tools/bench_browser.py)
+    python -m tools.bench --inside [--runs 3]   (the Inside-the-model tab per translation: tools/bench_inside.py)
 
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
    beside the same translation without capture, for greedy and beam search;
 3. the public /translate endpoint called through gradio_client, beside the same call in this process;
 4. a translation made again with heads switched off (the Heads tab), beside the same sentence translated as usual.
-With --browser, the page as a reader meets it instead (app/bench_browser.py).
+With --browser, the page as a reader meets it instead (tools/bench_browser.py).
 Prints a table, then one JSON line.
 """
 import argparse
@@ -20,9 +20,9 @@ import subprocess
 import sys
 import time
 
-from app.serve import AppProcess
 from app.shared import get_translator
 from app.tabs.translate import translate
+from tools.serve import AppProcess
 
 SENTENCES = ["Ein Mann in einem roten Hemd fährt mit dem Fahrrad durch die Stadt.",
              "Zwei Kinder spielen am Strand mit einem Ball.",
@@ -86,7 +86,7 @@ def api_round_trip(repeat):
     the same translations run in this process (the function the endpoint calls)."""
     from gradio_client import Client
 
-    from app.loadtest import translate_call
+    from tools.loadtest import translate_call
     calls, direct = [], []
     with AppProcess() as app:
         client = Client(app.url, verbose=False)
@@ -108,20 +108,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--browser", action="store_true",
-                    help="instead: time clicks and count bytes in headless Chromium (app/bench_browser.py)")
+                    help="instead: time clicks and count bytes in headless Chromium (tools/bench_browser.py)")
     ap.add_argument("--clicks", type=int, default=5, help="with --browser: measured clicks per sentence (median)")
     ap.add_argument("--inside", action="store_true",
-                    help="instead: the Inside-the-model tab's views per translation (app/bench_inside.py)")
+                    help="instead: the Inside-the-model tab's views per translation (tools/bench_inside.py)")
     ap.add_argument("--save", metavar="FILE",
                     help="with --browser: merge the figures into this JSON file (keys browser_...; default: none)")
     args = ap.parse_args(argv)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     if args.browser:
-        from app.bench_browser import run
+        from tools.bench_browser import run
         run(clicks=args.clicks, save=args.save)
         return
     if args.inside:
-        from app.bench_inside import measure, report
+        from tools.bench_inside import measure, report
         r = measure(args.runs)
         report(r)
         print(json.dumps({k: round(v, 2) for k, v in r.items()}))

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .data import EOS, PAD, UNK
-from .model import subsequent_mask
+from ..data import EOS, PAD, UNK
+from ..model import subsequent_mask
 
 
 @dataclass

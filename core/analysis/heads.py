@@ -1,6 +1,6 @@
 """The head atlas: what each attention head does over the validation set, and how much it matters.
 
-    python -m core.heads --data DIR [--limit N] [--out assets/heads.json] [--threads 2]
+    python -m core.analysis.heads --data DIR [--limit N] [--out assets/heads.json] [--threads 2]
 
 For every head of the encoder self-attention, the decoder self-attention and the cross-attention, with the
 validation pairs fed teacher-forced to the shipped model:
@@ -30,11 +30,11 @@ import torch
 import torch.nn.functional as F
 from sacrebleu.metrics import BLEU
 
-from .checkpoint import load_pretrained, read_tokenizer
-from .data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to
-from .decode import IncrementalDecoder, _strip, default_max_len
-from .headmask import KINDS, model_shape, switched_off
-from .model import attention_modules, keep_attention
+from ..checkpoint import load_pretrained, read_tokenizer
+from ..data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to
+from ..decode import IncrementalDecoder, _strip, default_max_len
+from ..headmask import KINDS, model_shape, switched_off
+from ..model import attention_modules, keep_attention
 
 SELF_MEASURES = ("entropy", "distance", "same", "previous", "next", "first", "eos", "stop")
 CROSS_MEASURES = ("entropy", "distance", "first", "eos", "stop", "diagonal", "monotonic", "agreement")

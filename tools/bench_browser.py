@@ -1,8 +1,8 @@
 """The app as a reader meets it: timings and bytes in headless Chromium, each beside two floors.
 
-    python -m app.bench --browser [--clicks 5] [--save FILE]
+    python -m tools.bench --browser [--clicks 5] [--save FILE]
 
-Starts `python app.py` (app.serve.AppProcess), opens it in Debian's chromium driven by Playwright and, for three
+Starts `python app.py` (tools.serve.AppProcess), opens it in Debian's chromium driven by Playwright and, for three
 sentences of our own (short, the app's first example, long), reports the median over `clicks` measured clicks of:
 1. click on Translate -> the English shown (#out holds the expected translation);
 2. click on Translate -> every view of the Translate tab redrawn for the new sentence and settled;
@@ -311,7 +311,7 @@ def run_app(browser, exps, clicks):
     """The app in a page of its own: ({label: [cycle(...) of each measured click]}, the bytes of the first visit:
     the page, the Translate tab and the translation run on load). Each measured cycle follows one on another
     sentence."""
-    from app.serve import AppProcess
+    from tools.serve import AppProcess
     with AppProcess() as app:
         try:
             page, net = new_page(browser, app.url)

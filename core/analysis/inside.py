@@ -16,9 +16,9 @@ from functools import lru_cache
 import torch
 import torch.nn.functional as F
 
-from .data import PAD
-from .headmask import KINDS  # encoder self-, decoder self- and cross-attention
-from .model import LayerNorm, MultiHeadedAttention, attention_modules, keep_attention, subsequent_mask
+from ..data import PAD
+from ..headmask import KINDS  # encoder self-, decoder self- and cross-attention
+from ..model import LayerNorm, MultiHeadedAttention, attention_modules, keep_attention, subsequent_mask
 
 # ---- the modules and their parameters ---------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Load on the running app through gradio_client, beside a trivial Gradio endpoint under the same load.
 
-    python -m app.loadtest [--url URL --pid PID] [--clients 32] [--requests 10] [--burst 200]
+    python -m tools.loadtest [--url URL --pid PID] [--clients 32] [--requests 10] [--burst 200]
 
-Without --url it starts `python app.py` itself (app.serve.AppProcess). Each client is a gradio_client session
+Without --url it starts `python app.py` itself (tools.serve.AppProcess). Each client is a gradio_client session
 of its own that sends `requests` translations of the app's example sentences one after another, all clients at
 once. Before that, one client translates each sentence once: those answers are what every later answer to the
 same sentence must be (greedy decoding is deterministic), so an answer that belongs to another input shows as
@@ -13,7 +13,7 @@ process under the same clients and requests, the ceiling Gradio and the client s
 --burst N then submits N translations at the same moment: each must come back as a translation or as the
 queue's "full, try again" message, and the server must answer a request after it.
 
---pages N instead sends N translations through the server as pages do (app/pageclient.py: the events a browser
+--pages N instead sends N translations through the server as pages do (tools/pageclient.py: the events a browser
 tab sends, private ones included): after each translation the page opens every tab and sub-tab in turn, so each
 translation is drawn in every view. `--clients` pages run at once; each is closed after --per-page translations and
 a new one opened, so the server sees pages come and go. Printed: the server's resident memory after a warm-up and
@@ -140,8 +140,8 @@ def pages(url, pid, n, clients, per_page, warmup=20):
     """`n` translations, each drawn in every view, by `clients` pages at once that close after `per_page`
     translations each: a dict of the server's resident memory (after `warmup` translations, and at the end),
     the translations and failures, and seconds per translation with its views."""
-    from app.pageclient import AppConfig, PageSession
     from app.shared import examples
+    from tools.pageclient import AppConfig, PageSession
     sentences, app = examples(), AppConfig.read(url)
     failures, lock = [], threading.Lock()
 
@@ -245,7 +245,7 @@ def main(argv=None):
     with ExitStack() as stack:
         url, pid = args.url, args.pid
         if url is None:
-            from app.serve import AppProcess
+            from tools.serve import AppProcess
             app = stack.enter_context(AppProcess())
             url, pid = app.url, app.proc.pid
         if args.pages:

@@ -1,6 +1,6 @@
 """Run `python app.py` in a child process and learn its address from the server itself.
 
-Used by the browser tests and the cold-start benchmark (`python -m app.bench`):
+Used by the browser tests and the cold-start benchmark (`python -m tools.bench`):
 
     with AppProcess(log=path) as app:   # returns once the first page has been served
         open_in_browser(app.url)

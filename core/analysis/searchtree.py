@@ -10,8 +10,8 @@ token, the token's log-probability, the hypothesis's cumulative log-probability 
 """
 from dataclasses import dataclass, field
 
-from .data import BOS
-from .decode import length_penalty
+from ..data import BOS
+from ..decode import length_penalty
 
 
 @dataclass
