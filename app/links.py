@@ -50,7 +50,7 @@ def link_opener(cfg, default_alpha):
 
 
 def tab_paths(demo):
-    """{tab label: path of tab ids from the top ("attention/all-heads")} for every tab of the page."""
+    """{tab id: path of tab ids from the top ("attention/all-heads")} for every tab of the page."""
     paths = {}
     for block in demo.blocks.values():
         if isinstance(block, gr.Tab) and block.id is not None:
@@ -59,16 +59,17 @@ def tab_paths(demo):
                 if isinstance(parent, gr.Tab) and parent.id is not None:
                     path.insert(0, str(parent.id))
                 parent = parent.parent
-            paths[str(block.label)] = "/".join(path)
+            paths[str(block.id)] = "/".join(path)
     return paths
 
 
 # Run by the page once it loads (launch(js=...)); TABS is filled in by link_script. It writes the address with
-# history.replaceState (and tells a parent frame, as a Hugging Face Space expects), and on load clicks the
-# linked tab once its button exists.
+# history.replaceState (and tells a parent frame, as a Hugging Face Space expects); `open(path)` clicks the tab
+# buttons along a path (found by their tab ids, whatever the language of their labels); on load it opens the
+# linked tab once the page has settled.
 LINK_JS = """() => {
   const TABS = %s;
-  const labels = Object.fromEntries(Object.entries(TABS).map(([label, path]) => [path, label]));
+  const paths = new Set(Object.values(TABS));
   const set = (values) => {
     const url = new URL(window.location.href);
     for (const [key, value] of Object.entries(values)) {
@@ -78,30 +79,38 @@ LINK_JS = """() => {
     window.history.replaceState(null, '', url);
     if (window.parent !== window) window.parent.postMessage({queryString: url.search, hash: url.hash}, '*');
   };
-  window.explorerLink = {set};
-  const button = (label) => [...document.querySelectorAll('[role=tab]')].find(b => b.textContent.trim() === label);
+  const button = (id) => [...document.querySelectorAll('[role=tab][data-tab-id]')].find(b => b.dataset.tabId === id);
+  // click the buttons of a path from the top, each once the one above has shown it; false for an unknown path
+  const open = (path, until = Date.now() + 10000) => {
+    if (!paths.has(path)) return false;
+    const ids = path.split('/');
+    const next = () => {
+      if (!ids.length || Date.now() > until) return;
+      const b = button(ids[0]);
+      if (b) { if (b.getAttribute('aria-selected') !== 'true') b.click(); ids.shift(); }
+      setTimeout(next, b ? 0 : 50);
+    };
+    next();
+    return true;
+  };
+  window.explorerLink = {set, open};
   document.addEventListener('click', (e) => {
-    const b = e.target.closest && e.target.closest('[role=tab]');
-    const label = b && b.textContent.trim();
-    const path = label && Object.hasOwn(TABS, label) ? TABS[label] : null;
+    const b = e.target.closest && e.target.closest('[role=tab][data-tab-id]');
+    const path = b && Object.hasOwn(TABS, b.dataset.tabId) ? TABS[b.dataset.tabId] : null;
     if (path) set({tab: path});
   }, true);
   const wanted = new URLSearchParams(window.location.search).get('tab');
-  if (!wanted || !Object.hasOwn(labels, wanted)) return;
-  const parts = wanted.split('/');
-  const steps = parts.map((_, i) => labels[parts.slice(0, i + 1).join('/')]).filter(Boolean);
-  // Click only once the page has settled on its first tab and shown the linked translation (the Overview's
-  // diagram then carries the sentence's shapes): a click before that can reach the server ahead of the first
-  // tab's own opening, which would then be taken as the tab on screen. After 30 s, click anyway.
+  if (!wanted || !paths.has(wanted)) return;
+  // Open it only once the page shows its first translation (its token strip is drawn whatever the tab): a
+  // click before that can reach the server ahead of the first tab's own opening, which would then be taken as
+  // the tab on screen. After 30 s, open it anyway.
   const started = Date.now();
-  const ready = () => /memory 1 × \\d+/.test(document.querySelector('#diagram')?.innerText ?? '');
-  const next = () => {
-    if (!steps.length || Date.now() - started > 90000) return;
-    const b = (ready() || Date.now() - started > 30000) && button(steps[0]);
-    if (b) { b.click(); steps.shift(); }
-    setTimeout(next, 50);
+  const ready = () => document.querySelector('#token-probs .tok') !== null;
+  const wait = () => {
+    if (ready() || Date.now() - started > 30000) open(wanted);
+    else setTimeout(wait, 50);
   };
-  next();
+  wait();
 }"""
 
 # after a translation: the sentence and its settings; after a move of the Attention tab's controls: those

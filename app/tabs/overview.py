@@ -7,9 +7,9 @@ import gradio as gr
 from ..shared import get_translator
 from ..views import View, opener, refresh
 
-# the labels of the tabs the diagram's blocks open (as app/ui.py writes them)
-TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = (
-    "Attention", "Masks", "Positional encoding", "Training", "Translate")
+# the tabs the diagram's blocks open, by their ids (the paths of app/links.py)
+TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = ("attention", "masks", "positional", "training",
+                                                              "translate")
 
 
 def _box(x, y, w, h, title, lines, tab, fill):
@@ -74,14 +74,11 @@ def architecture_svg(config, src_len=None, tgt_len=None):
     return "".join(p)
 
 
-# Clicking a block selects the tab named in its data-tab attribute.
+# Clicking a block opens the tab whose path is its data-tab attribute (app/links.py's explorerLink.open).
 DIAGRAM_JS = """
 element.addEventListener('click', (event) => {
   const block = event.target.closest('[data-tab]');
-  if (!block) return;
-  const tabs = Array.from(document.querySelectorAll('[role="tab"]'));
-  const tab = tabs.find((t) => t.textContent.trim() === block.dataset.tab);
-  if (tab) tab.click();
+  if (block) window.explorerLink?.open(block.dataset.tab);
 });
 """
 

@@ -1,0 +1,123 @@
+"""The page in two languages: one table of strings per language (app/locale/<lang>.json), read by Gradio's
+I18n for every static label and by `text` for what Python builds (the Learn path's steps, figure titles,
+questions and answers).
+
+Gradio translates static labels in the browser, from the browser's language or the page's switch; text built
+on the server is looked up here with the language the page sends. A language read from the browser or from
+an address is untrusted: anything but a known code reads as English.
+"""
+import json
+import string
+from functools import lru_cache
+from pathlib import Path
+
+import gradio as gr
+
+LOCALES = Path(__file__).resolve().parent / "locale"
+LANGS = ("zh-CN", "en")  # the switch's order
+DEFAULT = "en"
+NAMES = {"zh-CN": "中文", "en": "English"}
+
+
+@lru_cache(maxsize=None)
+def table(lang):
+    """{key: string} of one language (app/locale/<lang>.json)."""
+    return json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
+
+
+def read_lang(value):
+    """A language code from the page or an address, checked: "zh", "zh-CN", "zh-Hans-CN" read as zh-CN, any
+    other known code as itself, anything else as English."""
+    value = str(value or "").strip()
+    if value.lower().startswith("zh"):
+        return "zh-CN"
+    return value if value in LANGS else DEFAULT
+
+
+def text(lang, key, **values):
+    """The string `key` in `lang` (English where the table lacks it), with `values` put into its {fields}."""
+    s = table(read_lang(lang)).get(key)
+    if s is None:
+        s = table(DEFAULT)[key]
+    return s.format(**values) if values else s
+
+
+def fields(s):
+    """The {field} names a string takes."""
+    return {f for _, f, _, _ in string.Formatter().parse(s) if f}
+
+
+STATIC = "ui."  # keys of the labels the browser translates; the others are looked up here
+
+
+@lru_cache(maxsize=1)
+def i18n():
+    """The page's gr.I18n (passed to launch(i18n=...)): every language's static labels, the keys under "ui.".
+    The browser reads them as ICU messages, so they hold no {fields}."""
+    return gr.I18n(**{lang: {k: v for k, v in table(lang).items() if k.startswith(STATIC)} for lang in LANGS})
+
+
+def L(key):
+    """A static label, translated in the browser: gr.Textbox(label=L("ui.translate.german"))."""
+    assert key.startswith(STATIC) and key in table(DEFAULT), key
+    return i18n()(key)
+
+
+# Run by the page once it loads (launch(js=...)). `explorerLang.apply(lang)` switches the page's static labels
+# (Gradio's own locale store, through the module of Gradio's front end that exports `changeLocale`: see
+# app/gradio_adapter.py) and keeps the choice for the next visit. Gradio writes a tab button's label when the
+# button is next drawn, so the buttons are relabelled here at once from TABS ({tab id: {lang: label}}).
+SWITCH_JS = """() => {
+  const TABS = %s;
+  const KNOWN = %s;
+  const pick = (v) => { v = String(v || ''); return v.toLowerCase().startsWith('zh') ? 'zh-CN' : (KNOWN.includes(v) ? v : '%s'); };
+  const gradioCore = async () => {
+    const url = performance.getEntriesByType('resource').map((e) => e.name)
+      .find((n) => /\\/assets\\/core-[\\w-]+\\.js$/.test(n));
+    return url ? import(url) : null;
+  };
+  const relabel = (lang) => {
+    document.querySelectorAll('[role=tab][data-tab-id]').forEach((b) => {
+      const label = TABS[b.dataset.tabId]?.[lang];
+      const node = [...b.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && n.nodeValue.trim());
+      if (label && node) node.nodeValue = label;
+    });
+  };
+  const apply = async (value) => {
+    const lang = pick(value);
+    try { window.localStorage.setItem('explorer-lang', lang); } catch (e) { /* private mode */ }
+    document.documentElement.lang = lang;
+    const core = await gradioCore().catch(() => null);
+    if (core && typeof core.changeLocale === 'function') core.changeLocale(lang);
+    relabel(lang);
+    setTimeout(() => relabel(lang), 100);
+    return lang;
+  };
+  window.explorerLang = {pick, apply};
+}"""
+
+# The language the page opens in (the load event's js): ?lang= in the address, else the learner's last choice,
+# else the browser's language.
+INITIAL_JS = """() => {
+  const stored = (() => { try { return window.localStorage.getItem('explorer-lang'); } catch (e) { return null; } })();
+  const wanted = new URLSearchParams(window.location.search).get('lang') || stored || navigator.language;
+  return String(wanted || '').toLowerCase().startsWith('zh') ? 'zh-CN' : 'en';
+}"""
+
+
+def switch_script(tab_labels):
+    """SWITCH_JS with the tab labels ({tab id: key}) in every language. json.dumps writes '<' as is: labels are
+    this app's own, and it is escaped besides."""
+    labels = {tab: {lang: text(lang, key) for lang in LANGS} for tab, key in tab_labels.items()}
+    return SWITCH_JS % (json.dumps(labels, ensure_ascii=False).replace("<", "\\u003c"), json.dumps(list(LANGS)),
+                        DEFAULT)
+
+
+def switch(demo):
+    """The visible language switch, opened in the browser's (or the learner's last) language; its change
+    relabels the page in the browser. Returns the radio, whose value the server reads for text it builds."""
+    lang = gr.Radio([(NAMES[code], code) for code in LANGS], value=DEFAULT, label=L("ui.lang"), elem_id="lang",
+                    container=False)
+    demo.load(None, None, lang, js=INITIAL_JS)
+    lang.change(None, lang, None, js="(lang) => { window.explorerLang?.apply(lang); }")
+    return lang

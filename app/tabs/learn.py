@@ -1,0 +1,717 @@
+"""The Learn tab: a guided path through The Annotated Transformer, one idea a step, in the order of the study
+note this project serves, each step on the shipped model and the learner's own sentence.
+
+A step is a few sentences (app/locale/<lang>.json, `learn.<key>.*`), one live figure, one action (a slider or a
+choice) that redraws the figure and completes the step, a question to answer before its answer is shown (the
+answer computed from the model and the sentence), and a button that opens the full tab at the same place.
+Nothing here runs the model for a step but what the step itself needs: the translation's Inspection, the
+Inside tab's recorded pass (kept per translation), or a tiny model from the Lab.
+"""
+import json
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Callable
+
+import gradio as gr
+import plotly.graph_objects as go
+import torch
+import torch.nn as nn
+
+from core import lab
+from core.model import subsequent_mask
+from core.train import LabelSmoothing, rate
+
+from ..common import clamp, label, md_literal, token_axis
+from ..i18n import L, read_lang, text
+from ..shared import get_translator
+from ..views import View, opener, refresh
+from . import inside, masks, positional, training
+from .translate import translate as translate_fn
+
+BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
+FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
+
+
+@dataclass(frozen=True)
+class Control:
+    """A step's one action: a slider (its range may depend on the translation) or a choice among values."""
+    kind: str = "slider"
+    lo: object = 0                   # a number, or a function of the Inspection
+    hi: object = 1
+    step: float = 1
+    default: object = 0              # likewise
+    choices: tuple = ()              # a choice's values; their labels are learn.<key>.choice.<value>
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step of the path: its text's key, the full tab it opens (a links path), its action, its figure
+    (`draw(ctx, value)` -> (figure, fields of its fact line)) and its question (`quiz(ctx)` -> (choices,
+    index of the right one, fields of its answer))."""
+    key: str
+    tab: str
+    control: Control
+    draw: Callable
+    quiz: Callable
+
+
+def _value(x, ins):
+    return x(ins) if callable(x) else x
+
+
+def context(ins, lang):
+    """What a step's functions read: the translation, the shipped model, and its text in `lang`."""
+    tr = get_translator()
+    lang = read_lang(lang)
+    return SimpleNamespace(ins=ins, lang=lang, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer,
+                           t=lambda key, **kw: text(lang, f"learn.{key}", **kw))
+
+
+def _piece(t):
+    return t.replace("▁", " ").strip() or t
+
+
+def _compact(fig, title):
+    """A step's figure: short, its title the step's own, and still on a phone (a touch scrolls the page)."""
+    fig.update_layout(title=dict(text=label(title), font=dict(size=14)), height=FIGURE_HEIGHT, dragmode=False,
+                      margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=-0.18))
+    fig.update_xaxes(fixedrange=True)
+    fig.update_yaxes(fixedrange=True)
+    return fig
+
+
+def _options(values, right, fmt):
+    """Choices from distinct numbers, in ascending order, and the index of `right` among them."""
+    values = sorted(set(values))
+    return [fmt(v) for v in values], values.index(right)
+
+
+def _positions(ins):
+    return len(ins.out_tokens)
+
+
+# ---- 1. encoder-decoder and the generator ------------------------------------------------------------
+
+def draw_generator(c, pos):
+    """The generator's distribution at one output position: its best candidates, the chosen one in red."""
+    t = clamp(pos, 1, len(c.ins.out_tokens)) - 1
+    cands = c.ins.topk[t]
+    chosen = c.ins.out_tokens[t]
+    fig = go.Figure(go.Bar(x=[p for _, p in cands][::-1], y=[label(_piece(w)) for w, _ in cands][::-1],
+                           orientation="h", marker_color=[ORANGE if w == chosen else BLUE for w, _ in cands][::-1],
+                           hovertemplate="%{y}: p = %{x:.3f}<extra></extra>"))
+    fig.update_xaxes(range=[0, 1], title="p")
+    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
+    return (_compact(fig, c.t("generator.fig", pos=t + 1)),
+            dict(pos=t + 1, prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)),
+                 p=f"{c.ins.token_probs[t]:.3f}", vocab=c.model.generator.proj.out_features))
+
+
+def quiz_generator(c):
+    vocab = c.model.generator.proj.out_features
+    d = c.model.src_embed[0].d_model
+    choices, right = _options([d, c.cfg["d_ff"], vocab, len(c.ins.src_tokens)], vocab, str)
+    return choices, right, dict(vocab=vocab, d_model=d)
+
+
+# ---- 2. clones: deepcopy and nn.ModuleList -------------------------------------------------------------
+
+CLONES = {"clones": (), "repeat": ("shared_layers",), "plain": ("plain_list",)}
+
+
+def clone_counts(how):
+    """Parameters of the Lab's small model built the three ways: what parameters() reports and what the
+    layers really hold."""
+    model = lab.build_model(CLONES.get(how, ()))
+    layers = model.encoder.layers
+    return dict(registered=lab.count(model.parameters()), held=lab.count(lab.held_parameters(model)),
+                objects=len({id(m) for m in layers}), levels=len(layers))
+
+
+def draw_clones(c, how):
+    how = how if how in CLONES else "clones"
+    counts = {h: clone_counts(h) for h in CLONES}
+    names = [c.t(f"clones.choice.{h}") for h in CLONES]
+    fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=[counts[h]["registered"] for h in CLONES],
+                            marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
+                     go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
+                            marker_color=GREY)])
+    fig.update_layout(barmode="group")
+    n = counts[how]
+    return _compact(fig, c.t("clones.fig")), dict(how=c.t(f"clones.choice.{how}"), registered=f"{n['registered']:,}",
+                                                  held=f"{n['held']:,}", objects=n["objects"], levels=n["levels"])
+
+
+def quiz_clones(c):
+    counts = {h: clone_counts(h)["registered"] for h in CLONES}
+    choices, right = _options(counts.values(), counts["plain"], lambda v: f"{v:,}")
+    return choices, right, dict(plain=f"{counts['plain']:,}", clones=f"{counts['clones']:,}")
+
+
+# ---- 3. LayerNorm's gain and bias ---------------------------------------------------------------------
+
+LN_PATH = "encoder.layers.0.sublayer.0.norm"
+
+
+def layernorm_vectors(c, undo):
+    """The first word's vector through the first encoder LayerNorm, gain and bias moved `undo` of the way
+    to the values that give the input back (the Inside tab's computation)."""
+    norm = inside.core.layer_norms(c.model)[LN_PATH]
+    x = inside.recorded(c.ins).norms[LN_PATH][0][min(1, len(c.ins.src_tokens) - 1)]
+    undo = clamp(undo, 0.0, 1.0, float)
+    return inside.ln_vectors(x, norm.a_2.detach().float(), norm.b_2.detach().float(), norm.eps, undo, undo), undo
+
+
+def draw_layernorm(c, undo):
+    v, undo = layernorm_vectors(c, undo)
+    n = min(64, v["input"].numel())  # the first dimensions: enough to see the shapes on a phone
+    fig = go.Figure([go.Scatter(y=inside.small(v[k][:n]), name=c.t(f"layernorm.{k}"), mode="lines",
+                                line=dict(color=col, dash=dash)) for k, col, dash in
+                     (("input", GREY, "solid"), ("normalised", BLUE, "solid"), ("moved", GREEN, "dot"))])
+    fig.update_xaxes(title=c.t("layernorm.dimension"))
+    word = c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)]
+    gap = float((v["moved"] - v["input"]).abs().max())
+    return (_compact(fig, c.t("layernorm.fig", word=_piece(word), undo=f"{undo:.2f}")),
+            dict(word=md_literal(_piece(word)), mean=f"{float(v['mean']):.3f}", sigma=f"{float(v['sigma']):.3f}",
+                 undo=f"{undo:.2f}", gap=f"{gap:.1e}"))
+
+
+def quiz_layernorm(c):
+    v, _ = layernorm_vectors(c, 0.0)
+    sigma, mean = round(float(v["sigma"]), 3), round(float(v["mean"]), 3)
+    values = [1.0, sigma, mean, 0.0] if abs(mean) > 1e-3 else [1.0, sigma, 0.5, 0.0]
+    choices, right = _options(values, sigma, lambda x: f"γ = {x:.3f}")
+    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}")
+
+
+# ---- 4. scaled dot-product attention ------------------------------------------------------------------
+
+def scale_weights(c, scaled):
+    """Encoder layer 0, head 0 of the recorded pass: the softmax of the raw scores with or without 1/sqrt(d_k)."""
+    raw, dk, mask = inside.core.scores(inside.recorded(c.ins), "encoder", 0, 0)
+    s = raw / math.sqrt(dk) if scaled else raw
+    return torch.softmax(s.masked_fill(~mask, -1e9), dim=-1), dk
+
+
+def draw_scale(c, how):
+    scaled = how != "raw"
+    w, dk = scale_weights(c, scaled)
+    tokens = c.ins.src_tokens
+    fig = go.Figure(go.Heatmap(z=inside.small(w, 3), colorscale="Blues", zmin=0, zmax=1,
+                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>", showscale=False))
+    fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
+    largest = float(w.max(-1).values.mean())
+    return (_compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk)),
+            dict(dk=dk, sqrt=f"{math.sqrt(dk):.1f}", largest=f"{largest:.2f}"))
+
+
+def quiz_scale(c):
+    plain = round(float(scale_weights(c, False)[0].max(-1).values.mean()), 2)
+    scaled = round(float(scale_weights(c, True)[0].max(-1).values.mean()), 2)
+    values = {scaled, plain, round(1 / len(c.ins.src_tokens), 2)}
+    choices, right = _options(values, plain, lambda x: f"{x:.2f}")
+    return choices, right, dict(plain=f"{plain:.2f}", scaled=f"{scaled:.2f}")
+
+
+# ---- 5. padding and subsequent masks -------------------------------------------------------------------
+
+# our own pairs: the learner's sentence is batched with the short one, or with the long one when it is short
+SHORT_PAIR = ("Ein Hund.", "A dog.")
+LONG_PAIR = ("Eine Frau mit einem gelben Hut sitzt am Fluss und liest ein dickes Buch.",
+             "A woman in a yellow hat sits by the river and reads a thick book.")
+
+
+def mask_batch(c):
+    """The Batch the trainer would build for the learner's sentence and its translation beside a pair of ours
+    of another length, so that one of the two gets padding."""
+    mine = (c.ins.source or " ".join(c.ins.src_tokens[1:-1]), c.ins.translation or ".")
+    for other in (SHORT_PAIR, LONG_PAIR):
+        batch, _ = masks.make_batch(c.tokenizer, [mine, other])
+        if (batch.src == masks.PAD).any() and (batch.tgt == masks.PAD).any():
+            break
+    return batch
+
+
+def short_row(batch):
+    """The row of the batch with the more source padding."""
+    return int((batch.src == masks.PAD).sum(1).argmax())
+
+
+def draw_masks(c, which):
+    which = which if which in ("padding", "subsequent", "both") else "both"
+    batch = mask_batch(c)
+    row = int((batch.tgt == masks.PAD).sum(1).argmax())  # the row whose English is padded
+    T = batch.tgt.size(1)
+    pad = (batch.tgt[row] != masks.PAD).unsqueeze(0).expand(T, T)
+    sub = subsequent_mask(T)[0]
+    m = {"padding": pad, "subsequent": sub, "both": batch.tgt_mask[row]}[which]
+    pieces = [label(c.tokenizer.id_to_piece(int(i))) for i in batch.tgt[row]]
+    fig = go.Figure(go.Heatmap(z=m.int().tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1,
+                               showscale=False, hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
+    fig.update_layout(xaxis=token_axis(pieces, tickangle=-60), yaxis=dict(token_axis(pieces), autorange="reversed"))
+    pads = int((batch.tgt[row] == masks.PAD).sum())
+    return _compact(fig, c.t(f"masks.fig.{which}")), dict(T=T, pads=pads, allowed=int(m.sum()), cells=T * T)
+
+
+def quiz_masks(c):
+    batch = mask_batch(c)
+    row = short_row(batch)
+    pads = int((batch.src[row] == masks.PAD).sum())
+    width = batch.src.size(1)
+    choices, right = _options([0, pads, width, max(1, pads // 2)] if pads > 1 else [0, pads, width, pads + 1],
+                              pads, str)
+    return choices, right, dict(pads=pads, width=width, short=width - pads)
+
+
+# ---- 6. the positional encoding is a buffer -----------------------------------------------------------
+
+def draw_buffer(c, pos):
+    pe = c.model.src_embed[1].pe[0]  # (max_len, d_model), the registered buffer
+    pos = clamp(pos, 0, len(c.ins.src_tokens) - 1)
+    fig = go.Figure(go.Scatter(y=inside.small(pe[pos], 3), mode="lines", line=dict(color=BLUE)))
+    fig.update_xaxes(title=c.t("layernorm.dimension"))
+    return (_compact(fig, c.t("buffer.fig", pos=pos, word=_piece(c.ins.src_tokens[pos]))),
+            dict(pos=pos, shape=" × ".join(map(str, pe.shape)), word=md_literal(_piece(c.ins.src_tokens[pos]))))
+
+
+def quiz_buffer(c):
+    pe = c.model.src_embed[1].pe
+    in_params = any(p is pe for p in c.model.parameters())
+    buffers = [n for n, b in c.model.named_buffers() if b is pe or n.endswith(".pe")]
+    choices = [c.t("buffer.choice.parameter"), c.t("buffer.choice.buffer")]
+    return choices, 0 if in_params else 1, dict(names=", ".join(f"`{n}`" for n in buffers), count=pe.numel())
+
+
+# ---- 7. the position-wise feed-forward network ----------------------------------------------------------
+
+def ffn_units(c, pos):
+    act = inside.recorded(c.ins).ffn["encoder"][0]  # (L, d_ff), ReLU outputs of encoder layer 0
+    pos = clamp(pos, 0, act.size(0) - 1)
+    return act[pos], pos
+
+
+def draw_ffn(c, pos):
+    a, pos = ffn_units(c, pos)
+    fig = go.Figure(go.Bar(y=inside.small(a.sort(descending=True).values, 3), marker_color=ORANGE,
+                           hovertemplate="%{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title=c.t("ffn.units"))
+    on = int((a > 0).sum())
+    word = _piece(c.ins.src_tokens[pos])
+    return (_compact(fig, c.t("ffn.fig", word=word)),
+            dict(word=md_literal(word), on=on, d_ff=a.numel(), share=f"{on / a.numel():.0%}"))
+
+
+def quiz_ffn(c):
+    a, _ = ffn_units(c, 1)
+    share = round(float((a > 0).float().mean()), 1)
+    values = {0.0, share, 1.0, 0.5}
+    choices, right = _options(values, share, lambda x: f"≈ {x:.0%}")
+    return choices, right, dict(share=f"{float((a > 0).float().mean()):.0%}", d_ff=a.numel(),
+                                word=md_literal(_piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])))
+
+
+# ---- 8. embeddings: tying and sqrt(d_model) --------------------------------------------------------------
+
+def draw_embeddings(c, how):
+    scaled = how != "raw"
+    emb = c.model.src_embed[0]
+    ids = [c.tokenizer.piece_to_id(t) for t in c.ins.src_tokens]
+    norms = emb.lut.weight[ids].detach().float().norm(dim=1) * (math.sqrt(emb.d_model) if scaled else 1.0)
+    pe_norm = math.sqrt(emb.d_model / 2)
+    fig = go.Figure([go.Bar(y=inside.small(norms, 3), marker_color=ORANGE if scaled else GREY,
+                            name=c.t("embeddings.word")),
+                     go.Scatter(y=[pe_norm] * len(ids), mode="lines", line=dict(color=BLUE, dash="dash"),
+                                name=c.t("embeddings.position"))])
+    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-60))
+    return (_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)),
+            dict(median=f"{float(norms.median()):.2f}", pe=f"{pe_norm:.1f}", factor=f"{math.sqrt(emb.d_model):.0f}"))
+
+
+def tied(model):
+    """Whether the source and target embeddings and the generator share one tensor."""
+    w = (model.src_embed[0].lut.weight, model.tgt_embed[0].lut.weight, model.generator.proj.weight)
+    return w[0] is w[1] is w[2]
+
+
+def quiz_embeddings(c):
+    one = tied(c.model)
+    emb = c.model.src_embed[0].lut.weight
+    choices = [c.t("embeddings.choice.three"), c.t("embeddings.choice.one")]
+    return choices, 1 if one else 0, dict(size=f"{emb.numel():,}", saved=f"{2 * emb.numel():,}" if one else "0")
+
+
+# ---- 9. positional encoding in log space, relative positions -------------------------------------------
+
+def log_space_gap(d_model):
+    """Largest difference between 1 / 10000^(2i/d) computed directly and as exp(-2i ln(10000) / d), float32."""
+    i = torch.arange(0, d_model, 2, dtype=torch.float32)
+    direct = 1.0 / torch.pow(torch.tensor(10000.0), i / d_model)
+    logs = torch.exp(i * -(math.log(10000.0) / d_model))
+    return float((direct - logs).abs().max())
+
+
+def draw_relative(c, k):
+    d = c.model.src_embed[0].d_model
+    k = clamp(k, 1, 20)
+    pe = positional.encoding(d, 64)
+    fig, res32, res64 = positional.relative_figure(pe, k)
+    return (_compact(fig, c.t("relative.fig", k=k)),
+            dict(k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}", gap=f"{log_space_gap(d):.1e}"))
+
+
+def quiz_relative(c):
+    d = c.model.src_embed[0].d_model
+    res = positional.relative_residual(positional.encoding(d, 64), 5).max().item()
+    bands = [1e-1, 1e-3, 1e-5, 1e-9]
+    right = min(bands, key=lambda b: abs(math.log10(max(res, 1e-12)) - math.log10(b)))
+    choices, idx = _options(bands, right, lambda x: f"≈ {x:.0e}")
+    return choices[::-1], len(bands) - 1 - idx, dict(res=f"{res:.1e}")
+
+
+# ---- 10. make_model: Xavier initialisation ------------------------------------------------------------
+
+def xavier_bound(fan_in, fan_out):
+    return math.sqrt(6.0 / (fan_in + fan_out))
+
+
+def draw_init(c, how):
+    d, d_ff = c.model.src_embed[0].d_model, c.cfg["d_ff"]
+    torch.manual_seed(0)
+    layer = nn.Linear(d, d_ff)  # W_1's shape; PyTorch's default draws it
+    if how != "default":
+        nn.init.xavier_uniform_(layer.weight)  # as make_model does for every matrix
+    w = layer.weight.detach().flatten()
+    b = xavier_bound(d, d_ff)
+    fig = go.Figure(go.Histogram(x=inside.small(w[::16], 4), nbinsx=60, marker_color=ORANGE if how != "default" else GREY))
+    for x in (-b, b):
+        fig.add_vline(x=x, line=dict(color=BLUE, dash="dash"))
+    return (_compact(fig, c.t(f"init.fig.{'default' if how == 'default' else 'xavier'}", d=d, d_ff=d_ff)),
+            dict(bound=f"{b:.4f}", lo=f"{float(w.min()):.4f}", hi=f"{float(w.max()):.4f}", d=d, d_ff=d_ff))
+
+
+def quiz_init(c):
+    d, d_ff = c.model.src_embed[0].d_model, c.cfg["d_ff"]
+    b = round(xavier_bound(d, d_ff), 4)
+    values = [b, round(1 / math.sqrt(d), 4), round(math.sqrt(6.0 / d), 4), round(1 / d_ff, 4)]
+    choices, right = _options(values, b, lambda x: f"±{x:.4f}")
+    return choices, right, dict(bound=f"{b:.4f}", d=d, d_ff=d_ff)
+
+
+# ---- 11. greedy decoding --------------------------------------------------------------------------------
+
+def draw_greedy(c, step):
+    t = clamp(step, 1, len(c.ins.out_tokens)) - 1
+    seen = [label(_piece(w)) if w != "<s>" else "&lt;s&gt;" for w in c.ins.tgt_tokens[:t + 1]]
+    m = subsequent_mask(t + 1)[0].int()
+    fig = go.Figure(go.Heatmap(z=m.tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
+                               hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
+    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-60),
+                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, autorange="reversed"))
+    return (_compact(fig, c.t("greedy.fig", step=t + 1)),
+            dict(step=t + 1, prefix=md_literal(" ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"),
+                 chosen=md_literal(_piece(c.ins.out_tokens[t]))))
+
+
+def greedy_question_step(ins):
+    """The step the question asks about: the second output piece when there is one (not the sentence's end)."""
+    return min(1, len(ins.out_tokens) - 1)
+
+
+def quiz_greedy(c):
+    t = greedy_question_step(c.ins)
+    cands = [w for w, _ in c.ins.topk[t][:4]]
+    chosen = c.ins.out_tokens[t]
+    if chosen not in cands:
+        cands = cands[:3] + [chosen]
+    order = sorted(cands, key=lambda w: _piece(w).lower())
+    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
+    return ([_piece(w) for w in order], order.index(chosen),
+            dict(prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)), p=f"{c.ins.token_probs[t]:.3f}",
+                 method=c.ins.decoding.get("method", "greedy")))
+
+
+# ---- 12. Batch and teacher forcing ----------------------------------------------------------------------
+
+def draw_teacher(c, pos):
+    inputs, targets = c.ins.tgt_tokens, c.ins.out_tokens  # tgt[:, :-1] and tgt[:, 1:] of <s> y ... </s>
+    t = clamp(pos, 1, len(targets)) - 1
+    z = [[1 if j == t else 0 for j in range(len(targets))]] * 2
+    text_ = [[label(_piece(w)) for w in inputs], [label(_piece(w)) for w in targets]]
+    fig = go.Figure(go.Heatmap(z=z, text=text_, texttemplate="%{text}", colorscale=[[0, "#eef1f6"], [1, "#fde2da"]],
+                               showscale=False, hoverinfo="skip"))
+    fig.update_layout(yaxis=dict(tickmode="array", tickvals=[0, 1], ticktext=["tgt[:, :-1]", "tgt[:, 1:]"],
+                                 autorange="reversed"), xaxis=dict(title=c.t("teacher.position")))
+    return (_compact(fig, c.t("teacher.fig")),
+            dict(pos=t + 1, input=md_literal(_piece(inputs[t])), target=md_literal(_piece(targets[t])),
+                 n=len(targets)))
+
+
+def quiz_teacher(c):
+    t = min(2, len(c.ins.out_tokens) - 1)
+    inp, target = c.ins.tgt_tokens[t], c.ins.out_tokens[t]
+    pool = [target, inp] + [w for w in c.ins.out_tokens if w not in (target, inp)][:2]
+    order = sorted(dict.fromkeys(pool), key=lambda w: _piece(w).lower())
+    return ([_piece(w) for w in order], order.index(target),
+            dict(pos=t + 1, input=md_literal(_piece(inp)), target=md_literal(_piece(target))))
+
+
+# ---- 13. run_epoch: gradient accumulation, freeing the loss ----------------------------------------------
+
+ACCUM = (1, 2, 4, 8)
+
+
+def draw_accum(c, k):
+    k = int(k) if str(k).isdigit() and int(k) in ACCUM else 4
+    r = lab.gradient_check("copy", k)
+    fig = go.Figure([go.Bar(x=[c.t("accum.one"), c.t("accum.micro", k=k)],
+                            y=[r["activation_bytes_one_batch"] / 1e6, r["activation_bytes_accumulated"] / 1e6],
+                            marker_color=[GREY, ORANGE], hovertemplate="%{y:.2f} MB<extra></extra>")])
+    fig.update_yaxes(title="MB")
+    return (_compact(fig, c.t("accum.fig", k=k)),
+            dict(k=k, diff=f"{r['max_abs_diff']:.1e}", rel=f"{r['max_rel_diff']:.1e}", micro=r["micro_batch"],
+                 batch=r["batch"], one=f"{r['activation_bytes_one_batch'] / 1e6:.2f}",
+                 acc=f"{r['activation_bytes_accumulated'] / 1e6:.2f}"))
+
+
+def quiz_accum(c):
+    r = lab.gradient_check("copy", 4)
+    choices = [c.t("accum.choice.times"), c.t("accum.choice.same"), c.t("accum.choice.quarter")]
+    return choices, 1 if r["max_rel_diff"] < 1e-4 else 0, dict(diff=f"{r['max_abs_diff']:.1e}")
+
+
+# ---- 14. the Noam schedule --------------------------------------------------------------------------------
+
+def draw_noam(c, warmup):
+    d = c.model.src_embed[0].d_model
+    warmup = clamp(warmup, 100, 8000)
+    fig = training.noam_figure(d, 1.0, warmup)
+    peak = rate(warmup, d, 1.0, warmup)
+    return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
+
+
+def quiz_noam(c):
+    d, warmup = c.model.src_embed[0].d_model, 4000
+    steps = range(1, 3 * warmup)
+    peak = max(steps, key=lambda s: rate(s, d, 1.0, warmup))
+    choices, right = _options([warmup // 4, peak, 2 * warmup, 1], peak, lambda s: f"{s:,}")
+    return choices, right, dict(peak=f"{peak:,}", d=d, rate=f"{rate(peak, d, 1.0, warmup):.2e}")
+
+
+# ---- 15. label smoothing ---------------------------------------------------------------------------------
+
+def smoothed(eps, vocab):
+    """The target distribution LabelSmoothing builds for one target (token 2) over `vocab` tokens (0 = padding)."""
+    crit = LabelSmoothing(vocab, 0, eps)
+    crit(torch.zeros(1, vocab), torch.tensor([2]))
+    return crit.true_dist[0]
+
+
+def draw_smoothing(c, eps):
+    eps = clamp(eps, 0.0, 0.4, float)
+    fig, td = training.smoothing_figure(eps)
+    return _compact(fig, c.t("smoothing.fig", eps=f"{eps:g}")), dict(eps=f"{eps:g}", right=f"{float(td[0, 2]):.3f}",
+                                                                      other=f"{float(td[0, 1]):.3f}")
+
+
+def quiz_smoothing(c):
+    vocab = c.model.generator.proj.out_features
+    td = smoothed(0.1, vocab)
+    right = round(float(td[2]), 3)
+    choices, idx = _options([1.0, right, 0.1, round(0.9 / 2, 3)], right, lambda x: f"{x:.3f}")
+    return choices, idx, dict(right=f"{right:.3f}", other=f"{float(td[3]):.1e}", vocab=vocab)
+
+
+# ---- the path ------------------------------------------------------------------------------------------
+
+STEPS = (
+    Step("generator", "translate", Control("slider", 1, _positions, 1, 1), draw_generator, quiz_generator),
+    Step("clones", "lab", Control("radio", choices=tuple(CLONES), default="clones"), draw_clones, quiz_clones),
+    Step("layernorm", "inside/layernorm", Control("slider", 0.0, 1.0, 0.05, 0.0), draw_layernorm, quiz_layernorm),
+    Step("scale", "inside/scale", Control("radio", choices=("scaled", "raw"), default="scaled"), draw_scale,
+         quiz_scale),
+    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="both"),
+         draw_masks, quiz_masks),
+    Step("buffer", "positional", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_buffer,
+         quiz_buffer),
+    Step("ffn", "inside/ffn", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_ffn, quiz_ffn),
+    Step("embeddings", "positional", Control("radio", choices=("scaled", "raw"), default="scaled"),
+         draw_embeddings, quiz_embeddings),
+    Step("relative", "positional", Control("slider", 1, 20, 1, 1), draw_relative, quiz_relative),
+    Step("init", "inside/modules", Control("radio", choices=("xavier", "default"), default="xavier"), draw_init,
+         quiz_init),
+    Step("greedy", "translate", Control("slider", 1, _positions, 1, 1), draw_greedy, quiz_greedy),
+    Step("teacher", "masks", Control("slider", 1, _positions, 1, 1), draw_teacher, quiz_teacher),
+    Step("accum", "lab", Control("radio", choices=tuple(str(k) for k in ACCUM), default="4"), draw_accum, quiz_accum),
+    Step("noam", "training", Control("slider", 100, 8000, 100, 4000), draw_noam, quiz_noam),
+    Step("smoothing", "training", Control("slider", 0.0, 0.4, 0.05, 0.1), draw_smoothing, quiz_smoothing),
+)
+KEYS = tuple(s.key for s in STEPS)
+
+
+def new_progress():
+    """A session's place on the path: the step on screen (0-based) and the steps done."""
+    return {"step": 0, "done": []}
+
+
+def step_of(progress):
+    return clamp((progress or {}).get("step", 0), 0, len(STEPS) - 1)
+
+
+def progress_html(progress, lang):
+    """The path as a row of numbered marks: done ones ticked, the current one outlined."""
+    done, k = set((progress or {}).get("done", ())), step_of(progress)
+    marks = []
+    for i, s in enumerate(STEPS):
+        cls = "learn-mark" + (" done" if s.key in done else "") + (" current" if i == k else "")
+        title = label(text(lang, f"learn.{s.key}.title"))
+        marks.append(f'<span class="{cls}" title="{title}">{"✓" if s.key in done else i + 1}</span>')
+    count = text(lang, "learn.progress", done=len(done), n=len(STEPS))
+    return f'<div class="learn-path" data-step="{k + 1}">{"".join(marks)}<span class="learn-count">{count}</span></div>'
+
+
+def control_updates(step, ins, c):
+    """The slider and the choice of `step`: the one it uses shown with its label, range and first value."""
+    ctl, name = step.control, c.t(f"{step.key}.action")
+    if ctl.kind == "slider":
+        lo, hi = _value(ctl.lo, ins), _value(ctl.hi, ins)
+        hi = max(hi, lo + ctl.step)  # a one-piece sentence still gets a slider that moves
+        return (gr.update(visible=True, label=name, minimum=lo, maximum=hi, step=ctl.step,
+                          value=clamp(_value(ctl.default, ins), lo, hi, type(lo))), gr.update(visible=False))
+    choices = [(c.t(f"{step.key}.choice.{v}"), v) for v in ctl.choices]
+    return gr.update(visible=False), gr.update(visible=True, label=name, choices=choices, value=ctl.default)
+
+
+def figure_and_fact(step, c, value):
+    fig, values = step.draw(c, value)
+    return fig, c.t(f"{step.key}.fact", **values)
+
+
+def render(ins, progress, lang):
+    """Everything the tab shows for the step on screen, in the order of OUTPUTS."""
+    lang = read_lang(lang)
+    k = step_of(progress)
+    step = STEPS[k]
+    head = f"### {text(lang, 'learn.step', k=k + 1, n=len(STEPS))} · {text(lang, f'learn.{step.key}.title')}"
+    body = text(lang, f"learn.{step.key}.body")
+    tab = text(lang, "learn.open", tab=text(lang, f"learn.tab.{step.tab}"))
+    where = json.dumps({"step": k + 1, "tab": step.tab})
+    if ins is None:
+        wait = text(lang, "learn.wait")
+        return (progress_html(progress, lang), head, body, gr.update(visible=False), gr.update(visible=False), None,
+                wait, gr.update(choices=[], value=None, label=wait), "", gr.update(value=tab), where)
+    c = context(ins, lang)
+    slider, choice = control_updates(step, ins, c)
+    fig, fact = figure_and_fact(step, c, _value(step.control.default, ins))
+    choices, _, _ = step.quiz(c)
+    question = gr.update(choices=list(choices), value=None, label=c.t(f"{step.key}.q"))
+    return (progress_html(progress, lang), head, body, slider, choice, fig, fact, question, "", gr.update(value=tab),
+            where)
+
+
+def act(ins, progress, value, lang):
+    """The step's action: its figure redrawn for `value`, and the step marked done."""
+    progress = dict(progress or new_progress())
+    step = STEPS[step_of(progress)]
+    if ins is None:
+        return progress, progress_html(progress, lang), gr.skip(), gr.skip()
+    if step.key not in progress["done"]:
+        progress["done"] = [*progress["done"], step.key]
+    fig, fact = figure_and_fact(step, context(ins, lang), value)
+    return progress, progress_html(progress, lang), fig, fact
+
+
+def check(ins, progress, picked, lang):
+    """The answer to the step's question, computed, and whether the learner's pick was it."""
+    if ins is None:
+        return ""
+    step = STEPS[step_of(progress)]
+    c = context(ins, lang)
+    choices, right, values = step.quiz(c)
+    if picked is None or picked not in choices:
+        return c.t("pick")
+    verdict = c.t("right" if choices.index(picked) == right else "wrong", answer=md_literal(choices[right]))
+    return f"{verdict}\n\n{c.t(f'{step.key}.a', **values)}"
+
+
+def go_to(ins, progress, k, lang):
+    """Step `k` (0-based, kept within the path) on screen."""
+    progress = dict(progress or new_progress(), step=clamp(k, 0, len(STEPS) - 1))
+    return (progress, *render(ins, progress, lang))
+
+
+def back(ins, progress, lang):
+    return go_to(ins, progress, step_of(progress) - 1, lang)
+
+
+def forward(ins, progress, lang):
+    return go_to(ins, progress, step_of(progress) + 1, lang)
+
+
+# the tab's view: the step on screen, drawn for the translation when the tab is shown
+VIEWS = [View("learn", ("learn",), render, outputs=11, uses=(0, 1))]
+
+
+def show(page, ins, progress=None, lang="en"):
+    return refresh(page, ins, VIEWS, (progress, lang))
+
+
+# ---- layout and events -----------------------------------------------------------------------------------
+
+# the step on screen, kept in the address (?learn=K) as a link would open it; its button opens the full tab
+WHERE_JS = "(w) => { const o = JSON.parse(w || '{}'); if (o.step) window.explorerLink?.set({learn: o.step}); }"
+OPEN_JS = "(w) => { const o = JSON.parse(w || '{}'); window.explorerLink?.open(o.tab || 'learn'); }"
+
+
+def _layout():
+    gr.Markdown(L("ui.learn.intro"), elem_id="learn-intro")
+    with gr.Row(equal_height=True, elem_id="learn-sentence"):
+        src = gr.Textbox(label=L("ui.learn.sentence"), lines=1, max_lines=3, scale=4, elem_id="learn-src")
+        go_btn = gr.Button(L("ui.learn.translate"), variant="secondary", scale=1, min_width=88, elem_id="learn-go")
+    path = gr.HTML(elem_id="learn-path")
+    head = gr.Markdown(elem_id="learn-head")
+    body = gr.Markdown(elem_id="learn-body")
+    slider = gr.Slider(0, 1, value=0, label=" ", visible=False, elem_id="learn-slider")
+    choice = gr.Radio([], label=" ", visible=False, elem_id="learn-choice")
+    figure = gr.Plot(elem_id="learn-figure", show_label=False)
+    fact = gr.Markdown(elem_id="learn-fact")
+    question = gr.Radio([], label=" ", elem_id="learn-question")
+    check_btn = gr.Button(L("ui.learn.check"), size="sm", elem_id="learn-check")
+    answer = gr.Markdown(elem_id="learn-answer")
+    with gr.Row(elem_id="learn-nav"):
+        back_btn = gr.Button(L("ui.learn.back"), elem_id="learn-back", min_width=88)
+        open_btn = gr.Button(" ", elem_id="learn-open", min_width=88)
+        next_btn = gr.Button(L("ui.learn.next"), variant="primary", elem_id="learn-next", min_width=88)
+    where = gr.Textbox(visible=False, elem_id="learn-where")
+    with gr.Accordion(L("ui.learn.glossary.title"), open=False, elem_id="learn-glossary"):
+        gr.Markdown(L("ui.learn.glossary"))
+    outputs = [path, head, body, slider, choice, figure, fact, question, answer, open_btn, where]
+    parts = SimpleNamespace(src=src, go=go_btn, slider=slider, choice=choice, question=question, answer=answer,
+                            check=check_btn, back=back_btn, open=open_btn, next=next_btn, fact=fact, figure=figure,
+                            path=path, where=where)
+    return outputs, parts
+
+
+def build(page, state, lang, translation):
+    """Lay out the tab and wire its events. `translation` is the Translate tab's (its function's settings and
+    results: the sentence box here translates as that tab does). Returns the progress state, the controls its
+    view reads, the outputs of `show`, and `translated`, this tab's translate event."""
+    progress = gr.State(new_progress())
+    with gr.Tab(L("ui.tab.learn"), id="learn", elem_id="learn") as tab:
+        outputs, p = _layout()
+    tab.select(opener(("learn",), show), [page, state, progress, lang], outputs, api_visibility="private")
+    translated = gr.on([p.go.click, p.src.submit], translate_fn, [p.src, *translation.inputs[1:], state],
+                       [*translation.results, state], api_visibility="private", concurrency_limit=1,
+                       concurrency_id="model", show_progress_on=[p.figure])
+    translated.then(lambda s: s, p.src, translation.inputs[0], api_visibility="private")
+    for control in (p.slider, p.choice):
+        control.input(act, [state, progress, control, lang], [progress, p.path, p.figure, p.fact],
+                      trigger_mode="always_last", api_visibility="private")
+    p.check.click(check, [state, progress, p.question, lang], p.answer, api_visibility="private")
+    for button, move in ((p.back, back), (p.next, forward)):
+        button.click(move, [state, progress, lang], [progress, *outputs], api_visibility="private")
+    p.where.change(None, p.where, None, js=WHERE_JS)
+    p.open.click(None, p.where, None, js=OPEN_JS)
+    lang.change(render, [state, progress, lang], outputs, api_visibility="private")
+    return SimpleNamespace(progress=progress, controls=[progress, lang], outputs=outputs, translated=translated,
+                           src=p.src)
