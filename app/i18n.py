@@ -121,3 +121,9 @@ def switch(demo):
     demo.load(None, None, lang, js=INITIAL_JS)
     lang.change(None, lang, None, js="(lang) => { window.explorerLang?.apply(lang); }")
     return lang
+
+
+def tab_labels(demo):
+    """{tab id: key of its label} for every tab of the page labelled through L()."""
+    return {str(b.id): b.label.key for b in demo.blocks.values()
+            if isinstance(b, gr.Tab) and b.id is not None and isinstance(b.label, gr.i18n.I18nData)}

@@ -18,6 +18,7 @@ import gradio as gr
 from .common import clamp
 from .shared import examples
 from .tabs.attention import KINDS
+from .tabs.learn import STEPS
 from .tabs.translate import MAX_CHARS, METHODS, translate
 
 TEXT_CAP = 4 * MAX_CHARS  # longer than any sentence the app takes: translate() says so; beyond, cut here first
@@ -35,17 +36,20 @@ def read_link(params, cfg, default_alpha):
             "beam": clamp(get("beam", 4), 1, 8), "alpha": clamp(get("alpha", default_alpha), 0.0, 2.0, float),
             "temperature": clamp(get("temperature", 1.0), 0.1, 2.0, float), "top_k": clamp(get("top_k", 10), 0, 50),
             "max_len": clamp(get("max_len", 100), 5, 200),
-            "kind": kind, "layer": clamp(get("layer", 0), 0, cfg["N"] - 1), "head": clamp(get("head", 0), 0, cfg["h"] - 1)}
+            "kind": kind, "layer": clamp(get("layer", 0), 0, cfg["N"] - 1), "head": clamp(get("head", 0), 0, cfg["h"] - 1),
+            "learn": clamp(get("learn", 1), 1, len(STEPS))}
 
 
 def link_opener(cfg, default_alpha):
     """The page-load callback: the linked sentence translated with the linked settings. Returns, in order, the
-    German box, the six settings, the English, the status line, the Inspection, and the Attention tab's kind,
-    layer and head."""
-    def open_link(previous, request: gr.Request):
+    German box, the six settings, the English, the status line, the Inspection, the Attention tab's kind,
+    layer and head, the Learn path's progress at the linked step, and the Learn tab's German box."""
+    def open_link(previous, progress, request: gr.Request):
         v = read_link(dict(request.query_params) if request is not None else {}, cfg, default_alpha)
         english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous)
-        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, v["kind"], v["layer"], v["head"])
+        progress = dict(progress or {"done": []}, step=v["learn"] - 1)
+        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, v["kind"], v["layer"], v["head"],
+                progress, v["text"])
     return open_link
 
 
@@ -119,11 +123,11 @@ RECORD_TRANSLATION = ("(text, method, beam, alpha, temperature, top_k, max_len) 
 RECORD_HEAD = "(kind, layer, head) => { window.explorerLink?.set({kind, layer, head}); }"
 
 
-def wire(demo, cfg, default_alpha, state, translation, attn):
+def wire(demo, cfg, default_alpha, state, translation, attn, learn):
     """The page-load event that opens a link (returned, for the events that follow a translation), and the
     events that record the sentence, its settings and the attention head in the address."""
-    linked = demo.load(link_opener(cfg, default_alpha), [state],
-                       [*translation.inputs, *translation.results, state, *attn.controls],
+    linked = demo.load(link_opener(cfg, default_alpha), [state, learn.progress],
+                       [*translation.inputs, *translation.results, state, *attn.controls, learn.progress, learn.parts.src],
                        api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
     for event in (translation.translated, linked):
         event.then(None, translation.inputs, None, js=RECORD_TRANSLATION)

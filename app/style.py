@@ -17,6 +17,26 @@ CSS = """
 .cand-p {text-align:right; font-variant-numeric:tabular-nums}
 .whatif-row {margin:8px 0} .whatif-title {font-size:0.9em; color:#445; margin-bottom:3px}
 .whatif-verdict {margin-top:6px; font-size:0.95em}
+.learn-path {display:flex; flex-wrap:wrap; gap:6px; align-items:center; margin:4px 0}
+.learn-mark {display:inline-flex; align-items:center; justify-content:center; min-width:28px; height:28px;
+  border-radius:14px; border:1px solid #ccd; font-size:0.85em; color:#445; background:#fff}
+.learn-mark.done {background:#2a9d4b; border-color:#2a9d4b; color:#fff}
+.learn-mark.current {outline:3px solid #2f6db5; outline-offset:1px; font-weight:bold}
+.learn-count {margin-left:6px; font-size:0.85em; color:#556}
+#learn-answer {min-height:1.5em}
+/* a phone: nothing wider than the screen, controls a finger can hit, figures that let a touch scroll the page */
+@media (max-width: 640px) {
+  .gradio-container {padding-left:6px !important; padding-right:6px !important; max-width:100vw; overflow-x:hidden}
+  .gradio-container button, .gradio-container input[type=number], .gradio-container select {min-height:44px}
+  .gradio-container label:has(input[type=radio]), .gradio-container label:has(input[type=checkbox]) {min-height:44px;
+    display:inline-flex; align-items:center}
+  .gradio-container input[type=range] {height:44px}
+  .gradio-container [role=tab] {min-height:44px; padding:0 10px}
+  .js-plotly-plot .draglayer, .js-plotly-plot .nsewdrag {pointer-events:none !important}
+  .js-plotly-plot, .js-plotly-plot .main-svg {touch-action:pan-y}
+  .tok-row, .mask-svg, table {max-width:100%; overflow-x:auto}
+  .learn-mark {min-width:32px; height:32px}
+}
 .save-svg {position:absolute; bottom:2px; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
   border-radius:4px; background:#fff; color:#445; cursor:pointer; opacity:0.75} .save-svg:hover {opacity:1}
 """

@@ -11,6 +11,7 @@ import gradio as gr
 
 from . import links, tabs
 from .bertviz_views import STATIC_FILES
+from .i18n import switch
 from .shared import free_closed_sessions, get_translator
 from .views import ROOT, page_state
 
@@ -23,7 +24,7 @@ head, the masks, the positional encoding and the training run that made the mode
 # The tabs that show a translation, in the order of show_translation's outputs, and how many controls each
 # one's show() reads after the Inspection (their first values when not given).
 TRANSLATION_TABS = ((tabs.translate, 0), (tabs.overview, 0), (tabs.attention, 3), (tabs.heads, 4), (tabs.why, 1),
-                    (tabs.whatif, 1), (tabs.inside, len(tabs.inside.DEFAULTS)))
+                    (tabs.whatif, 1), (tabs.inside, len(tabs.inside.DEFAULTS)), (tabs.learn, 2))
 
 
 def show_translation(page, ins, *controls):
@@ -49,23 +50,25 @@ def build_demo():
     with gr.Blocks(title="Transformer Explorer") as demo:
         state = gr.State(None)  # the Inspection of this session's last translation
         # the tabs open at first at each level (app/views.py)
-        page = page_state({ROOT: "overview", "attention": "one-head", "inside": "modules"})
+        page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules"})
         gr.Markdown(INTRO)
-        with gr.Tabs() as top:
+        lang = switch(demo)
+        with gr.Tabs(overflow_behavior="wrap") as top:
+            learn = tabs.learn.build(page, state, lang)
             diagram = tabs.overview.build(tr.config, page, state)
             translation = tabs.translate.build(demo, page, state, tr.alpha)
             attn = tabs.attention.build(tr.config, page, state)
             shown = [attn, tabs.heads.build(tr.config, page, state, top, attn), tabs.why.build(page, state),
-                     tabs.whatif.build(page, state), tabs.inside.build(tr.config, page, state)]  # in page order
+                     tabs.whatif.build(page, state), tabs.inside.build(tr.config, page, state), learn]
             tabs.masks.build(tr.config, page)
             tabs.positional.build(tr.config, page)
             tabs.training.build(page)
             tabs.lab.build(page)
             tabs.engineering.build()
-        linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn)  # the page load opens a link
+        linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (tools.bench --browser)
-        for event in (translation.translated, linked):
+        for event in (translation.translated, tabs.learn.translates(learn, translation, state), linked):
             event.then(show_translation, [page, state, *(c for t in shown for c in t.controls)],
                        [*translation.outputs, diagram, *(o for t in shown for o in t.outputs)], api_visibility="private",
                        show_progress_on=translation.outputs[0])

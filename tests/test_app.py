@@ -266,7 +266,7 @@ def test_overview_diagram_has_live_shapes(ins):
     S, T = len(ins.src_tokens), len(ins.tgt_tokens)
     D, H = get_translator().config["d_model"], get_translator().config["h"]
     assert f"1 × {S} × {D}" in svg and f"{H} heads × {T} × {S}" in svg and f"{H} heads × {S} × {S}" in svg
-    for tab in ("Attention", "Masks", "Positional encoding", "Training"):
+    for tab in ("attention", "masks", "positional", "training"):  # tab ids, which explorerLink.open takes
         assert f'data-tab="{tab}"' in svg
 
 

@@ -460,7 +460,7 @@ def text_of(page, selector):
 def test_overview_blocks_open_tabs(page):
     open_tab(page, "Overview", "#diagram")
     shot(page, "overview")
-    page.locator('#diagram [data-tab="Positional encoding"]').first.click()
+    page.locator('#diagram [data-tab="positional"]').first.click()
     wait_until(page, "el('[role=tab][aria-selected=true]')?.textContent.trim() === 'Positional encoding'",
                what="the Positional encoding tab selected")
     page.locator("#pe-curves").wait_for(state="visible")

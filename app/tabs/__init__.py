@@ -5,6 +5,7 @@ from . import (
     heads,
     inside,
     lab,
+    learn,
     masks,
     overview,
     positional,
@@ -14,5 +15,5 @@ from . import (
     why,
 )
 
-__all__ = ["attention", "engineering", "heads", "inside", "lab", "masks", "overview", "positional", "training",
+__all__ = ["attention", "engineering", "heads", "inside", "lab", "learn", "masks", "overview", "positional", "training",
            "translate", "whatif", "why"]

@@ -167,7 +167,7 @@ def _save_html(view):
 def _views():
     """The sub-tabs, one view each; returns their Tabs, the sub-tabs by id and the views' outputs in the order of
     VIEWS."""
-    with gr.Tabs() as tabs:
+    with gr.Tabs(overflow_behavior="wrap") as tabs:
         with gr.Tab("One head", id="one-head") as one:
             heat = gr.Plot(elem_id="heatmap")
         with gr.Tab("All heads of the layer", id="all-heads") as all_:

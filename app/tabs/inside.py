@@ -666,7 +666,7 @@ def build(cfg, page, state):
     with gr.Tab("Inside", id="inside") as tab:
         gr.Markdown("The shipped model opened up: its modules and weights, and what its layers do to the sentence "
                     "of your last translation, recorded in one teacher-forced pass of the float32 model.")
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):
             modules_tab, module, mod_out = _modules_tab(model)
             ln_tab, ln_controls, ln_out = _layernorm_tab(model)
             scale_tab, scale_controls, scale_out = _scale_tab(cfg)

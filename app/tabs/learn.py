@@ -692,18 +692,13 @@ def _layout():
     return outputs, parts
 
 
-def build(page, state, lang, translation):
-    """Lay out the tab and wire its events. `translation` is the Translate tab's (its function's settings and
-    results: the sentence box here translates as that tab does). Returns the progress state, the controls its
-    view reads, the outputs of `show`, and `translated`, this tab's translate event."""
-    progress = gr.State(new_progress())
-    with gr.Tab(L("ui.tab.learn"), id="learn", elem_id="learn") as tab:
+def build(page, state, lang):
+    """Lay out the tab and wire its events. Returns the progress state, the controls its view reads and the
+    outputs of `show` (the sentence box is wired by `translates`, once the Translate tab exists)."""
+    with gr.Tab(L("ui.tab.learn"), id="learn") as tab, gr.Column(elem_id="learn"):
+        progress = gr.State(new_progress())  # inside the tab: a child of gr.Tabs that is not a tab upsets them
         outputs, p = _layout()
     tab.select(opener(("learn",), show), [page, state, progress, lang], outputs, api_visibility="private")
-    translated = gr.on([p.go.click, p.src.submit], translate_fn, [p.src, *translation.inputs[1:], state],
-                       [*translation.results, state], api_visibility="private", concurrency_limit=1,
-                       concurrency_id="model", show_progress_on=[p.figure])
-    translated.then(lambda s: s, p.src, translation.inputs[0], api_visibility="private")
     for control in (p.slider, p.choice):
         control.input(act, [state, progress, control, lang], [progress, p.path, p.figure, p.fact],
                       trigger_mode="always_last", api_visibility="private")
@@ -713,5 +708,15 @@ def build(page, state, lang, translation):
     p.where.change(None, p.where, None, js=WHERE_JS)
     p.open.click(None, p.where, None, js=OPEN_JS)
     lang.change(render, [state, progress, lang], outputs, api_visibility="private")
-    return SimpleNamespace(progress=progress, controls=[progress, lang], outputs=outputs, translated=translated,
-                           src=p.src)
+    return SimpleNamespace(progress=progress, controls=[progress, lang], outputs=outputs, parts=p)
+
+
+def translates(learn, translation, state):
+    """The tab's sentence box translated as the Translate tab translates (its settings, its results), its text
+    copied into that tab's box. Returns the event, which the page follows with the new translation's views."""
+    p = learn.parts
+    event = gr.on([p.go.click, p.src.submit], translate_fn, [p.src, *translation.inputs[1:], state],
+                  [*translation.results, state], api_visibility="private", concurrency_limit=1,
+                  concurrency_id="model", show_progress_on=[p.figure])
+    event.then(lambda s: s, p.src, translation.inputs[0], api_visibility="private")
+    return event
