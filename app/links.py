@@ -105,11 +105,11 @@ LINK_JS = """() => {
   }, true);
   const wanted = new URLSearchParams(window.location.search).get('tab');
   if (!wanted || !paths.has(wanted)) return;
-  // Open it only once the page shows its first translation (its token strip is drawn whatever the tab): a
+  // Open it only once the page shows its first translation (drawn on the Learn tab, where the page opens): a
   // click before that can reach the server ahead of the first tab's own opening, which would then be taken as
   // the tab on screen. After 30 s, open it anyway.
   const started = Date.now();
-  const ready = () => document.querySelector('#token-probs .tok') !== null;
+  const ready = () => document.querySelector('#learn-figure .js-plotly-plot') !== null;
   const wait = () => {
     if (ready() || Date.now() - started > 30000) open(wanted);
     else setTimeout(wait, 50);

@@ -24,14 +24,14 @@ CSS = """
 .learn-mark.current {outline:3px solid #2f6db5; outline-offset:1px; font-weight:bold}
 .learn-count {margin-left:6px; font-size:0.85em; color:#556}
 #learn-answer {min-height:1.5em}
-/* a phone: nothing wider than the screen, controls a finger can hit, figures that let a touch scroll the page */
+/* a phone: nothing wider than the screen, controls a finger can hit, figures that let a touch scroll the page
+   (Gradio puts its own container's selector before each of these) */
 @media (max-width: 640px) {
-  .gradio-container {padding-left:6px !important; padding-right:6px !important; max-width:100vw; overflow-x:hidden}
-  .gradio-container button, .gradio-container input[type=number], .gradio-container select {min-height:44px}
-  .gradio-container label:has(input[type=radio]), .gradio-container label:has(input[type=checkbox]) {min-height:44px;
-    display:inline-flex; align-items:center}
-  .gradio-container input[type=range] {height:44px}
-  .gradio-container [role=tab] {min-height:44px; padding:0 10px}
+  button, input[type=number], select {min-height:44px !important}
+  label:has(input[type=radio]), label:has(input[type=checkbox]) {min-height:44px !important;
+    display:inline-flex !important; align-items:center}
+  input[type=range] {height:44px !important}
+  [role=tab] {min-height:44px !important; padding:0 10px !important}
   .js-plotly-plot .draglayer, .js-plotly-plot .nsewdrag {pointer-events:none !important}
   .js-plotly-plot, .js-plotly-plot .main-svg {touch-action:pan-y}
   .tok-row, .mask-svg, table {max-width:100%; overflow-x:auto}

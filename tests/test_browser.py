@@ -73,9 +73,9 @@ def page(app, browser, tmp_path):
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     try:
         page.goto(app.url)
-        # the load's translation is shown once its shapes reach the diagram (no "S" placeholders left) and the
-        # rendering event that wrote them has completed
-        wait_until(page, "/memory 1 × \\d+ × \\d+/.test(text('#diagram')) && settled('diagram')",
+        # the page opens on the Learn tab: the load's translation is shown once the step's figure is drawn on it
+        # and the rendering event that drew it has completed
+        wait_until(page, "plot('learn-figure') && settled('learn-figure') && settled('learn-head')",
                    what="the translation run on load")
         yield page
         host = app.url.rstrip("/")
@@ -558,3 +558,119 @@ def test_translate_api_endpoint(app):
     assert isinstance(result, (list, tuple)) and re.search(r"[A-Za-z]", result[0])
     empty = client.predict("", "greedy", 4, 0.6, 1.0, 10, 100, api_name="/translate")
     assert empty[0] == "" and "Type a German sentence" in empty[1]
+
+
+# ---- the Learn path ----------------------------------------------------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+
+
+def learner(app, browser, viewport, locale, path=""):
+    """A page in a context of its own (a phone or a desktop, a language) once its Learn step is drawn."""
+    context = browser.new_context(viewport=viewport, locale=locale, has_touch=viewport == PHONE)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.app, page.errors, page.events = app, [], []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.goto(app.url + path)
+    wait_until(page, "plot('learn-figure') && settled('learn-figure') && settled('learn-head')", what="the first step")
+    return context, page
+
+
+def step_heading(lang, k):
+    from app.i18n import text
+    from app.tabs.learn import STEPS
+    return text(lang, "learn.step", k=k, n=len(STEPS))
+
+
+def do_the_action(page, step):
+    """The step's action, as a person would do it: a slider moved by the keyboard, or another choice clicked."""
+    if step.control.kind == "slider":
+        page.locator("#learn-slider input[type=range]").focus()
+        page.keyboard.press("End")
+    else:
+        page.locator("#learn-choice label").filter(has_not=page.locator("input:checked")).last.click()
+
+
+def walk_the_path(page, lang, phone):
+    from app.i18n import text
+    from app.tabs.learn import STEPS
+    for k, step in enumerate(STEPS, start=1):
+        wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')",
+                   f"{step_heading(lang, k)} · {text(lang, f'learn.{step.key}.title')}", what=f"step {k}")
+        figure = plot_text(page, "learn-figure")
+        do_the_action(page, step)
+        # the action redraws the figure and marks the step done on the path
+        wait_until(page, "el(`#learn-path .learn-mark:nth-child(${arg})`)?.classList.contains('done') "
+                   "&& settled('learn-figure')", k, what=f"step {k} done")
+        assert plot_text(page, "learn-figure") != figure, f"step {k}: the action left the figure as it was"
+        # a prediction, then the computed answer
+        page.locator("#learn-question label").first.click()
+        page.locator("#learn-check").click()
+        wait_until(page, "/^[✓✗]/.test(text('#learn-answer').trim())", what=f"the answer of step {k}")
+        if phone:
+            sizes = page.evaluate("""() => ['#learn-next', '#learn-back', '#learn-check', '#learn-question label']
+                .map(s => [s, document.querySelector(s).getBoundingClientRect().height])""")
+            assert all(h >= 44 for _, h in sizes), sizes
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"step {k} scrolls sideways"
+        if k < len(STEPS):
+            page.locator("#learn-next").click()
+    marks = page.locator("#learn-path .learn-mark.done").count()
+    assert marks == len(STEPS)
+    assert text(lang, "learn.progress", done=len(STEPS), n=len(STEPS)) in page.locator("#learn-path").inner_text()
+
+
+def test_the_learn_path_in_chinese_on_a_phone(app, browser):
+    context, page = learner(app, browser, PHONE, "zh-CN")
+    try:
+        assert page.locator("#lang input[value='zh-CN']").is_checked()
+        # every tab shows, none hides behind an overflow menu, and the Learn tab is the one open
+        tabs = page.locator("[role=tab]")
+        assert tabs.first.inner_text() == "学习" and tabs.first.get_attribute("aria-selected") == "true"
+        assert page.evaluate("[...document.querySelectorAll('[role=tab]')].every(t => t.offsetWidth > 0)")
+        # a touch on a figure scrolls the page: plotly's drag layer takes no pointer events on a phone
+        assert page.evaluate("getComputedStyle(document.querySelector('#learn-figure .nsewdrag')).pointerEvents") \
+            == "none"
+        walk_the_path(page, "zh-CN", phone=True)
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+def test_the_learn_path_in_english_at_desktop_width(app, browser):
+    context, page = learner(app, browser, {"width": 1400, "height": 1000}, "en-US")
+    try:
+        assert page.locator("[role=tab]").first.inner_text() == "Learn"
+        walk_the_path(page, "en", phone=False)
+        # the last step's button opens its full tab (Training)
+        page.locator("#learn-open").click()
+        wait_until(page, "el('[role=tab][data-tab-id=training]')?.getAttribute('aria-selected') === 'true'",
+                   what="the Training tab")
+        assert "tab=training" in page.url and "learn=15" in page.url
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+def test_a_link_restores_a_learn_step_and_the_switch_changes_language(app, browser):
+    from app.i18n import text
+    context, page = learner(app, browser, {"width": 1000, "height": 900}, "en-US", "?learn=3&lang=zh-CN")
+    try:
+        wait_until(page, "text('#learn-head').includes(arg)", step_heading("zh-CN", 3), what="step 3 in Chinese")
+        assert page.locator("[role=tab]").first.inner_text() == "学习"
+        # its full view: the Inside tab at its LayerNorm sub-tab
+        page.locator("#learn-open").click()
+        wait_until(page, "el('[role=tab][data-tab-id=layernorm]')?.getAttribute('aria-selected') === 'true'",
+                   what="Inside › LayerNorm")
+        page.locator("[role=tab][data-tab-id=learn]").click()
+        page.locator("#lang label").filter(has_text="English").click()
+        wait_until(page, "text('#learn-head').includes(arg)", step_heading("en", 3), what="step 3 in English")
+        wait_until(page, "el('[role=tab][data-tab-id=learn]').innerText.trim() === 'Learn'", what="the tab relabelled")
+        assert text("en", "learn.layernorm.title") in page.locator("#learn-head").inner_text()
+        # an address that is not a step opens the first one
+        page.goto(app.url + "?learn=%3Cscript%3E99")
+        wait_until(page, "text('#learn-head').includes(arg)", step_heading("en", 1), what="step 1")
+        assert page.errors == [], page.errors
+    finally:
+        context.close()

@@ -112,6 +112,8 @@ def main(argv=None):
     ap.add_argument("--clicks", type=int, default=5, help="with --browser: measured clicks per sentence (median)")
     ap.add_argument("--inside", action="store_true",
                     help="instead: the Inside-the-model tab's views per translation (tools/bench_inside.py)")
+    ap.add_argument("--learn", action="store_true",
+                    help="instead: a Learn step change, click to figure drawn, in headless Chromium (tools/bench_learn.py)")
     ap.add_argument("--save", metavar="FILE",
                     help="with --browser: merge the figures into this JSON file (keys browser_...; default: none)")
     args = ap.parse_args(argv)
@@ -119,6 +121,10 @@ def main(argv=None):
     if args.browser:
         from tools.bench_browser import run
         run(clicks=args.clicks, save=args.save)
+        return
+    if args.learn:
+        from tools.bench_learn import run
+        run(clicks=max(1, args.clicks // 2))
         return
     if args.inside:
         from tools.bench_inside import measure, report

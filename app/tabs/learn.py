@@ -139,7 +139,7 @@ def draw_clones(c, how):
                             marker_color=GREY)])
     fig.update_layout(barmode="group")
     n = counts[how]
-    return _compact(fig, c.t("clones.fig")), dict(how=c.t(f"clones.choice.{how}"), registered=f"{n['registered']:,}",
+    return _compact(fig, c.t("clones.fig", how=c.t(f"clones.choice.{how}"))), dict(how=c.t(f"clones.choice.{how}"), registered=f"{n['registered']:,}",
                                                   held=f"{n['held']:,}", objects=n["objects"], levels=n["levels"])
 
 
@@ -442,7 +442,7 @@ def draw_teacher(c, pos):
                                showscale=False, hoverinfo="skip"))
     fig.update_layout(yaxis=dict(tickmode="array", tickvals=[0, 1], ticktext=["tgt[:, :-1]", "tgt[:, 1:]"],
                                  autorange="reversed"), xaxis=dict(title=c.t("teacher.position")))
-    return (_compact(fig, c.t("teacher.fig")),
+    return (_compact(fig, c.t("teacher.fig", pos=t + 1)),
             dict(pos=t + 1, input=md_literal(_piece(inputs[t])), target=md_literal(_piece(targets[t])),
                  n=len(targets)))
 
