@@ -3,6 +3,7 @@
     python -m tools.bench [--runs 3]
     python -m tools.bench --browser [--clicks 5] [--save FILE]   (the app in headless Chromium: tools/bench_browser.py)
     python -m tools.bench --inside [--runs 3]   (the Inside-the-model tab per translation: tools/bench_inside.py)
+    python -m tools.bench --learn [--clicks 4]  (a Learn step change, click to figure drawn: tools/bench_learn.py)
 
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
