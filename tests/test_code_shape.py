@@ -1,4 +1,5 @@
-"""The shape the code keeps: short functions, one module per tab, the paper's attention signature."""
+"""The shape the code keeps: short functions, one module per tab, the paper's attention signature, the layers
+(core below app below tools)."""
 import ast
 import inspect
 
@@ -7,7 +8,7 @@ import pytest
 from tests.conftest import ROOT
 
 MAX_FUNCTION_LINES = 60
-SOURCES = sorted(p for d in ("core", "app", "scripts") for p in (ROOT / d).rglob("*.py")) + [ROOT / "app.py"]
+SOURCES = sorted(p for d in ("core", "app", "scripts", "tools") for p in (ROOT / d).rglob("*.py")) + [ROOT / "app.py"]
 TABS = ("overview", "translate", "attention", "heads", "why", "whatif", "inside", "masks", "positional", "training", "engineering", "lab")
 
 
@@ -40,3 +41,35 @@ def test_multi_headed_attention_takes_the_papers_arguments():
     from core.model import MultiHeadedAttention
     assert list(inspect.signature(MultiHeadedAttention.forward).parameters) == ["self", "query", "key", "value",
                                                                                "mask"]
+
+
+# ---- the layers: core (the library) below app (the page) below tools (benches, load tests) ----------------
+
+MAX_CORE_MODULES = 10
+TOOL_MODULES = ("bench", "loadtest", "serve", "pageclient")
+
+
+def imported(path):
+    """The top-level package of every absolute import in a file (relative imports stay in their package)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            yield node.module.split(".")[0]
+
+
+def test_core_keeps_a_short_top_level():
+    modules = sorted(p.name for p in (ROOT / "core").glob("*.py") if p.name != "__init__.py")
+    assert len(modules) <= MAX_CORE_MODULES, f"core/ holds {len(modules)} modules: group some into a subpackage"
+
+
+def test_core_imports_neither_the_page_nor_gradio_and_the_page_no_tool():
+    for layer, forbidden in (("core", {"app", "tools", "gradio", "gradio_client"}), ("app", {"tools"})):
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            wrong = forbidden & set(imported(path))
+            assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+def test_no_tool_module_lives_in_app():
+    tools = [str(p.relative_to(ROOT)) for p in (ROOT / "app").rglob("*.py") if p.stem.startswith(TOOL_MODULES)]
+    assert tools == [], "benches, load tests and servers belong in tools/"
