@@ -352,6 +352,7 @@ def test_markdown_shows_user_text_as_typed(typed):
     assert html.unescape(rendered[3:-5]) == typed
 
 
+@pytest.mark.slow
 def test_load_of_eight_clients_without_failure_or_cross_talk():
     """`python -m tools.loadtest` in small: 8 gradio_client sessions x 3 translations against `python app.py`, all
     at once; every answer is its own input's (checked against one answer per sentence made in turn)."""

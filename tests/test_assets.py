@@ -105,6 +105,7 @@ def test_nothing_is_unpickled_when_loading(monkeypatch):
     assert Translator.load(ASSETS).translate(["Ein Hund."])[0]
 
 
+@pytest.mark.slow
 def test_the_app_refuses_to_start_with_a_broken_file(model_dir):
     (model_dir / "model-00001-of-00002.safetensors").write_bytes(b"truncated")
     env = dict(os.environ, EXPLORER_MODEL_DIR=str(model_dir), GRADIO_ANALYTICS_ENABLED="False")

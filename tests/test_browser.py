@@ -17,7 +17,7 @@ from tests.conftest import needs_shipped
 from tools.serve import AppProcess
 
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = [needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
+pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
 sync_api = pytest.importorskip("playwright.sync_api")
 
 TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine; a bound, never a pause

@@ -11,7 +11,7 @@ from core.translate import Inspection
 from tests.conftest import needs_shipped
 from tools.pageclient import AppConfig, PageSession
 
-pytestmark = needs_shipped
+pytestmark = [pytest.mark.slow, needs_shipped]  # a server in this process, pages against it
 DEADLINE_S = 60  # the longest a condition may take on a busy machine: a bound, never a pause
 
 

@@ -46,12 +46,14 @@ def test_python_api(tr):
     assert ins.encoder.shape[:2] == (tr.config["N"], tr.config["h"])
 
 
+@pytest.mark.slow
 def test_translate_cli():
     out = subprocess.run([sys.executable, "-m", "core.translate", "Ein Mann fährt Fahrrad.", "--beam", "3"],
                          cwd=ROOT, capture_output=True, text=True, check=True)
     assert "man" in out.stdout.lower() and out.stdout.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_evaluate_cli_json(tmp_path):
     (tmp_path / "src.de").write_text("Ein Hund rennt über eine Wiese.\nZwei Kinder spielen im Sand.\n")
     (tmp_path / "ref.en").write_text("A dog runs across a meadow.\nTwo children play in the sand.\n")
@@ -63,6 +65,7 @@ def test_evaluate_cli_json(tmp_path):
     assert 0 <= result["bleu"] <= 100 and result["chrf"] > 20
 
 
+@pytest.mark.slow
 @needs_data
 def test_quality_on_test_2016_flickr_sample(tr):
     """Greedy BLEU on the first 200 test sentences (the full figures are in the README)."""
