@@ -66,8 +66,16 @@ def test_bad_input_gives_messages_not_errors(ins):
     assert out == "" and "characters" in status and state is ins
     out, status, new = translate.translate("Ein Hund " * 100)  # under the character limit, over the token limit
     assert "cut to its first" in status and new.truncated
+    # settings the browser should never send fall back to allowed values: beam search, a beam of 1, one output
+    # token, which the model would follow with more (the status says the output was cut)
     out, status, new = translate.translate(SENTENCE, method="nonsense", beam="x", max_len=-5)
-    assert isinstance(out, str) and new is not None
+    assert new.decoding == {"method": "beam", "beam": 1, "alpha": get_translator().alpha, "max_len": 1}
+    assert out == get_translator().translate(SENTENCE, method="beam", beam=1, max_len=1) == "Two"
+    assert new.out_tokens == ["▁Two", "</s>"] and new.topk[1][0][0] != "</s>"
+    assert status.startswith(f"beam search (k = 1, α = {get_translator().alpha:g})") and "maximum length" in status
+    # within the limits: no notice
+    assert "maximum length" not in translate.translate(SENTENCE, method="beam", beam="99", max_len="300")[1]
+    assert translate.translate(SENTENCE, method="beam", beam="99")[2].decoding["beam"] == 8
 
 
 def test_heatmap_shows_the_model_attention(ins):
