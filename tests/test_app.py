@@ -16,8 +16,9 @@ from app.common import md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo, show_translation
+from core.bench import ROWS
 from core.translate import Inspection
-from tests.conftest import needs_shipped
+from tests.conftest import ASSETS, needs_shipped
 from tools import loadtest
 
 pytestmark = needs_shipped
@@ -346,8 +347,13 @@ def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     # where the benchmark left the bf16 rows out, the table says why (escaped: it is shown as Markdown)
     note = engineering.speed_table(dict(full, bf16_training_skipped="<b>emulated</b>")).splitlines()[-1]
     assert note == "bf16 training rows left out: &lt;b&gt;emulated&lt;/b&gt;."
-    assert "Speed on this machine" in engineering.engineering_md()  # the shipped bench.json has every row
-    assert engineering.engineering_md().count("×") >= 10
+    # the tab shows the shipped bench.json: a row for each declared row whose figures the file holds, in order
+    shipped = json.loads((ASSETS / "bench.json").read_text(encoding="utf-8"))
+    table = engineering.speed_table(shipped)
+    assert "Speed on this machine" in engineering.engineering_md() and table in engineering.engineering_md()
+    held = [row.label for row in ROWS if all(k is None or isinstance(shipped.get(k), (int, float))
+                                             for k in (row.ours, row.reference, row.ratio))]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[2:2 + len(held)]] == held
 
 
 @pytest.mark.parametrize("typed", ["[click me](javascript:alert(1))", "![x](http://example.com/x.png)",
