@@ -16,8 +16,9 @@ from app.common import md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo, show_translation
+from core.bench import ROWS
 from core.translate import Inspection
-from tests.conftest import needs_shipped
+from tests.conftest import ASSETS, needs_shipped
 from tools import loadtest
 
 pytestmark = needs_shipped
@@ -66,8 +67,16 @@ def test_bad_input_gives_messages_not_errors(ins):
     assert out == "" and "characters" in status and state is ins
     out, status, new = translate.translate("Ein Hund " * 100)  # under the character limit, over the token limit
     assert "cut to its first" in status and new.truncated
+    # settings the browser should never send fall back to allowed values: beam search, a beam of 1, one output
+    # token, which the model would follow with more (the status says the output was cut)
     out, status, new = translate.translate(SENTENCE, method="nonsense", beam="x", max_len=-5)
-    assert isinstance(out, str) and new is not None
+    assert new.decoding == {"method": "beam", "beam": 1, "alpha": get_translator().alpha, "max_len": 1}
+    assert out == get_translator().translate(SENTENCE, method="beam", beam=1, max_len=1) == "Two"
+    assert new.out_tokens == ["▁Two", "</s>"] and new.topk[1][0][0] != "</s>"
+    assert status.startswith(f"beam search (k = 1, α = {get_translator().alpha:g})") and "maximum length" in status
+    # within the limits: no notice
+    assert "maximum length" not in translate.translate(SENTENCE, method="beam", beam="99", max_len="300")[1]
+    assert translate.translate(SENTENCE, method="beam", beam="99")[2].decoding["beam"] == 8
 
 
 def test_heatmap_shows_the_model_attention(ins):
@@ -338,8 +347,13 @@ def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     # where the benchmark left the bf16 rows out, the table says why (escaped: it is shown as Markdown)
     note = engineering.speed_table(dict(full, bf16_training_skipped="<b>emulated</b>")).splitlines()[-1]
     assert note == "bf16 training rows left out: &lt;b&gt;emulated&lt;/b&gt;."
-    assert "Speed on this machine" in engineering.engineering_md()  # the shipped bench.json has every row
-    assert engineering.engineering_md().count("×") >= 10
+    # the tab shows the shipped bench.json: a row for each declared row whose figures the file holds, in order
+    shipped = json.loads((ASSETS / "bench.json").read_text(encoding="utf-8"))
+    table = engineering.speed_table(shipped)
+    assert "Speed on this machine" in engineering.engineering_md() and table in engineering.engineering_md()
+    held = [row.label for row in ROWS if all(k is None or isinstance(shipped.get(k), (int, float))
+                                             for k in (row.ours, row.reference, row.ratio))]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[2:2 + len(held)]] == held
 
 
 @pytest.mark.parametrize("typed", ["[click me](javascript:alert(1))", "![x](http://example.com/x.png)",
@@ -352,6 +366,7 @@ def test_markdown_shows_user_text_as_typed(typed):
     assert html.unescape(rendered[3:-5]) == typed
 
 
+@pytest.mark.slow
 def test_load_of_eight_clients_without_failure_or_cross_talk():
     """`python -m tools.loadtest` in small: 8 gradio_client sessions x 3 translations against `python app.py`, all
     at once; every answer is its own input's (checked against one answer per sentence made in turn)."""

@@ -36,7 +36,13 @@ def load_error(directory):
 
 
 def test_the_copy_loads(model_dir):
-    assert Translator.load(model_dir).translate(["Zwei Hunde spielen im Schnee."])[0]
+    """The copy is the shipped model: the same configuration, weights and translations."""
+    copy, shipped = Translator.load(model_dir), Translator.load(ASSETS)
+    assert copy.config == shipped.config
+    for (name, a), (_, b) in zip(copy.model.state_dict().items(), shipped.model.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    sentence = "Zwei Hunde spielen im Schnee."
+    assert copy.translate(sentence) == shipped.translate(sentence) == "Two dogs play in the snow."
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "missing"])
@@ -100,11 +106,13 @@ def test_nothing_is_unpickled_when_loading(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("something was unpickled")
 
+    expected = Translator.load(ASSETS).translate(["Ein Hund."])[0]
     for module, name in ((torch, "load"), (pickle, "load"), (pickle, "loads")):
         monkeypatch.setattr(module, name, refuse)
-    assert Translator.load(ASSETS).translate(["Ein Hund."])[0]
+    assert Translator.load(ASSETS).translate(["Ein Hund."])[0] == expected == "A dog."
 
 
+@pytest.mark.slow
 def test_the_app_refuses_to_start_with_a_broken_file(model_dir):
     (model_dir / "model-00001-of-00002.safetensors").write_bytes(b"truncated")
     env = dict(os.environ, EXPLORER_MODEL_DIR=str(model_dir), GRADIO_ANALYTICS_ENABLED="False")

@@ -96,7 +96,20 @@ def test_bf16_rows_are_left_out_with_a_reason_where_the_cpu_emulates_bf16(tiny_d
     assert "train_tokens_per_s_ours_bf16" in results and "bf16_training_skipped" not in results
 
 
-def test_bf16_slowdown_is_a_ratio_of_measured_times():
-    from core.bench import bf16_matmul_slowdown
-    r = bf16_matmul_slowdown(64, 16, 32, repeat=2)
-    assert math.isfinite(r) and r > 0
+def test_bf16_slowdown_is_a_ratio_of_measured_times(monkeypatch):
+    """The median time of the bfloat16 product over the median time of the float32 one: the timer is replaced by
+    one that records what it times and answers with set times."""
+    import core.bench as bench
+    timed, times = [], iter([[0.3, 0.1, 0.2], [4.0, 1.0, 9.0]])  # seconds: float32's runs, then bfloat16's
+
+    def time_call(fn, repeat):
+        timed.append((fn(), repeat))
+        return next(times)
+
+    monkeypatch.setattr(bench, "time_call", time_call)
+    assert bench.bf16_matmul_slowdown(64, 16, 32, repeat=3) == pytest.approx(4.0 / 0.2)
+    (fp32, n32), (bf16, n16) = timed
+    assert (fp32.dtype, bf16.dtype, n32, n16) == (torch.float32, torch.bfloat16, 3, 3)
+    assert fp32.shape == bf16.shape == (64, 32)  # a (rows x d_model) @ (d_model x d_ff) product
+    # the same product in both precisions, bfloat16 rounding its inputs to 8 significant bits (entries about ±4)
+    torch.testing.assert_close(bf16.float(), fp32, atol=0.2, rtol=0.01)

@@ -19,15 +19,13 @@ from core.data import (
     split_file,
     token_batches,
 )
-from tests.conftest import SHARED_DATA, needs_data
+from tests.conftest import SHARED_DATA, needs_data, synthetic_pairs
 
 
 def test_reads_gzipped_and_plain_splits(tiny_data):
-    train = load_split(tiny_data, "train")  # .gz
-    test = load_split(tiny_data, "test_2016_flickr")  # plain text
-    assert len(train) == 400 and len(test) == 40
-    assert all(isinstance(de, str) and isinstance(en, str) for de, en in train)
-    assert train[0][1].startswith("A ")
+    """Each split comes back as the (German, English) pairs written, line by line, in order."""
+    assert load_split(tiny_data, "train") == synthetic_pairs(400, 1)  # .gz
+    assert load_split(tiny_data, "test_2016_flickr") == synthetic_pairs(40, 3)  # plain text
 
 
 def test_missing_files_name_the_download_source(tmp_path):

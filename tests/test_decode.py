@@ -131,7 +131,22 @@ def test_sampling_with_top_k_one_is_greedy_and_seed_is_reproducible():
     assert sample_decode(model, src, mask, 10, top_k=1, seed=0) == greedy_decode(model, src, mask, 10)
     a = sample_decode(model, src, mask, 10, temperature=1.5, seed=42)
     b = sample_decode(model, src, mask, 10, temperature=1.5, seed=42)
-    assert a == b
+    assert a == b and any(sample_decode(model, src, mask, 10, temperature=1.5, seed=s) != a for s in range(3))
+    # top-k = 2: every sampled token (and </s>) is one of the two most probable at its step, as a teacher-forced
+    # rerun of the output ranks them, and not always the first (it does sample)
+    runs = [sample_decode(model, src, mask, 10, top_k=2, seed=s) for s in range(3)]
+    second_choices = 0
+    for out in runs:
+        for i, ids in enumerate(out):
+            chosen = ids + [EOS] if len(ids) < 10 else ids
+            tgt = torch.tensor([[BOS] + chosen[:-1]])
+            with torch.no_grad():
+                memory = model.encode(src[i:i + 1], mask[i:i + 1])
+                logp = model.generator(model.decode(memory, mask[i:i + 1], tgt, subsequent_mask(tgt.size(1))))[0]
+            ranks = [(logp[j] > logp[j, t]).sum().item() for j, t in enumerate(chosen)]
+            assert max(ranks) <= 1, ranks
+            second_choices += sum(ranks)
+    assert second_choices > 0
 
 
 def test_stacked_qkv_projection_equals_three_linears():

@@ -280,6 +280,7 @@ class Pieces:
         return 5 if piece == "." else 1
 
 
+@pytest.mark.slow
 def test_importance_matches_a_direct_computation():
     """The batched atlas (per-row masks, shared encoder, rows dropped as they end) gives each head's change in
     loss and in greedy BLEU as computed one sentence at a time by the plain reference decoder on copies of the

@@ -277,6 +277,7 @@ def test_accumulated_gradients_equal_one_large_batch(accum):
 
 # ---- training -------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_intact_copy_reaches_the_target():
     """The task's step budget with the fixed seed (the seconds left generous, so a busy machine cannot cut it)."""
     record = lab.train(Config("copy", seconds=600))
@@ -284,6 +285,7 @@ def test_intact_copy_reaches_the_target():
     assert record["exact_match"] >= lab.TARGETS["copy"], record["exact_match"]
 
 
+@pytest.mark.slow
 def test_cli_prints_one_json_line():
     out = subprocess.run([sys.executable, "-m", "core.lab", "--task", "sort", "--break", "plain_list", "--break",
                           "no_scale", "--steps", "2", "--json"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -305,6 +307,7 @@ def test_cli_prints_one_json_line():
     assert "layers must be" in bad.stderr
 
 
+@pytest.mark.slow
 def test_cli_trains_at_a_depth():
     out = subprocess.run([sys.executable, "-m", "core.lab", "--task", "copy", "--break", "post_norm", "--layers", "6",
                           "--steps", "2", "--json"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -426,6 +429,7 @@ def test_examples_mark_wrong_tokens_and_escape():
     assert 'title="expected 2"' in out and 'title="expected 3"' in out and "<b>" not in out
 
 
+@pytest.mark.slow
 def test_tab_trains_a_run_and_keeps_it():
     from app.tabs import lab as tab
     updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))

@@ -46,23 +46,32 @@ def test_python_api(tr):
     assert ins.encoder.shape[:2] == (tr.config["N"], tr.config["h"])
 
 
+@pytest.mark.slow
 def test_translate_cli():
     out = subprocess.run([sys.executable, "-m", "core.translate", "Ein Mann fährt Fahrrad.", "--beam", "3"],
                          cwd=ROOT, capture_output=True, text=True, check=True)
     assert "man" in out.stdout.lower() and out.stdout.count("\n") == 1
 
 
-def test_evaluate_cli_json(tmp_path):
-    (tmp_path / "src.de").write_text("Ein Hund rennt über eine Wiese.\nZwei Kinder spielen im Sand.\n")
-    (tmp_path / "ref.en").write_text("A dog runs across a meadow.\nTwo children play in the sand.\n")
+@pytest.mark.slow
+def test_evaluate_cli_json(tmp_path, tr):
+    """The command line's figures are sacrebleu's scores of the Python API's translations."""
+    srcs, refs = ["Ein Hund rennt über eine Wiese.", "Zwei Kinder spielen im Sand."], \
+        ["A dog runs across a meadow.", "Two children play in the sand."]
+    (tmp_path / "src.de").write_text("".join(s + "\n" for s in srcs))
+    (tmp_path / "ref.en").write_text("".join(r + "\n" for r in refs))
     out = subprocess.run([sys.executable, "-m", "core.evaluate", "--src", str(tmp_path / "src.de"),
-                          "--ref", str(tmp_path / "ref.en"), "--json"], cwd=ROOT, capture_output=True, text=True,
-                         check=True)
+                          "--ref", str(tmp_path / "ref.en"), "--out", str(tmp_path / "hyp.en"), "--json"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert {"bleu", "chrf", "sentences", "seconds"} <= result.keys() and result["sentences"] == 2
-    assert 0 <= result["bleu"] <= 100 and result["chrf"] > 20
+    hyps = tr.translate(srcs)
+    assert (tmp_path / "hyp.en").read_text().splitlines() == hyps
+    expected = score(hyps, refs)
+    assert result["sentences"] == 2 and "seconds" in result
+    assert result["bleu"] == pytest.approx(expected["bleu"]) and result["chrf"] == pytest.approx(expected["chrf"])
 
 
+@pytest.mark.slow
 @needs_data
 def test_quality_on_test_2016_flickr_sample(tr):
     """Greedy BLEU on the first 200 test sentences (the full figures are in the README)."""

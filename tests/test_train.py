@@ -88,6 +88,7 @@ def copy_batch(V, B, L, g):
     return Batch(data[:, 1:].clone(), data, pad=0)
 
 
+@pytest.mark.slow
 def test_copy_task_learns_within_seconds():
     """The Annotated Transformer's first example: learn to copy random symbols."""
     torch.manual_seed(0)
@@ -150,6 +151,7 @@ def read_log(path):
     return recs, [r for r in recs if r["type"] == "step"], [r for r in recs if r["type"] == "epoch"]
 
 
+@pytest.mark.slow
 def test_training_logs_evaluates_and_resumes(tiny_data, tiny_spm, tmp_path):
     _, spm = tiny_spm
     probes = tmp_path / "probes.txt"
@@ -286,6 +288,7 @@ def _ddp_worker(rank, world, port, argv, out):
     torch.save(model.state_dict(), os.path.join(out, f"rank{rank}.pt"))
 
 
+@pytest.mark.slow
 def test_ddp_two_cpu_processes_end_with_identical_weights(tiny_data, tiny_spm, tmp_path):
     _, spm = tiny_spm
     argv = tiny_args(tiny_data, spm, tmp_path / "run", "--epochs", "1", "--device", "cpu", "--accum-iter", "2")
@@ -320,6 +323,7 @@ def step_lines(log):
     return out
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_epoch_resumes_from_its_last_whole_checkpoint(tiny_data, tiny_spm, tmp_path, capfd):
     """SIGKILL part-way (no clean stop), then the newest checkpoint damaged as a kill during its write would
     leave it: the resumed run reads the one before, and its log, losses and rates are those of a run that was

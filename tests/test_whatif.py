@@ -21,6 +21,19 @@ def log_ps(result):
     return [float(x) for x in re.findall(r"log P = (-?[\d.]+)", result)]
 
 
+def rows(result):
+    """The tokens of each row of a comparison, as shown."""
+    return [[html.unescape(t) for t in re.findall(r'<span class="tok"[^>]*>(.*?)<sub>', row)]
+            for row in result.split('<div class="whatif-row">')[1:]]
+
+
+def continued(ins, prefix):
+    """The translation's own beam search, continued after `prefix`, and the model's log P of the result."""
+    tr = get_translator()
+    english = tr.translate(TEXT, method="beam", beam=4, alpha=ins.decoding["alpha"], prefix=prefix)
+    return english, tr.score(TEXT, english)[0]
+
+
 def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch):
     fig = whatif.tree_view(ins, 4)
     by_name = {t.name: t for t in fig.data if t.name}
@@ -34,16 +47,26 @@ def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch):
 
 
 def test_another_word_is_taken_and_the_model_goes_on(ins):
+    """The second candidate at position 2 in place of the chosen token, then the translation's own beam search
+    from there: its tokens and log P beside the translation's."""
     position, candidate = 1, ins.topk[1][1][0]
     result = whatif.swap_word(ins, position, candidate)
-    assert html.escape(candidate.replace("▁", " ").strip()) in result and len(log_ps(result)) == 2
+    english, log_p = continued(ins, f"A{candidate.replace('▁', ' ')}")
+    ours, theirs = log_ps(result)
+    assert ours == pytest.approx(get_translator().score(TEXT, ins.translation)[0], abs=0.006)
+    assert theirs == pytest.approx(log_p, abs=0.006) and theirs < ours  # a less likely word, chosen by hand
+    shown, swapped = rows(result)
+    assert len(shown) == len(ins.out_tokens) and swapped[:2] == ["A", candidate.strip("▁")]
+    assert len(swapped) == len(get_translator().tokenizer.encode(english)) + 1  # and </s>
     assert "Pick one of the candidates" in whatif.swap_word(ins, position, "<script>")
     assert whatif.swap_word(None, 0, "x") == whatif.NOT_YET
 
 
 def test_a_prefix_is_continued_and_user_text_is_escaped(ins):
     result = whatif.force_prefix(ins, "A woman")
-    assert "woman" in result
+    english, log_p = continued(ins, "A woman")
+    assert english.startswith("A woman ") and log_ps(result)[1] == pytest.approx(log_p, abs=0.006)
+    assert rows(result)[1][:2] == ["A", "woman"]
     evil = whatif.force_prefix(ins, "<img src=x onerror=alert(1)>")
     assert "<img" not in evil
     assert "Write the start" in whatif.force_prefix(ins, "  ")

@@ -131,7 +131,7 @@ def translate(text, method="beam", beam=4, alpha=None, temperature=1.0, top_k=10
     if ins.truncated:
         status += (f"\n\n**Notice:** the input was longer than the model's limit and was cut to its first "
                    f"{tr.max_src_tokens - 2} pieces.")
-    if len(ins.out_tokens) >= settings["max_len"] and ins.out_tokens[-1] != "</s>":
+    if len(ins.out_tokens) > settings["max_len"]:  # max_len decoded tokens, none of them </s> (appended after)
         status += "\n\n**Notice:** the output reached the maximum length before the end-of-sentence token."
     return ins.translation, status, ins
 
