@@ -15,26 +15,26 @@ import json
 
 import gradio as gr
 
-from .common import clamp
-from .shared import examples
-from .tabs.attention import KINDS
-from .tabs.translate import MAX_CHARS, METHODS, translate
+from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 
+from .common import KIND_LABELS, clamp
+from .gradio_adapter import tab_nesting
+from .shared import examples
+from .tabs.translate import MAX_CHARS, SETTINGS, decoding_settings, translate
+
+HEAD = ("kind", "layer", "head")  # the Attention tab's controls a link records
 TEXT_CAP = 4 * MAX_CHARS  # longer than any sentence the app takes: translate() says so; beyond, cut here first
-SETTINGS = ("method", "beam", "alpha", "temperature", "top_k", "max_len")  # in the order translate() takes them
 
 
 def read_link(params, cfg, default_alpha):
     """The values a link names, each checked: {"text", the six settings, "kind", "layer", "head"}; a value that
-    is missing or unreadable takes its control's default."""
+    is missing takes its control's first value, a number is kept to its control's range (DECODING_LIMITS for the
+    settings) and an unreadable one takes the lowest."""
     get = params.get
     text = (get("text") or "").strip()[:TEXT_CAP] or examples()[0]
-    method = get("method") if get("method") in METHODS else "greedy"
-    kind = get("kind") if get("kind") in KINDS else "encoder"
-    return {"text": text, "method": method,
-            "beam": clamp(get("beam", 4), 1, 8), "alpha": clamp(get("alpha", default_alpha), 0.0, 2.0, float),
-            "temperature": clamp(get("temperature", 1.0), 0.1, 2.0, float), "top_k": clamp(get("top_k", 10), 0, 50),
-            "max_len": clamp(get("max_len", 100), 5, 200),
+    method = get("method") if get("method") in METHODS else DEFAULT_METHOD
+    kind = get("kind") if get("kind") in KIND_LABELS else "encoder"
+    return {"text": text, "method": method, **decoding_settings({k: get(k) for k in DECODING_LIMITS}, default_alpha),
             "kind": kind, "layer": clamp(get("layer", 0), 0, cfg["N"] - 1), "head": clamp(get("head", 0), 0, cfg["h"] - 1)}
 
 
@@ -45,22 +45,14 @@ def link_opener(cfg, default_alpha):
     def open_link(previous, request: gr.Request):
         v = read_link(dict(request.query_params) if request is not None else {}, cfg, default_alpha)
         english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous)
-        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, v["kind"], v["layer"], v["head"])
+        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, *(v[k] for k in HEAD))
     return open_link
 
 
 def tab_paths(demo):
     """{tab label: path of tab ids from the top ("attention/all-heads")} for every tab of the page."""
-    paths = {}
-    for block in demo.blocks.values():
-        if isinstance(block, gr.Tab) and block.id is not None:
-            path, parent = [str(block.id)], block.parent
-            while parent is not None:
-                if isinstance(parent, gr.Tab) and parent.id is not None:
-                    path.insert(0, str(parent.id))
-                parent = parent.parent
-            paths[str(block.label)] = "/".join(path)
-    return paths
+    return {str(tab.label): "/".join(str(t.id) for t in path if t.id is not None)
+            for tab, path in tab_nesting(demo) if tab.id is not None}
 
 
 # Run by the page once it loads (launch(js=...)); TABS is filled in by link_script. It writes the address with
@@ -105,20 +97,19 @@ LINK_JS = """() => {
 }"""
 
 # after a translation: the sentence and its settings; after a move of the Attention tab's controls: those
-RECORD_TRANSLATION = ("(text, method, beam, alpha, temperature, top_k, max_len) => { window.explorerLink?.set("
-                      "{text, method, beam, alpha, temperature, top_k, max_len}); }")
-RECORD_HEAD = "(kind, layer, head) => { window.explorerLink?.set({kind, layer, head}); }"
+RECORD_TRANSLATION = "(text, {0}) => {{ window.explorerLink?.set({{text, {0}}}); }}".format(", ".join(SETTINGS))
+RECORD_HEAD = "({0}) => {{ window.explorerLink?.set({{{0}}}); }}".format(", ".join(HEAD))
 
 
 def wire(demo, cfg, default_alpha, state, translation, attn):
     """The page-load event that opens a link (returned, for the events that follow a translation), and the
     events that record the sentence, its settings and the attention head in the address."""
-    linked = demo.load(link_opener(cfg, default_alpha), [state],
-                       [*translation.inputs, *translation.results, state, *attn.controls],
+    head = [attn.controls[name] for name in HEAD]
+    linked = demo.load(link_opener(cfg, default_alpha), [state], [*translation.inputs, *translation.results, state, *head],
                        api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
     for event in (translation.translated, linked):
         event.then(None, translation.inputs, None, js=RECORD_TRANSLATION)
-    gr.on([c.change for c in attn.controls], None, attn.controls, None, js=RECORD_HEAD)
+    gr.on([c.change for c in head], None, head, None, js=RECORD_HEAD)
     return linked
 
 

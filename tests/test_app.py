@@ -12,12 +12,13 @@ import torch
 
 from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
-from app.common import md_literal
+from app.common import KIND_LABELS, md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
-from app.ui import QUEUE_SIZE, build_demo, show_translation
+from app.ui import QUEUE_SIZE, build_demo
 from core.translate import Inspection
 from tests.conftest import needs_shipped
+from tests.test_views import translation_callback
 from tools import loadtest
 
 pytestmark = needs_shipped
@@ -93,7 +94,7 @@ def test_heatmap_shows_the_model_attention(ins):
 def test_rounded_weights_still_sum_to_one(ins):
     """Each row of a rounded map sums to 1 within the rounding of its entries, and the figures send them as
     float32 typed arrays."""
-    for kind in attention.KINDS:
+    for kind in KIND_LABELS:
         maps = getattr(ins, kind)
         r = torch.from_numpy(attention.rounded(maps)).double()
         assert (r - maps.double()).abs().max() <= 0.5e-3 + 1e-6
@@ -287,7 +288,7 @@ def test_translate_api_is_named_translate():
     assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",
             "bertviz-model"} <= drawn
     page = {"open": {"": "translate"}, "drawn": {}}
-    assert len(render.outputs) == len(show_translation(page, None, "encoder", 0, 0))
+    assert len(render.outputs) == len(render.fn(page, None, "encoder", 0, 0))
     # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch, the
     # Heads tab's translation with heads off) one at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
@@ -303,6 +304,7 @@ def test_translate_api_is_named_translate():
 def test_switching_views_never_runs_the_model(ins, monkeypatch):
     """Layer, head, kind, step and bertviz views are drawn from the kept Inspection alone."""
     tr = get_translator()
+    show_translation = translation_callback(build_demo())
 
     def forbidden(*a, **k):
         raise AssertionError("the model ran")
