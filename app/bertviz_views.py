@@ -16,6 +16,8 @@ import mpld3
 import xstatic.pkg.jquery as xjquery
 from bertviz import head_view, model_view
 
+from .gradio_adapter import static_url
+
 D3_JS = Path(mpld3.__file__).parent / "js" / "d3.v5.min.js"
 JQUERY_JS = Path(xjquery.BASE_DIR) / "jquery.min.js"
 STATIC_FILES = [str(D3_JS), str(JQUERY_JS)]
@@ -71,11 +73,6 @@ document.getElementById("save-svg").addEventListener("click", function () {
   document.body.appendChild(a); a.click(); a.remove();
 });
 </script>"""
-
-
-def static_url(path):
-    """The URL under which Gradio serves a file registered with gr.set_static_paths."""
-    return f"/gradio_api/file={path}"
 
 
 def _inline(path):

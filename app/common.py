@@ -10,6 +10,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -32,12 +33,29 @@ pio.templates["explorer"] = compact_template()
 pio.templates.default = "explorer"  # for every figure the app builds: each tab module imports this one
 
 
+class KindLabel(NamedTuple):
+    """How the page names a kind of attention: short (menus, grids), long (the Attention tab's titles)."""
+    short: str
+    long: str
+
+
+# one per kind of attention, in the order of core.headmask.KINDS
+KIND_LABELS = {"encoder": KindLabel("Encoder self-attention", "Encoder self-attention"),
+               "decoder": KindLabel("Decoder self-attention", "Decoder self-attention (masked)"),
+               "cross": KindLabel("Cross-attention", "Cross-attention (decoder → encoder)")}
+
+
 def clamp(x, lo, hi, cast=int):
     """x as a number within lo..hi; lo for anything unreadable (the browser can send any value)."""
     try:
         return max(lo, min(hi, cast(x)))
     except (TypeError, ValueError):
         return lo
+
+
+def within(limit, x):
+    """x kept to a setting's Limit (core.decode): a number of its type within its range, as `clamp`."""
+    return clamp(x, limit.lo, limit.hi, limit.cast)
 
 
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~:])")
@@ -57,6 +75,51 @@ def label(token):
 def token_axis(tokens, **kw):
     """A plotly axis with one tick per token, labelled with the token."""
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[label(t) for t in tokens], **kw)
+
+
+def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None, title_font=None, **layout):
+    """A figure of panels filled row by row in `cols` columns, each panel (traces, title, x-axis dict, y-axis
+    dict) on its own pair of axes placed by domain, its title above it unless `notes` (annotations in paper
+    coordinates) label the grid instead. Laid out by hand: plotly's make_subplots takes several times longer than
+    the figure itself for 24 panels."""
+    rows = (len(panels) + cols - 1) // cols
+    w, h = (1 - gap[0] * (cols - 1)) / cols, (1 - gap[1] * (rows - 1)) / rows
+    data, axes, titles = [], {}, []
+    font = {} if title_font is None else {"font": title_font}
+    for i, (traces, name, xaxis, yaxis) in enumerate(panels):
+        r, c, ax = i // cols, i % cols, "" if i == 0 else str(i + 1)
+        x0, y1 = c * (w + gap[0]), 1 - r * (h + gap[1])
+        data += [dict(t, xaxis=f"x{ax}", yaxis=f"y{ax}") for t in traces]
+        axes[f"xaxis{ax}"] = dict(xaxis, domain=[x0, min(1.0, x0 + w)], anchor=f"y{ax}")  # within 0..1 despite
+        axes[f"yaxis{ax}"] = dict(yaxis, domain=[max(0.0, y1 - h), y1], anchor=f"x{ax}")  # rounding
+        titles.append(dict(text=name, x=x0 + w / 2, y=y1, yanchor="bottom", **font))
+    annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
+    layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
+    return go.Figure(data, dict(title=title, height=height, annotations=annotations, **axes, **layout))
+
+
+def prob_color(p):
+    """White (p = 0) to a saturated green (p = 1)."""
+    r, g, b = (int(255 - (255 - c) * p) for c in (46, 160, 67))
+    return f"rgb({r},{g},{b})"
+
+
+MARK_STYLE = "outline:2px solid #e4572e; outline-offset:1px; "  # a token strip's marked token
+
+
+def token_strip(tokens, probs, marked=(), hovers=None, legend=""):
+    """Tokens (pieces, escaped) on backgrounds coloured by their probability, each with it below; those at the
+    positions `marked` outlined in red; `hovers` the text shown over each (else its probability); `legend` a
+    line below the strip."""
+    hovers = hovers or [f"p = {p:.3f}" for p in probs]
+    spans = []
+    for i, (tok, p, hover) in enumerate(zip(tokens, probs, hovers)):
+        text = html.escape(tok.replace("▁", " ").strip() or tok)
+        spans.append(f'<span class="tok" title="{html.escape(hover)}" style="{MARK_STYLE if i in marked else ""}'
+                     f'background:{prob_color(p)};color:{"#fff" if p > 0.6 else "#111"}">'
+                     f'{text}<sub>{p:.2f}</sub></span>')
+    below = f'<div class="tok-legend">{legend}</div>' if legend else ""
+    return f'<div class="tok-row">{"".join(spans)}</div>{below}'
 
 
 def empty_figure(message):

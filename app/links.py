@@ -15,27 +15,27 @@ import json
 
 import gradio as gr
 
-from .common import clamp
-from .shared import examples
-from .tabs.attention import KINDS
-from .tabs.learn import STEPS
-from .tabs.translate import MAX_CHARS, METHODS, translate
+from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 
+from .common import KIND_LABELS, clamp
+from .gradio_adapter import tab_nesting
+from .shared import examples
+from .tabs.learn import STEPS
+from .tabs.translate import MAX_CHARS, SETTINGS, decoding_settings, translate
+
+HEAD = ("kind", "layer", "head")  # the Attention tab's controls a link records
 TEXT_CAP = 4 * MAX_CHARS  # longer than any sentence the app takes: translate() says so; beyond, cut here first
-SETTINGS = ("method", "beam", "alpha", "temperature", "top_k", "max_len")  # in the order translate() takes them
 
 
 def read_link(params, cfg, default_alpha):
-    """The values a link names, each checked: {"text", the six settings, "kind", "layer", "head"}; a value that
-    is missing or unreadable takes its control's default."""
+    """The values a link names, each checked: {"text", the six settings, "kind", "layer", "head", "learn"}; a value
+    that is missing takes its control's first value, a number is kept to its control's range (DECODING_LIMITS for
+    the settings) and an unreadable one takes the lowest."""
     get = params.get
     text = (get("text") or "").strip()[:TEXT_CAP] or examples()[0]
-    method = get("method") if get("method") in METHODS else "greedy"
-    kind = get("kind") if get("kind") in KINDS else "encoder"
-    return {"text": text, "method": method,
-            "beam": clamp(get("beam", 4), 1, 8), "alpha": clamp(get("alpha", default_alpha), 0.0, 2.0, float),
-            "temperature": clamp(get("temperature", 1.0), 0.1, 2.0, float), "top_k": clamp(get("top_k", 10), 0, 50),
-            "max_len": clamp(get("max_len", 100), 5, 200),
+    method = get("method") if get("method") in METHODS else DEFAULT_METHOD
+    kind = get("kind") if get("kind") in KIND_LABELS else "encoder"
+    return {"text": text, "method": method, **decoding_settings({k: get(k) for k in DECODING_LIMITS}, default_alpha),
             "kind": kind, "layer": clamp(get("layer", 0), 0, cfg["N"] - 1), "head": clamp(get("head", 0), 0, cfg["h"] - 1),
             "learn": clamp(get("learn", 1), 1, len(STEPS))}
 
@@ -48,23 +48,15 @@ def link_opener(cfg, default_alpha):
         v = read_link(dict(request.query_params) if request is not None else {}, cfg, default_alpha)
         english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous)
         progress = dict(progress or {"done": []}, step=v["learn"] - 1)
-        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, v["kind"], v["layer"], v["head"],
-                progress, v["text"])
+        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, *(v[k] for k in HEAD), progress,
+                v["text"])
     return open_link
 
 
 def tab_paths(demo):
     """{tab id: path of tab ids from the top ("attention/all-heads")} for every tab of the page."""
-    paths = {}
-    for block in demo.blocks.values():
-        if isinstance(block, gr.Tab) and block.id is not None:
-            path, parent = [str(block.id)], block.parent
-            while parent is not None:
-                if isinstance(parent, gr.Tab) and parent.id is not None:
-                    path.insert(0, str(parent.id))
-                parent = parent.parent
-            paths[str(block.id)] = "/".join(path)
-    return paths
+    return {str(tab.id): "/".join(str(t.id) for t in path if t.id is not None)
+            for tab, path in tab_nesting(demo) if tab.id is not None}
 
 
 # Run by the page once it loads (launch(js=...)); TABS is filled in by link_script. It writes the address with
@@ -126,12 +118,13 @@ RECORD_HEAD = "(kind, layer, head) => { window.explorerLink?.set({kind, layer, h
 def wire(demo, cfg, default_alpha, state, translation, attn, learn):
     """The page-load event that opens a link (returned, for the events that follow a translation), and the
     events that record the sentence, its settings and the attention head in the address."""
+    head = [attn.controls[name] for name in HEAD]
     linked = demo.load(link_opener(cfg, default_alpha), [state, learn.progress],
-                       [*translation.inputs, *translation.results, state, *attn.controls, learn.progress, learn.parts.src],
+                       [*translation.inputs, *translation.results, state, *head, learn.progress, learn.parts.src],
                        api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
     for event in (translation.translated, linked):
         event.then(None, translation.inputs, None, js=RECORD_TRANSLATION)
-    gr.on([c.change for c in attn.controls], None, attn.controls, None, js=RECORD_HEAD)
+    gr.on([c.change for c in head], None, head, None, js=RECORD_HEAD)
     return linked
 
 

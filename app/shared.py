@@ -35,15 +35,13 @@ SESSIONS_KEPT = 1000
 
 def free_closed_sessions(demo):
     """Free a session's state as soon as its page is closed. Gradio keeps a closed page's state for an hour in
-    case it reconnects; ours is not worth keeping (a page that comes back translates again when it loads). The
-    state is dropped through Gradio's own state holder, as its hourly expiry does."""
+    case it reconnects; ours is not worth keeping (a page that comes back translates again when it loads)."""
     import gradio as gr
 
+    from .gradio_adapter import forget_session
+
     def forget(request: gr.Request):
-        holder = demo.state_holder
-        holder.delete_state(request.session_hash)
-        holder.session_data.pop(request.session_hash, None)
-        holder.time_last_used.pop(request.session_hash, None)
+        forget_session(demo, request.session_hash)
         release_free_memory()
 
     demo.unload(forget)

@@ -1,11 +1,12 @@
 """The page: header, the shared state, and the tabs in order. Each tab is one module of app/tabs/ whose
-build() lays the tab out and wires its own events next to its components.
+build() lays the tab out, wires its own events next to its components, and returns its views, its controls by
+name and its outputs (app/views.py tab_views).
 
 What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation) and
 the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
 tab whose components another tab's event must reach returns them (the Heads tab opens a head in the
-Attention tab). After each translation, `show_translation` draws it in the views on screen and clears
-the others, in every tab that shows a translation (wired here, once every tab is built).
+Attention tab). After each translation, one event draws it in the views on screen and clears the others, in
+every tab that shows a translation (wired here, once every tab is built, from what their build() returned).
 """
 import gradio as gr
 
@@ -13,28 +14,12 @@ from . import links, tabs
 from .bertviz_views import STATIC_FILES
 from .i18n import switch
 from .shared import free_closed_sessions, get_translator
-from .views import ROOT, page_state
+from .views import ROOT, page_state, translation_shower
 
 INTRO = """# Transformer Explorer
 *The encoder-decoder Transformer of "Attention Is All You Need", written after "The Annotated Transformer",
 trained on Multi30k German→English, and opened up.* Translate a sentence, then look inside: every attention
 head, the masks, the positional encoding and the training run that made the model."""
-
-
-# The tabs that show a translation, in the order of show_translation's outputs, and how many controls each
-# one's show() reads after the Inspection (their first values when not given).
-TRANSLATION_TABS = ((tabs.translate, 0), (tabs.overview, 0), (tabs.attention, 3), (tabs.heads, 4), (tabs.why, 1),
-                    (tabs.whatif, 1), (tabs.inside, len(tabs.inside.DEFAULTS)), (tabs.learn, 2))
-
-
-def show_translation(page, ins, *controls):
-    """A new translation drawn in every view that shows one: those on screen drawn, the others cleared.
-    `controls` are those of TRANSLATION_TABS, in order."""
-    out = []
-    for tab, n in TRANSLATION_TABS:
-        out += tab.show(page, ins, *controls[:n])
-        controls = controls[n:]
-    return tuple(out)
 
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
@@ -54,23 +39,21 @@ def build_demo():
         gr.Markdown(INTRO)
         lang = switch(demo)
         with gr.Tabs(overflow_behavior="wrap") as top:
-            learn = tabs.learn.build(page, state, lang)
-            diagram = tabs.overview.build(tr.config, page, state)
-            translation = tabs.translate.build(demo, page, state, tr.alpha)
-            attn = tabs.attention.build(tr.config, page, state)
-            shown = [attn, tabs.heads.build(tr.config, page, state, top, attn), tabs.why.build(page, state),
-                     tabs.whatif.build(page, state), tabs.inside.build(tr.config, page, state), learn]
-            tabs.masks.build(tr.config, page)
-            tabs.positional.build(tr.config, page)
-            tabs.training.build(page)
-            tabs.lab.build(page)
+            built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state),
+                     translation := tabs.translate.build(demo, page, state, tr.alpha),
+                     attn := tabs.attention.build(tr.config, page, state),
+                     tabs.heads.build(tr.config, page, state, top, attn), tabs.why.build(page, state),
+                     tabs.whatif.build(page, state), tabs.inside.build(tr.config, page, state),
+                     tabs.masks.build(tr.config, page), tabs.positional.build(tr.config, page),
+                     tabs.training.build(page), tabs.lab.build(page)]
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
+        shown = [t for t in built if t.shows_translation]  # in page order
+        show, controls = translation_shower(shown), [c for t in shown for c in t.controls.values()]
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (tools.bench --browser)
         for event in (translation.translated, tabs.learn.translates(learn, translation, state), linked):
-            event.then(show_translation, [page, state, *(c for t in shown for c in t.controls)],
-                       [*translation.outputs, diagram, *(o for t in shown for o in t.outputs)], api_visibility="private",
+            event.then(show, [page, state, *controls], [o for t in shown for o in t.outputs], api_visibility="private",
                        show_progress_on=translation.outputs[0])
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -12,6 +12,7 @@ it names the controls its drawing reads. Three kinds of event draw views, all th
 The rest of the time a view is left as it is (`gr.skip()`): nothing is recomputed and nothing is sent.
 """
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable
 
 import gradio as gr
@@ -24,7 +25,7 @@ class View:
     """A view: its name, where it is shown (tab ids from the top), how it is drawn, what it reads.
 
     `draw(ins, *used)` returns the values of its `outputs` components (one value, or a tuple of them), where `used`
-    are the controls of its tab at the positions `uses`; a view that does not read the translation
+    are the values of its tab's controls named in `uses`, in that order; a view that does not read the translation
     (`reads_translation=False`) is drawn as `draw(*used)`. `blank` gives the values that clear it (a tuple, or a
     function returning one) once it shows an earlier translation."""
     name: str
@@ -59,12 +60,13 @@ def shown(page, where):
     return True
 
 
-def refresh(page, ins, views, controls=()):
+def refresh(page, ins, views, controls=None):
     """The output values of `views`, in order: drawn where shown and not drawn already for `ins` and the
-    controls the view reads; cleared where hidden and drawn for an earlier translation; else skipped."""
+    controls the view reads (`controls`: their values by name); cleared where hidden and drawn for an earlier
+    translation; else skipped."""
     drawn, out = page["drawn"], []
     for v in views:
-        used = tuple(controls[i] for i in v.uses)
+        used = tuple(controls[name] for name in v.uses)
         last = drawn.get(v.name)
         fresh = last is not None and last[0] is ins and last[1] == used
         if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):
@@ -77,6 +79,28 @@ def refresh(page, ins, views, controls=()):
         else:
             out.extend(gr.skip() for _ in range(v.outputs))
     return tuple(out)
+
+
+def tab_views(show, views, controls, outputs, **more):
+    """What the build() of a tab with views returns: its `show` (the page, the Inspection where the tab shows a
+    translation, then the controls' values in the order of `controls`), its views, its controls by name, the
+    outputs of `show`, and `more` that other tabs reach."""
+    return SimpleNamespace(show=show, views=views, controls=dict(controls), outputs=list(outputs),
+                           shows_translation=any(v.reads_translation for v in views), **more)
+
+
+def translation_shower(tabs):
+    """The callback that draws a new translation in every view that shows one: those on screen drawn, the
+    others cleared. `tabs` are the tab_views of the tabs that show a translation; it takes the page, the
+    Inspection, then each tab's controls in turn (those not given take their first values)."""
+    def show_translation(page, ins, *controls):
+        out = []
+        for tab in tabs:
+            n = len(tab.controls)
+            out += tab.show(page, ins, *controls[:n])
+            controls = controls[n:]
+        return tuple(out)
+    return show_translation
 
 
 def opener(where, show):

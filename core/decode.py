@@ -6,6 +6,7 @@ the model with its decoder in float16 that `Translator` uses for one sentence on
 """
 import copy
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -333,6 +334,35 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     if tree is not None:
         tree.mark_returned(results[0])
     return results
+
+
+METHODS = ("greedy", "beam", "sample")  # what decode_batch dispatches to
+DEFAULT_METHOD = "greedy"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A decoding setting's range, first value and step: its slider on the page, and what a request is kept to."""
+    lo: float
+    hi: float
+    default: float | None
+    step: float
+
+    @property
+    def cast(self):
+        """int for a setting counted in whole steps, else float."""
+        return int if all(isinstance(v, int) for v in (self.lo, self.hi, self.step)) else float
+
+
+# The settings a request may ask for (the Translate tab's sliders, its links and the /translate endpoint): sized for
+# one sentence on a CPU. The length penalty's first value is the model's own (Translator.alpha).
+DECODING_LIMITS = {
+    "beam": Limit(1, 8, 4, 1),
+    "alpha": Limit(0.0, 2.0, None, 0.1),
+    "temperature": Limit(0.1, 2.0, 1.0, 0.05),
+    "top_k": Limit(0, 50, 10, 1),
+    "max_len": Limit(5, 200, 100, 1),
+}
 
 
 def decode_batch(model, src, src_mask, max_len, method="greedy", beam=4, alpha=0.6,

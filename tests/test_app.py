@@ -12,13 +12,14 @@ import torch
 
 from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
-from app.common import md_literal
+from app.common import KIND_LABELS, md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
-from app.ui import QUEUE_SIZE, build_demo, show_translation
+from app.ui import QUEUE_SIZE, build_demo
 from core.bench import ROWS
 from core.translate import Inspection
 from tests.conftest import ASSETS, needs_shipped
+from tests.test_views import translation_callback
 from tools import loadtest
 
 pytestmark = needs_shipped
@@ -67,13 +68,15 @@ def test_bad_input_gives_messages_not_errors(ins):
     assert out == "" and "characters" in status and state is ins
     out, status, new = translate.translate("Ein Hund " * 100)  # under the character limit, over the token limit
     assert "cut to its first" in status and new.truncated
-    # settings the browser should never send fall back to allowed values: beam search, a beam of 1, one output
-    # token, which the model would follow with more (the status says the output was cut)
+    # settings the browser should never send fall back to allowed values (core.decode.DECODING_LIMITS): the
+    # default method (greedy), the shortest output the slider allows, which the model would follow with more
+    # (the status says the output was cut)
+    from core.decode import DECODING_LIMITS, DEFAULT_METHOD
+    lo = DECODING_LIMITS["max_len"].lo
     out, status, new = translate.translate(SENTENCE, method="nonsense", beam="x", max_len=-5)
-    assert new.decoding == {"method": "beam", "beam": 1, "alpha": get_translator().alpha, "max_len": 1}
-    assert out == get_translator().translate(SENTENCE, method="beam", beam=1, max_len=1) == "Two"
-    assert new.out_tokens == ["▁Two", "</s>"] and new.topk[1][0][0] != "</s>"
-    assert status.startswith(f"beam search (k = 1, α = {get_translator().alpha:g})") and "maximum length" in status
+    assert new.decoding["method"] == DEFAULT_METHOD == "greedy" and new.decoding["max_len"] == lo
+    assert out == get_translator().translate(SENTENCE, method="greedy", max_len=lo)
+    assert len(new.out_tokens) == lo + 1 and len(out.split()) == lo and "maximum length" in status  # + </s> shown
     # within the limits: no notice
     assert "maximum length" not in translate.translate(SENTENCE, method="beam", beam="99", max_len="300")[1]
     assert translate.translate(SENTENCE, method="beam", beam="99")[2].decoding["beam"] == 8
@@ -102,7 +105,7 @@ def test_heatmap_shows_the_model_attention(ins):
 def test_rounded_weights_still_sum_to_one(ins):
     """Each row of a rounded map sums to 1 within the rounding of its entries, and the figures send them as
     float32 typed arrays."""
-    for kind in attention.KINDS:
+    for kind in KIND_LABELS:
         maps = getattr(ins, kind)
         r = torch.from_numpy(attention.rounded(maps)).double()
         assert (r - maps.double()).abs().max() <= 0.5e-3 + 1e-6
@@ -296,7 +299,7 @@ def test_translate_api_is_named_translate():
     assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",
             "bertviz-model"} <= drawn
     page = {"open": {"": "translate"}, "drawn": {}}
-    assert len(render.outputs) == len(show_translation(page, None, "encoder", 0, 0))
+    assert len(render.outputs) == len(render.fn(page, None, "encoder", 0, 0))
     # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch, the
     # Heads tab's translation with heads off) one at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
@@ -312,6 +315,7 @@ def test_translate_api_is_named_translate():
 def test_switching_views_never_runs_the_model(ins, monkeypatch):
     """Layer, head, kind, step and bertviz views are drawn from the kept Inspection alone."""
     tr = get_translator()
+    show_translation = translation_callback(build_demo())
 
     def forbidden(*a, **k):
         raise AssertionError("the model ran")
@@ -327,7 +331,7 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
     translate.previous_step(ins, 2)
     head_view_html(ins), model_view_html(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
-    show_translation(page, ins, "cross", 0, 1)
+    show_translation(page, ins, None, "en", "cross", 0, 1)  # the Learn tab comes first: its progress, language
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):
         views.open_tab(page, ("attention", sub))
         assert all(v is not None for v in attention.show(page, ins, "decoder", 1, 2))

@@ -3,11 +3,11 @@ translating again with heads off, the comparison and the maps with the heads tha
 atlas opening that head in the Attention tab."""
 import copy
 import re
-from types import SimpleNamespace
 
 import gradio as gr
 import pytest
 
+from app.common import KIND_LABELS
 from app.tabs import heads
 from app.views import ROOT
 from core.headmask import KINDS
@@ -89,16 +89,22 @@ def test_maps_show_the_heads_that_were_off_in_grey(ins):
     assert heads.maps_view(ins, None, "decoder", 1).layout.annotations[0].text.startswith("The attention maps")
 
 
+def cell(value):
+    """The select event of a click on an atlas cell, as heads.CLICK_JS sends it."""
+    return gr.SelectData(None, {"index": [0, 0], "value": value, "selected": True})
+
+
 def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins):
     page = {"open": {ROOT: "heads", "attention": "all-heads"}, "drawn": {}}
-    out = heads.open_head(page, ins, SimpleNamespace(_data={"kind": "cross", "layer": 1, "head": 3}))
+    out = heads.open_head(page, ins, cell({"kind": "cross", "layer": 1, "head": 3}))
     tabs, subtabs, kind, layer, head, one, *rest = out
     assert isinstance(tabs, gr.Tabs) and (kind, layer, head) == ("cross", 1, 3)
     assert page["open"] == {ROOT: "attention", "attention": "one-head"}
     assert "Cross-attention" in one.layout.title.text and "layer 1, head 3" in one.layout.title.text
     # a forged click is kept in range
-    out = heads.open_head(page, ins, SimpleNamespace(_data={"kind": "x", "layer": 99, "head": "y"}))
+    out = heads.open_head(page, ins, cell({"kind": "x", "layer": 99, "head": "y"}))
     assert out[2:5] == ("encoder", 2, 0)
+    assert heads.open_head(page, ins, cell("not a head"))[2:5] == ("encoder", 0, 0)
 
 
 def test_views_blank_before_a_translation_and_atlas_draws_without_one():
@@ -108,4 +114,4 @@ def test_views_blank_before_a_translation_and_atlas_draws_without_one():
     if heads.load_atlas() is not None:
         assert len(re.findall(r"data-head=", atlas)) == 3 * 3 * 8  # every head of the shipped model
     assert all(isinstance(v, type(gr.skip())) for v in (compare, maps))
-    assert set(KINDS) == set(heads.NAMES)
+    assert tuple(KIND_LABELS) == KINDS

@@ -3,14 +3,15 @@ others, opening a tab draws its views from the kept Inspection, a control redraw
 nothing is drawn twice for the same translation and controls. The figure builders are counted."""
 import collections
 import html
+import inspect
 
 import gradio as gr
 import pytest
 
-from app import views
+from app import tabs, views
 from app.shared import examples
-from app.tabs import attention, masks, overview, positional, training, translate
-from app.ui import show_translation
+from app.tabs import attention, learn, masks, overview, positional, training, translate
+from app.ui import build_demo
 from tests.conftest import needs_shipped
 
 pytestmark = needs_shipped
@@ -19,6 +20,18 @@ BUILDERS = {translate: ("token_probs_html", "step_slider", "mask_svg", "step_can
             overview: ("architecture_svg",),
             attention: ("attention_heatmap", "head_grid", "layer_head_overview", "head_view_html", "model_view_html")}
 SKIP = gr.skip()
+
+
+def translation_callback(demo):
+    """The callback a page runs after each translation (app/ui.py): it takes the page, the Inspection, then the
+    controls of every tab that shows a translation, and returns the values of their views, tabs in page order."""
+    (fn,) = {d.fn for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation"}
+    return fn
+
+
+@pytest.fixture(scope="module")
+def show_translation():
+    return translation_callback(build_demo())
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +60,9 @@ def new_page(tab):
     return {"open": {views.ROOT: tab, "attention": "one-head"}, "drawn": {}}
 
 
+LEARN = learn.VIEWS[0].outputs  # the outputs of the Learn tab, the first of the translation event's
+
+
 def open_and_show(page, where, show, *inputs):
     return views.opener(where, show)(page, *inputs)
 
@@ -59,12 +75,16 @@ def escaped(tokens):
     return [html.escape(t, quote=False) for t in tokens]
 
 
-def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(two, calls):
+def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(two, calls, show_translation):
     ins, _ = two
     page = new_page("translate")
-    out = show_translation(page, ins, "encoder", 0, 0)
+    out = show_translation(page, ins, None, "en", "encoder", 0, 0)
+    # the Learn tab comes first: closed here, its view is skipped
+    assert out[:LEARN] == (SKIP,) * LEARN
+    out = out[LEARN:]
     # the token strip and the step replay (slider, input so far, mask, candidates); nothing of the closed tabs
-    assert all(v != SKIP for v in out[:5]) and all(v == SKIP for v in out[5:])
+    # (the Overview's diagram comes first, the tabs in page order)
+    assert all(v != SKIP for v in out[1:6]) and all(v == SKIP for v in (out[0], *out[6:]))
     assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_svg": 1, "step_candidates": 1}
     # opening the Attention tab draws its open sub-tab's view only, for the same sentence
     heat, *rest = open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0)
@@ -98,14 +118,14 @@ def test_controls_redraw_only_the_views_that_read_them(two, calls):
     assert calls["head_grid"] == 1 and calls["layer_head_overview"] == 0
 
 
-def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls):
+def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls, show_translation):
     first, second = two
     page = new_page("translate")
-    show_translation(page, first, "encoder", 0, 0)
+    show_translation(page, first, None, "en", "encoder", 0, 0)
     for sub in ("all-heads", "bertviz-model", "one-head"):
         open_and_show(page, ("attention", sub), attention.show, first, "encoder", 0, 0)
-    out = show_translation(page, second, "encoder", 0, 0)
-    probs, slider, info, mask, cands, diagram, heat, grid, layers, bv_head, bv_model, *later = out
+    out = show_translation(page, second, None, "en", "encoder", 0, 0)[LEARN:]
+    diagram, probs, slider, info, mask, cands, heat, grid, layers, bv_head, bv_model, *later = out
     assert later == [SKIP] * len(later)  # the tabs after Attention: hidden and never drawn
     # on screen: the one-head view, drawn for the new sentence; the token strip always
     assert tokens_on_y(heat) == escaped(second.src_tokens) and "tok" in probs
@@ -147,3 +167,34 @@ def test_shown_follows_the_open_tab_at_every_level():
     assert not views.shown(page, ("attention", "bertviz-head"))
     views.open_tab(page, ("attention",))  # back to the Attention tab: the sub-tab open before is open again
     assert views.shown(page, ("attention", "bertviz-head"))
+
+
+def test_each_tab_names_the_controls_its_views_read(monkeypatch):
+    """What each tab's build() returns (app/views.py tab_views): its controls by name, in the order its show()
+    takes them, every name a view reads among them, one output a drawn value; the page's translation event
+    reads them all."""
+    built = []
+
+    def recorded(*args, **kw):
+        built.append(views.tab_views(*args, **kw))
+        return built[-1]
+
+    for name in tabs.__all__:
+        if hasattr(getattr(tabs, name), "tab_views"):
+            monkeypatch.setattr(getattr(tabs, name), "tab_views", recorded)
+    demo = build_demo()
+    assert len(built) == len(tabs.__all__) - 1  # every tab but Engineering, which has no views
+    for tab in built:
+        takes = list(inspect.signature(tab.show).parameters)[1 + tab.shows_translation:]
+        names = list(tabs.inside.DEFAULTS) if tab.show is tabs.inside.show else takes
+        assert list(tab.controls) == names, tab.show.__module__
+        assert all(set(v.uses) <= set(tab.controls) for v in tab.views), tab.show.__module__
+        assert len(tab.outputs) == sum(v.outputs for v in tab.views), tab.show.__module__
+    shown = [t for t in built if t.shows_translation]
+    assert [t.show.__module__.rpartition(".")[2] for t in shown] == ["learn", "overview", "translate", "attention",
+                                                                    "heads", "why", "whatif", "inside"]
+    events = [d for d in demo.fns.values() if d.fn is translation_callback(demo)]
+    assert len(events) == 3  # after a translation, one from the Learn tab's box, and the page load's linked one
+    for event in events:
+        assert len(event.inputs) == 2 + sum(len(t.controls) for t in shown)
+        assert len(event.outputs) == sum(len(t.outputs) for t in shown)

@@ -4,8 +4,6 @@ in bertviz's views.
 All maps come from the Inspection kept in the session's state: changing kind, layer or head redraws from it
 and never runs the model.
 """
-from types import SimpleNamespace
-
 import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
@@ -13,14 +11,9 @@ import plotly.graph_objects as go
 from core import model as core_model
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
-from ..common import clamp, code_panel, export_file, label
-from ..views import View, opener, refresh
+from ..common import KIND_LABELS, clamp, code_panel, export_file, label, panel_grid
+from ..views import View, opener, refresh, tab_views
 
-KINDS = {
-    "encoder": ("Encoder self-attention", "source", "source"),
-    "decoder": ("Decoder self-attention (masked)", "decoder input", "decoder input"),
-    "cross": ("Cross-attention (decoder → encoder)", "decoder input", "source"),
-}
 SCALE = "Blues"
 DECIMALS = 3  # what a colour scale can show; a hover shows the same three decimals
 HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>"
@@ -62,25 +55,10 @@ def attention_heatmap(weights, q_tokens, k_tokens, title=""):
 
 def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None):
     """Heatmaps of maps (n, Tq, Tk) in a grid of `cols` columns sharing one colour scale, each named by `names`
-    (in its hover, and above it unless other `notes` label the grid).
-
-    The grid is laid out by hand (each heatmap on its own pair of axes, placed by domain): plotly's
-    make_subplots would take several times longer than the figure itself for 24 panels."""
-    n = len(maps)
-    rows = (n + cols - 1) // cols
-    w, h = (1 - gap[0] * (cols - 1)) / cols, (1 - gap[1] * (rows - 1)) / rows
-    traces, layout, titles = [], {}, []
-    for i in range(n):
-        r, c, ax = i // cols, i % cols, "" if i == 0 else str(i + 1)
-        x0, y1 = c * (w + gap[0]), 1 - r * (h + gap[1])
-        x1, y0 = min(1.0, x0 + w), max(0.0, y1 - h)  # within 0..1 despite rounding
-        traces.append(_heatmap(maps[i], q_tokens, k_tokens, names[i], showscale=i == 0, xaxis=f"x{ax}", yaxis=f"y{ax}"))
-        layout[f"xaxis{ax}"] = _axis(domain=[x0, x1], anchor=f"y{ax}")
-        layout[f"yaxis{ax}"] = _axis(domain=[y0, y1], anchor=f"x{ax}", autorange="reversed")
-        titles.append(dict(text=names[i], x=x0 + w / 2, y=y1, yanchor="bottom"))
-    return go.Figure(traces, dict(title=title, height=height, margin=dict(l=10, r=40, t=70, b=10),
-                                  annotations=[dict(xref="paper", yref="paper", showarrow=False, **n)
-                                               for n in (titles if notes is None else notes)], **layout))
+    (in its hover, and above it unless other `notes` label the grid)."""
+    panels = [([_heatmap(m, q_tokens, k_tokens, name, showscale=i == 0)], name, _axis(), _axis(autorange="reversed"))
+              for i, (m, name) in enumerate(zip(maps, names))]
+    return panel_grid(panels, cols, title, height, gap, notes, margin=dict(l=10, r=40, t=70, b=10))
 
 
 def head_grid(maps, q_tokens, k_tokens, title="", cols=4):
@@ -112,9 +90,9 @@ def attention_maps(ins, kind):
 
 def _maps(ins, kind, layer=0, head=0):
     """The maps of `kind` with the layer and head kept in range, and the kind's name."""
-    kind = kind if kind in KINDS else "encoder"
+    kind = kind if kind in KIND_LABELS else "encoder"
     maps, q, k = attention_maps(ins, kind)
-    return maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1), KINDS[kind][0]
+    return maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1), KIND_LABELS[kind].long
 
 
 def one_head(ins, kind, layer, head):
@@ -132,10 +110,10 @@ def layers_by_heads(ins, kind):
     return layer_head_overview(maps, q, k, f"{name}: every layer × every head")
 
 
-# the views of the tab, in the order of its outputs; each reads the controls (kind, layer, head) named in `uses`
-VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=(0, 1, 2), blank=(None,)),
-         View("attention/all-heads", ("attention", "all-heads"), all_heads, uses=(0, 1), blank=(None,)),
-         View("attention/layers-heads", ("attention", "layers-heads"), layers_by_heads, uses=(0,), blank=(None,)),
+# the views of the tab, in the order of its outputs; each reads the controls named in `uses`
+VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=("kind", "layer", "head"), blank=(None,)),
+         View("attention/all-heads", ("attention", "all-heads"), all_heads, uses=("kind", "layer"), blank=(None,)),
+         View("attention/layers-heads", ("attention", "layers-heads"), layers_by_heads, uses=("kind",), blank=(None,)),
          View("attention/bertviz-head", ("attention", "bertviz-head"), lambda ins: head_view_html(ins),
               blank=("",)),
          View("attention/bertviz-model", ("attention", "bertviz-model"), lambda ins: model_view_html(ins),
@@ -144,7 +122,7 @@ VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=(0
 
 def show(page, ins, kind="encoder", layer=0, head=0):
     """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
-    return refresh(page, ins, VIEWS, (kind, layer, head))
+    return refresh(page, ins, VIEWS, dict(kind=kind, layer=layer, head=head))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -193,18 +171,18 @@ def build(cfg, page, state):
     app/ui.py), and the sub-tabs (the Heads tab opens a head here)."""
     with gr.Tab("Attention", id="attention") as tab:
         with gr.Row():
-            kind = gr.Radio([(v[0], k) for k, v in KINDS.items()], value="encoder", label="attention",
+            kind = gr.Radio([(v.long, k) for k, v in KIND_LABELS.items()], value="encoder", label="attention",
                             elem_id="kind")
             layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="layer")
             head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="head")
         tabs, subtabs, outputs, saves = _views()
         code_panel("The code", core_model.attention, core_model.MultiHeadedAttention)
-    controls = [kind, layer, head]
-    inputs = [page, state, *controls]
+    controls = dict(kind=kind, layer=layer, head=head)
+    inputs = [page, state, *controls.values()]
     tab.select(opener(("attention",), show), inputs, outputs, api_visibility="private")
     for sub, subtab in subtabs.items():
         subtab.select(opener(("attention", sub), show), inputs, outputs, api_visibility="private")
-    gr.on([c.change for c in controls], show, inputs, outputs, api_visibility="private")
+    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
     for button, file, view in saves:
         button.click(lambda ins, view=view: bertviz_file(ins, view), [state], file, api_visibility="private")
-    return SimpleNamespace(controls=controls, outputs=outputs, tabs=tabs)
+    return tab_views(show, VIEWS, controls, outputs, tabs=tabs)

@@ -13,20 +13,19 @@ import json
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-from types import SimpleNamespace
 
 import gradio as gr
 
 from core.analysis.heads import MEASURES, findings
 from core.headmask import KINDS
 
-from ..common import clamp, empty_figure, md_literal
+from ..common import KIND_LABELS, clamp, empty_figure, md_literal, token_strip
 from ..shared import MODEL_LOCK, get_translator, model_dir
-from ..views import View, open_tab, opener, refresh
+from ..views import View, open_tab, opener, refresh, tab_views
 from . import attention
-from .translate import token_probs_html
+from .translate import TOKEN_LEGEND
 
-NAMES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
+KIND_CHOICES = [(label.short, kind) for kind, label in KIND_LABELS.items()]
 CELL_W, CELL_H = 44, 28
 OFF_SCALE = [[0, "#f4f4f4"], [1, "#6b6b6b"]]  # a switched-off head's map, in grey
 
@@ -79,7 +78,8 @@ def grid_svg(grid, kind, name, lo, hi):
     left, top = 64, 22
     w, h = left + H * CELL_W + 2, top + L * CELL_H + 2
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-           f'font-family="sans-serif" font-size="11" role="img" aria-label="{NAMES[kind]}: {html.escape(name)}">']
+           f'font-family="sans-serif" font-size="11" role="img" '
+           f'aria-label="{KIND_LABELS[kind].short}: {html.escape(name)}">']
     out += [f'<text x="{left + (j + 0.5) * CELL_W}" y="{top - 7}" text-anchor="middle">head {j}</text>' for j in range(H)]
     for i, row in enumerate(grid):
         y = top + i * CELL_H
@@ -88,7 +88,7 @@ def grid_svg(grid, kind, name, lo, hi):
             fill, ink = _color(v, lo, hi, diverging=name == "delta_bleu")
             x = left + j * CELL_W
             out.append(f'<g class="hcell" data-kind="{kind}" data-layer="{i}" data-head="{j}" style="cursor:pointer">'
-                       f'<title>{NAMES[kind]}, layer {i}, head {j}: {html.escape(_cell_text(v, name))} '
+                       f'<title>{KIND_LABELS[kind].short}, layer {i}, head {j}: {html.escape(_cell_text(v, name))} '
                        f'(click to open it in the Attention tab)</title>'
                        f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" rx="3" fill="{fill}"/>'
                        f'<text x="{x + CELL_W / 2 - 1}" y="{y + CELL_H * 0.62}" text-anchor="middle" fill="{ink}">'
@@ -110,8 +110,8 @@ def atlas_html(atlas, name):
     blocks = []
     for kind, grid in grids.items():
         body = grid_svg(grid, kind, name, lo, hi) if grid else (
-            f'<div class="heads-na">not defined for {NAMES[kind].lower()}</div>')
-        blocks.append(f'<div class="heads-block"><div class="heads-title">{NAMES[kind]}</div>{body}</div>')
+            f'<div class="heads-na">not defined for {KIND_LABELS[kind].short.lower()}</div>')
+        blocks.append(f'<div class="heads-block"><div class="heads-title">{KIND_LABELS[kind].short}</div>{body}</div>')
     data = atlas["data"]
     caption = (f"{html.escape(measure_label(name))}. Over the {data['sentences']:,} pairs of the validation set, "
                f"teacher-forced" + (f"; greedy BLEU over the first {data['bleu_sentences']:,}"
@@ -135,7 +135,7 @@ def reading_md(atlas):
 
 def head_choices(layers, heads):
     """(label, value) of every head, for the list of heads to switch off."""
-    return [(f"{NAMES[k]} · layer {lay} · head {h}", f"{k} {lay} {h}")
+    return [(f"{KIND_LABELS[k].short} · layer {lay} · head {h}", f"{k} {lay} {h}")
             for k in KINDS for lay in range(layers) for h in range(heads)]
 
 
@@ -206,14 +206,6 @@ def switch_off(ins, values):
             "attention maps included"), Switched(ins, changed, ms)
 
 
-def _marked_tokens(tokens, probs, changed):
-    """Token strip HTML (as the Translate tab's) with the tokens at `changed` positions outlined."""
-    spans = token_probs_html(SimpleNamespace(out_tokens=tokens, token_probs=probs)).split('<span class="tok"')
-    for i in changed:
-        spans[i + 1] = spans[i + 1].replace('style="', 'style="outline:2px solid #e4572e; outline-offset:1px; ', 1)
-    return '<span class="tok"'.join(spans)
-
-
 def comparison_html(original, changed):
     """Both translations, each with its token probabilities; the tokens that differ outlined in red."""
     a, b = original.out_tokens, changed.out_tokens
@@ -225,7 +217,8 @@ def comparison_html(original, changed):
     off = ", ".join(f"{k} {lay}.{h}" for k, lay, h in changed.heads_off)
     rows = [("As translated", original, a, gone), (f"With {off} switched off", changed, b, new)]
     return "".join(f'<div style="margin:8px 0"><div><b>{html.escape(title)}:</b> {html.escape(ins.translation)}'
-                   f'</div>{_marked_tokens(toks, ins.token_probs, marks)}</div>' for title, ins, toks, marks in rows) + (
+                   f'</div>{token_strip(toks, ins.token_probs, marks, legend=TOKEN_LEGEND)}</div>'
+                   for title, ins, toks, marks in rows) + (
         f'<div class="tok-legend">{len(new)} of {len(b)} output tokens changed (outlined in red; in the original, '
         'the tokens that were replaced or dropped)</div>')
 
@@ -244,7 +237,7 @@ def maps_view(ins, switched, kind, layer):
     changed = switched.changed
     kind = kind if kind in KINDS else "cross"
     maps, q, k = attention.attention_maps(changed, kind)
-    layer, name = clamp(layer, 0, maps.size(0) - 1), attention.KINDS[kind][0]
+    layer, name = clamp(layer, 0, maps.size(0) - 1), KIND_LABELS[kind].long
     fig = attention.head_grid(maps[layer], q, k, f"{name}, layer {layer}, with heads switched off (grey: off)")
     off = {h for kd, lay, h in changed.heads_off if kd == kind and lay == layer}
     for h in off:
@@ -257,24 +250,24 @@ def atlas_view(measure):
     return atlas_html(load_atlas(), measure)
 
 
-# the views of the tab, in the order of its outputs; controls: (measure, map kind, map layer, the Switched state)
-VIEWS = [View("heads/atlas", ("heads",), atlas_view, uses=(0,), reads_translation=False),
-         View("heads/compare", ("heads",), compare_view, uses=(3,), blank=("",)),
-         View("heads/maps", ("heads",), maps_view, uses=(3, 1, 2), blank=(None,))]
+# the views of the tab, in the order of its outputs, each reading the controls named in `uses`
+VIEWS = [View("heads/atlas", ("heads",), atlas_view, uses=("measure",), reads_translation=False),
+         View("heads/compare", ("heads",), compare_view, uses=("switched",), blank=("",)),
+         View("heads/maps", ("heads",), maps_view, uses=("switched", "map_kind", "map_layer"), blank=(None,))]
 
 
-def show(page, ins, measure="delta_loss", kind="cross", layer=0, switched=None):
+def show(page, ins, measure="delta_loss", map_kind="cross", map_layer=0, switched=None):
     """The tab's views for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS, (measure, kind, layer, switched))
+    return refresh(page, ins, VIEWS, dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched))
 
 
-def open_head(page, ins, evt: gr.EventData):
+def open_head(page, ins, evt: gr.SelectData):
     """A click on an atlas cell: the Attention tab opened on that head (one-head view) for the current sentence.
     Returns the top-level tabs, the Attention tab's sub-tabs, its kind, layer and head, and its views."""
-    data = getattr(evt, "_data", None) or {}
+    cell = evt.value if isinstance(evt.value, dict) else {}
     cfg = get_translator().config
-    kind = data.get("kind") if data.get("kind") in KINDS else "encoder"
-    layer, head = clamp(data.get("layer"), 0, cfg["N"] - 1), clamp(data.get("head"), 0, cfg["h"] - 1)
+    kind = cell.get("kind") if cell.get("kind") in KINDS else "encoder"
+    layer, head = clamp(cell.get("layer"), 0, cfg["N"] - 1), clamp(cell.get("head"), 0, cfg["h"] - 1)
     open_tab(page, ("attention", "one-head"))
     return (gr.Tabs(selected="attention"), gr.Tabs(selected="one-head"), kind, layer, head,
             *attention.show(page, ins, kind, layer, head))
@@ -282,10 +275,13 @@ def open_head(page, ins, evt: gr.EventData):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
+# Clicking a cell selects its head (the head goes to the server as the select event's value).
 CLICK_JS = """
 element.addEventListener('click', (event) => {
   const cell = event.target.closest('[data-head]');
-  if (cell) trigger('click', {kind: cell.dataset.kind, layer: +cell.dataset.layer, head: +cell.dataset.head});
+  if (!cell) return;
+  const value = {kind: cell.dataset.kind, layer: +cell.dataset.layer, head: +cell.dataset.head};
+  trigger('select', {index: [value.layer, value.head], value, selected: true});
 });
 """
 
@@ -295,7 +291,7 @@ def _switch_panel(cfg):
     gr.Markdown("### Switch heads off\nA head switched off has its output zeroed before W^O, the output "
                 "projection. Choose heads, then translate the current sentence again with them off.")
     with gr.Row():
-        kind = gr.Radio([(NAMES[k], k) for k in KINDS], value="cross", label="attention", elem_id="off-kind")
+        kind = gr.Radio(KIND_CHOICES, value="cross", label="attention", elem_id="off-kind")
         layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="off-layer")
         head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="off-head")
     with gr.Row():
@@ -322,11 +318,12 @@ def build(cfg, page, state, tabs, attn):
         status = gr.Markdown(elem_id="off-status")
         compare = gr.HTML(elem_id="off-compare")
         with gr.Row():
-            map_kind = gr.Radio([(NAMES[k], k) for k in KINDS], value="cross", label="maps of", elem_id="off-map-kind")
+            map_kind = gr.Radio(KIND_CHOICES, value="cross", label="maps of", elem_id="off-map-kind")
             map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="off-map-layer")
         maps = gr.Plot(elem_id="off-maps")
-    controls, outputs = [measure, map_kind, map_layer, switched], [atlas, compare, maps]
-    inputs = [page, state, *controls]
+    controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched)
+    outputs = [atlas, compare, maps]
+    inputs = [page, state, *controls.values()]
     tab.select(opener(("heads",), show), inputs, outputs, api_visibility="private")
     gr.on([measure.change, map_kind.change, map_layer.change], show, inputs, outputs, api_visibility="private")
     for button, fn in ((add, add_head), (but, all_but)):
@@ -335,5 +332,6 @@ def build(cfg, page, state, tabs, attn):
     run.click(switch_off, [state, chosen], [status, switched], concurrency_limit=1, concurrency_id="model",
               api_visibility="private", show_progress_on=[status]).then(
         show, inputs, outputs, api_visibility="private")
-    atlas.click(open_head, [page, state], [tabs, attn.tabs, *attn.controls, *attn.outputs], api_visibility="private")
-    return SimpleNamespace(controls=controls, outputs=outputs)
+    atlas.select(open_head, [page, state], [tabs, attn.tabs, *attn.controls.values(), *attn.outputs],
+                 api_visibility="private")
+    return tab_views(show, VIEWS, controls, outputs)

@@ -8,12 +8,8 @@ Inspection: moving a control redraws from that recording and never runs the mode
 """
 import inspect
 import math
-import threading
-import weakref
-from collections import OrderedDict
 from functools import lru_cache
 from html import escape
-from types import SimpleNamespace
 
 import gradio as gr
 import numpy as np
@@ -24,13 +20,12 @@ import torch.nn.functional as F
 from core.analysis import inside as core
 from core.model import LayerNorm, attention
 
-from ..common import clamp, code_panel, label, md_literal, token_axis
+from ..cache import PerTranslation
+from ..common import KIND_LABELS, clamp, code_panel, label, md_literal, panel_grid, token_axis
 from ..shared import MODEL_LOCK, get_translator
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 
 WAIT = "Translate a sentence (Translate tab): this view then shows what the model does to it."
-KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention (masked)",
-         "cross": "Cross-attention (decoder → encoder)"}
 MAX_CELLS = (64, 128)  # a weight heatmap's largest size sent to the browser (rows, columns)
 BINS = 80  # of a weight histogram, computed here
 FIRST_MODULE = "encoder.layers.0.feed_forward.w_1"
@@ -39,47 +34,26 @@ BLUE, ORANGE, GREY = "#2f6db5", "#e4572e", "#9aa3ad"
 
 # ---- the recording, kept per Inspection -------------------------------------------------------------
 
-class _Kept:
-    """One Inspection's recording and what is computed from it (the logit lens, the other LayerNorm)."""
-
-    def __init__(self, ins, rec):
-        self.ref, self.rec, self.derived = weakref.ref(ins), rec, {}
-
-
-_KEPT = OrderedDict()  # id(Inspection) -> _Kept, the most recent last
-_KEPT_SIZE = 4  # a recording of a 15-piece sentence is about 1.5 MB
-_KEPT_LOCK = threading.Lock()
+_RECORDINGS = PerTranslation(4)  # a recording of a 15-piece sentence is about 1.5 MB
+_DERIVED = PerTranslation(4 * 2)  # what is computed from them: the logit lens and the other LayerNorm's effect
 
 
 def recorded(ins):
     """The Recording of `ins` (one pass of the float32 model, run the first time and kept)."""
-    return _kept(ins).rec
-
-
-def _kept(ins):
-    with _KEPT_LOCK:
-        hit = _KEPT.get(id(ins))
-        if hit is not None and hit.ref() is ins:
-            _KEPT.move_to_end(id(ins))
-            return hit
-    tr = get_translator()
-    with MODEL_LOCK:  # the hooks sit on the shared model: one model call at a time
-        rec = core.record_inspection(tr, ins)
-    kept = _Kept(ins, rec)
-    with _KEPT_LOCK:
-        _KEPT[id(ins)] = kept
-        while len(_KEPT) > _KEPT_SIZE:
-            _KEPT.popitem(last=False)
-    return kept
+    def record():
+        with MODEL_LOCK:  # the hooks sit on the shared model: one model call at a time
+            return core.record_inspection(get_translator(), ins)
+    return _RECORDINGS.get(ins, "recording", record)
 
 
 def derived(ins, name, fn):
     """fn(model, recording), computed once per Inspection."""
-    kept = _kept(ins)
-    if name not in kept.derived:
+    rec = recorded(ins)
+
+    def compute():
         with MODEL_LOCK:
-            kept.derived[name] = fn(get_translator().model, kept.rec)
-    return kept.derived[name]
+            return fn(get_translator().model, rec)
+    return _DERIVED.get(ins, name, compute)
 
 
 def small(x, decimals=4):
@@ -87,21 +61,9 @@ def small(x, decimals=4):
     return np.round(torch.as_tensor(x).detach().float().cpu().numpy(), decimals)
 
 
-def grid(panels, rows, cols, title="", height=500, gap=(0.08, 0.14), **layout):
-    """A figure of panels laid out by hand (faster than make_subplots): panels is a list of (traces, title,
-    x-axis dict, y-axis dict), filled row by row."""
-    w, h = (1 - gap[0] * (cols - 1)) / cols, (1 - gap[1] * (rows - 1)) / rows
-    data, axes, notes = [], {}, []
-    for i, (traces, name, xaxis, yaxis) in enumerate(panels):
-        r, c, ax = i // cols, i % cols, "" if i == 0 else str(i + 1)
-        x0, y1 = c * (w + gap[0]), 1 - r * (h + gap[1])
-        data += [dict(t, xaxis=f"x{ax}", yaxis=f"y{ax}") for t in traces]
-        axes[f"xaxis{ax}"] = dict(xaxis, domain=[x0, min(1.0, x0 + w)], anchor=f"y{ax}")
-        axes[f"yaxis{ax}"] = dict(yaxis, domain=[max(0.0, y1 - h), y1], anchor=f"x{ax}")
-        notes.append(dict(text=name, x=x0 + w / 2, y=y1, yanchor="bottom", xref="paper", yref="paper",
-                          showarrow=False, font=dict(size=13)))
-    layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
-    return go.Figure(data, dict(title=title, height=height, annotations=notes, **axes, **layout))
+def grid(panels, cols, title="", height=500, gap=(0.08, 0.14), **layout):
+    """The tab's panel grid (app.common.panel_grid): panels of (traces, title, x-axis dict, y-axis dict)."""
+    return panel_grid(panels, cols, title, height, gap, title_font=dict(size=13), **layout)
 
 
 # ---- the modules ------------------------------------------------------------------------------------
@@ -318,7 +280,7 @@ def layernorm_figure(v, title):
                      line=dict(color="#2a9d4b", dash="dot")),
                 dict(line, y=small(v["input"]), name="input x (for comparison)",
                      line=dict(color=GREY, width=1))], "output", dict(title="dimension"), {})]
-    return grid(panels, 3, 1, title, height=640, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08))
+    return grid(panels, 1, title, height=640, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08))
 
 
 def forms_figure(v, title):
@@ -377,7 +339,7 @@ def ln_params_figure():
         panels.append(([trace], f"{name}: mean {float(z.mean()):.3f}, range {float(z.min()):.2f} to "
                        f"{float(z.max()):.2f}", dict(title="dimension"), ticks if not panels else
                        dict(ticks, showticklabels=False)))
-    return grid(panels, 1, 2, "The trained gains and biases of every LayerNorm", height=520, gap=(0.1, 0),
+    return grid(panels, 2, "The trained gains and biases of every LayerNorm", height=520, gap=(0.1, 0),
                 margin=dict(l=230, r=40, t=80, b=40))
 
 
@@ -405,7 +367,7 @@ def scale_figure(d, q_tokens, title):
                      legendgroup="scaled")], "scores of the allowed pairs", dict(title="score"), {})]
     for j, name in enumerate(("largest softmax weight", "entropy (nats)", "‖Jacobian of the softmax‖")):
         panels.append(([lines[0][j], lines[1][j]], name, axis, {}))
-    return grid(panels, 2, 2, title, height=620, barmode="overlay", legend=dict(orientation="h", y=1.08, x=0))
+    return grid(panels, 2, title, height=620, barmode="overlay", legend=dict(orientation="h", y=1.08, x=0))
 
 
 @lru_cache(maxsize=1)
@@ -421,19 +383,19 @@ def sweep_figure():
                         dict(type="scatter", mode="lines+markers", x=r["dk"], y=np.round(r[f"scaled_{key}"], 4),
                              name="q·k/√d_k", line=dict(color=BLUE), legendgroup="s", showlegend=not panels)],
                        name, x, {}))
-    return grid(panels, 2, 2, "Random queries and keys (unit-variance components, 16 keys, 256 queries)", height=560,
+    return grid(panels, 2, "Random queries and keys (unit-variance components, 16 keys, 256 queries)", height=560,
                 legend=dict(orientation="h", y=1.1, x=0))
 
 
 def scale_view(ins, kind, layer, head):
     """The 1/sqrt(d_k) scale on the trained model's own queries and keys for this sentence."""
-    kind = kind if kind in KINDS else "encoder"
+    kind = kind if kind in KIND_LABELS else "encoder"
     rec = recorded(ins)
     layers, heads = rec.q[kind].shape[:2]
     layer, head = clamp(layer, 0, layers - 1), clamp(head, 0, heads - 1)
     d = scale_data(rec, kind, layer, head)
     q_tokens = ins.src_tokens if kind == "encoder" else ins.tgt_tokens
-    fig = scale_figure(d, q_tokens, f"{KINDS[kind]}, layer {layer}, head {head}: d_k = {d['dk']}")
+    fig = scale_figure(d, q_tokens, f"{KIND_LABELS[kind].long}, layer {layer}, head {head}: d_k = {d['dk']}")
     p, ps = d["plain"], d["scaled"]
     note = (f"Without the scale the scores spread {float(d['raw'][d['mask']].std()):.2f} (std) instead of "
             f"{float(d['raw'][d['mask']].std() / math.sqrt(d['dk'])):.2f}; the softmax's largest weight averages "
@@ -461,7 +423,7 @@ def residual_figure(rec, ins):
             name = f"{side}: {'‖x‖ after each stage' if what == 'norm' else 'relative change by each stage'}"
             panels.append(([trace], name, token_axis(tokens, tickangle=-60),
                            dict(autorange="reversed", type="category")))
-    return grid(panels, 2, 2, "The residual stream: the norm of each token's vector, and what each sub-layer adds",
+    return grid(panels, 2, "The residual stream: the norm of each token's vector, and what each sub-layer adds",
                 height=820, gap=(0.18, 0.16), margin=dict(l=180, r=10, t=80, b=60))
 
 
@@ -490,7 +452,7 @@ def ffn_figures(rec, ins, side, layer, top=24):
                      hovertemplate="%{y}, token %{x}: %{z} of " + str(d_ff) + " units fire<extra></extra>")
         panels.append(([trace], f"{s}: units firing per token (of {d_ff})", token_axis(tokens, tickangle=-60),
                        dict(autorange="reversed", type="category")))
-    firing = grid(panels, 1, 2, "Position-wise FFN: how many ReLU units fire (output > 0)", height=360,
+    firing = grid(panels, 2, "Position-wise FFN: how many ReLU units fire (output > 0)", height=360,
                   margin=dict(l=70, r=10, t=80, b=60))
     tokens = ins.src_tokens if side == "encoder" else ins.tgt_tokens
     act = rec.ffn[side][layer]  # (L, d_ff)
@@ -547,29 +509,32 @@ def lens_view(ins):
     return lens_figure(top_i, top_p, p_chosen, ins, piece), note
 
 
-# the views of the tab, in the order of its outputs; controls: module, LayerNorm, token, gain, bias, kind, layer,
-# head, FFN layer
+# the views of the tab, in the order of its outputs, each reading the controls named in `uses`
 VIEWS = [View("inside/modules", ("inside", "modules"), modules_view, outputs=3, reads_translation=False),
-         View("inside/module", ("inside", "modules"), module_view, outputs=4, uses=(0,), reads_translation=False),
-         View("inside/layernorm", ("inside", "layernorm"), layernorm_view, outputs=3, uses=(1, 2, 3, 4),
-              blank=(None, None, WAIT)),
+         View("inside/module", ("inside", "modules"), module_view, outputs=4, uses=("module",),
+              reads_translation=False),
+         View("inside/layernorm", ("inside", "layernorm"), layernorm_view, outputs=3,
+              uses=("norm", "token", "gain", "bias"), blank=(None, None, WAIT)),
          View("inside/ln-params", ("inside", "layernorm"), ln_params_figure, reads_translation=False),
-         View("inside/scale", ("inside", "scale"), scale_view, outputs=2, uses=(5, 6, 7), blank=(None, WAIT)),
+         View("inside/scale", ("inside", "scale"), scale_view, outputs=2, uses=("kind", "layer", "head"),
+              blank=(None, WAIT)),
          View("inside/sweep", ("inside", "scale"), sweep_figure, reads_translation=False),
          View("inside/residual", ("inside", "residual"), residual_view, outputs=2, blank=(None, WAIT)),
-         View("inside/ffn", ("inside", "ffn"), ffn_view, outputs=3, uses=(8,), blank=(None, None, WAIT)),
+         View("inside/ffn", ("inside", "ffn"), ffn_view, outputs=3, uses=("ffn",), blank=(None, None, WAIT)),
          View("inside/lens", ("inside", "lens"), lens_view, outputs=2, blank=(None, WAIT))]
 
 
-# the controls' first values, in the order of `show`'s
-DEFAULTS = (FIRST_MODULE, "encoder.layers.0.sublayer.0.norm", 1, 0.0, 0.0, "encoder", 0, 0, "encoder/0")
+# the controls' first values, by name, in the order `show` takes them
+DEFAULTS = {"module": FIRST_MODULE, "norm": "encoder.layers.0.sublayer.0.norm", "token": 1, "gain": 0.0, "bias": 0.0,
+            "kind": "encoder", "layer": 0, "head": 0, "ffn": "encoder/0"}
 
 
 def show(page, ins, *controls):
     """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared.
     A view that does not read the translation is refreshed as if there were none, so that a new translation
-    does not draw it again. Controls not given take their first values."""
-    controls = (*controls, *DEFAULTS[len(controls):])
+    does not draw it again. `controls` are the values of those of DEFAULTS, in order; those not given take their
+    first values."""
+    controls = {**DEFAULTS, **dict(zip(DEFAULTS, controls))}
     out = []
     for v in VIEWS:
         out.extend(refresh(page, ins if v.reads_translation else None, [v], controls))
@@ -601,7 +566,7 @@ def _modules_tab(model):
                 tree = gr.HTML(js_on_load=TREE_JS, css_template=CSS, elem_id="in-tree")
             treemap = gr.Plot(elem_id="in-treemap", scale=1)
         names = [n for n, _ in model.named_modules(remove_duplicate=False)]
-        module = gr.Dropdown([(n or "model", n) for n in names], value=FIRST_MODULE, label="module (or click one "
+        module = gr.Dropdown([(n or "model", n) for n in names], value=DEFAULTS["module"], label="module (or click one "
                              "in the tree)", elem_id="in-module")
         detail = gr.Markdown(elem_id="in-detail")
         with gr.Row():
@@ -616,31 +581,32 @@ def _layernorm_tab(model):
     with gr.Tab("LayerNorm", id="layernorm") as tab:
         with gr.Row():
             ln = gr.Dropdown([(norm_label(p), p) for p in core.layer_norms(model)], label="LayerNorm",
-                             value=DEFAULTS[1], elem_id="in-ln")
-            token = gr.Slider(0, 127, value=DEFAULTS[2], step=1, label="token position (kept within the sentence)",
-                              elem_id="in-token")
+                             value=DEFAULTS["norm"], elem_id="in-ln")
+            token = gr.Slider(0, 127, value=DEFAULTS["token"], step=1,
+                              label="token position (kept within the sentence)", elem_id="in-token")
         with gr.Row():
-            gain = gr.Slider(0, 1, value=0, step=0.05, label="gain: trained a₂ (0) → σ of the input (1)",
-                             elem_id="in-gain")
-            bias = gr.Slider(0, 1, value=0, step=0.05, label="bias: trained b₂ (0) → μ of the input (1)",
-                             elem_id="in-bias")
+            gain = gr.Slider(0, 1, value=DEFAULTS["gain"], step=0.05,
+                             label="gain: trained a₂ (0) → σ of the input (1)", elem_id="in-gain")
+            bias = gr.Slider(0, 1, value=DEFAULTS["bias"], step=0.05,
+                             label="bias: trained b₂ (0) → μ of the input (1)", elem_id="in-bias")
         note = gr.Markdown(WAIT, elem_id="in-ln-note")
         fig = gr.Plot(elem_id="in-ln")
         forms = gr.Plot(elem_id="in-ln-forms")
         params = gr.Plot(elem_id="in-ln-params")
-    return tab, [ln, token, gain, bias], [fig, forms, note, params]
+    return tab, dict(norm=ln, token=token, gain=gain, bias=bias), [fig, forms, note, params]
 
 
 def _scale_tab(cfg):
     with gr.Tab("Why 1/√d_k", id="scale") as tab:
         with gr.Row():
-            kind = gr.Radio([(v, k) for k, v in KINDS.items()], value="encoder", label="attention", elem_id="in-kind")
-            layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="in-layer")
-            head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="in-head")
+            kind = gr.Radio([(v.long, k) for k, v in KIND_LABELS.items()], value=DEFAULTS["kind"], label="attention",
+                            elem_id="in-kind")
+            layer = gr.Dropdown(list(range(cfg["N"])), value=DEFAULTS["layer"], label="layer", elem_id="in-layer")
+            head = gr.Dropdown(list(range(cfg["h"])), value=DEFAULTS["head"], label="head", elem_id="in-head")
         note = gr.Markdown(WAIT, elem_id="in-scale-note")
         fig = gr.Plot(elem_id="in-scale")
         sweep = gr.Plot(elem_id="in-sweep")
-    return tab, [kind, layer, head], [fig, note, sweep]
+    return tab, dict(kind=kind, layer=layer, head=head), [fig, note, sweep]
 
 
 def _stream_tabs(cfg):
@@ -648,7 +614,7 @@ def _stream_tabs(cfg):
         res_note = gr.Markdown(WAIT, elem_id="in-res-note")
         res = gr.Plot(elem_id="in-residual")
     with gr.Tab("Feed-forward units", id="ffn") as ffn:
-        which = gr.Dropdown(ffn_choices(cfg["N"]), value="encoder/0", label="layer", elem_id="in-ffn-layer")
+        which = gr.Dropdown(ffn_choices(cfg["N"]), value=DEFAULTS["ffn"], label="layer", elem_id="in-ffn-layer")
         ffn_note = gr.Markdown(WAIT, elem_id="in-ffn-note")
         firing = gr.Plot(elem_id="in-ffn")
         units = gr.Plot(elem_id="in-units")
@@ -674,14 +640,14 @@ def build(cfg, page, state):
         code_panel("The code: LayerNorm, attention, and the hooks that record the pass", LayerNorm, attention,
                    core.recording_hooks, core.logit_lens)
     subtabs.update(modules=modules_tab, layernorm=ln_tab, scale=scale_tab)
-    controls = [module, *ln_controls, *scale_controls, which]
-    ln_fig, forms, ln_note, params = ln_out
-    outputs = [*mod_out[:3], *mod_out[3:], ln_fig, forms, ln_note, params, *scale_out, *stream_out]
-    inputs = [page, state, *controls]
+    named = dict(module=module, **ln_controls, **scale_controls, ffn=which)
+    controls = {name: named[name] for name in DEFAULTS}  # in the order `show` takes them
+    outputs = [*mod_out, *ln_out, *scale_out, *stream_out]
+    inputs = [page, state, *controls.values()]
     tab.select(opener(("inside",), show), inputs, outputs, api_visibility="private",
                concurrency_limit=1, concurrency_id="model")
     for sub, subtab in subtabs.items():
         subtab.select(opener(("inside", sub), show), inputs, outputs, api_visibility="private",
                       concurrency_limit=1, concurrency_id="model")
-    gr.on([c.change for c in controls], show, inputs, outputs, api_visibility="private")
-    return SimpleNamespace(controls=controls, outputs=outputs)
+    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    return tab_views(show, VIEWS, controls, outputs)

@@ -37,8 +37,8 @@ from core.lab import (
 )
 from core.model import make_model
 
-from ..common import clamp, code_panel, empty_figure, token_axis
-from ..views import View, opener, refresh
+from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
+from ..views import View, opener, refresh, tab_views
 
 # One sentence per break: what the shipped runs (assets/lab.json) show, written from their measured results.
 # Differences of a few points are noise: where a run stops matters that much (the intact copy model's exact
@@ -198,19 +198,15 @@ def attention_figure(att, kind):
     maps = att[kind]
     rows = ["<s>"] + [token_text(t) for t in att["output"]]
     cols = [str(t) for t in att["input"]] if kind == "cross" else rows
-    n_layers, n_heads = len(maps), len(maps[0])
-    fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.03, vertical_spacing=0.08,
-                        subplot_titles=[f"layer {i + 1}, head {j + 1}" for i in range(n_layers) for j in range(n_heads)])
-    for i, layer in enumerate(maps):
-        for j, head in enumerate(layer):
-            fig.add_trace(go.Heatmap(z=head, zmin=0, zmax=100, colorscale="Blues", showscale=False,
-                                     hovertemplate="%{z}%<extra></extra>"), row=i + 1, col=j + 1)
-            fig.update_xaxes(token_axis(cols, tickfont=dict(size=9)), row=i + 1, col=j + 1)
-            fig.update_yaxes(token_axis(rows, tickfont=dict(size=9), autorange="reversed"), row=i + 1, col=j + 1)
+    axis = dict(tickfont=dict(size=9))
+    panels = [([dict(type="heatmap", z=head, zmin=0, zmax=100, colorscale="Blues", showscale=False,
+                     hovertemplate="%{z}%<extra></extra>")], f"layer {i + 1}, head {j + 1}",
+               token_axis(cols, **axis), token_axis(rows, autorange="reversed", **axis))
+              for i, layer in enumerate(maps) for j, head in enumerate(layer)]
     what = "cross-attention: decoder inputs (down) over the source (across)" if kind == "cross" else \
         "decoder self-attention: decoder inputs over decoder inputs (above the diagonal: later positions)"
-    fig.update_layout(title=what, height=180 + 190 * n_layers, margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+    return panel_grid(panels, len(maps[0]), what, 180 + 190 * len(maps), gap=(0.03, 0.08), title_font=dict(size=16),
+                      margin=dict(l=10, r=10, t=70, b=10))
 
 
 TOKEN_STYLE = "display:inline-block; min-width:1.3em; text-align:center; margin:1px; border-radius:3px; "
@@ -359,13 +355,13 @@ def train_run(task, breaks, smoothing, accum, layers=None, steps=None):
 
 
 # the tab's one view: the chosen configuration's result (shipped, or trained here), drawn from the controls
-# (task, breaks, smoothing, accumulation, layers)
-VIEWS = [View("lab", ("lab",), lab_view, outputs=5, uses=(0, 1, 2, 3, 4), reads_translation=False)]
+VIEWS = [View("lab", ("lab",), lab_view, outputs=5, uses=("task", "breaks", "smoothing", "accum", "layers"),
+              reads_translation=False)]
 
 
-def show(page, *controls):
+def show(page, task, breaks, smoothing, accum, layers):
     """The tab's view for the page as it is (app/views.py): drawn when shown and its controls changed."""
-    return refresh(page, None, VIEWS, controls)
+    return refresh(page, None, VIEWS, dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers))
 
 
 # ---- layout and events -----------------------------------------------------------------------------------
@@ -382,7 +378,7 @@ two together come precomputed at {deep} layers too. A deeper run keeps the task'
 
 
 def _layout():
-    """The controls, then the outputs; returns (outputs in the order of VIEWS, controls, Train button)."""
+    """The controls, then the outputs; returns (outputs in the order of VIEWS, controls by name, Train button)."""
     gr.Markdown(INTRO.format(deep=DEEP, **SIZE))
     with gr.Row():
         task = gr.Radio(list(TASKS), value="copy", label="task", elem_id="lab-task", scale=1)
@@ -401,13 +397,17 @@ def _layout():
     code_panel("The code: how each break is applied to the model make_model builds", make_model,
                core_lab.build_model, core_lab.masks, core_lab.lr_lambda, core_lab.PostNormSublayerConnection,
                core_lab.QueryScale)
-    return [curve, result, examples, cross, self_attn], [task, breaks, smoothing, accum, layers], train
+    return ([curve, result, examples, cross, self_attn],
+            dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers), train)
 
 
 def build(page):
     """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time)."""
     with gr.Tab("Lab", id="lab") as tab:
-        outputs, inputs, train = _layout()
-    tab.select(opener(("lab",), show), [page, *inputs], outputs, api_visibility="private")
-    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private")
-    train.click(train_run, inputs, outputs, api_visibility="private", concurrency_limit=1, concurrency_id="lab")
+        outputs, controls, train = _layout()
+    inputs = [page, *controls.values()]
+    tab.select(opener(("lab",), show), inputs, outputs, api_visibility="private")
+    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    train.click(train_run, list(controls.values()), outputs, api_visibility="private", concurrency_limit=1,
+                concurrency_id="lab")
+    return tab_views(show, VIEWS, controls, outputs)

@@ -25,7 +25,7 @@ from core.train import LabelSmoothing, rate
 from ..common import clamp, label, md_literal, token_axis
 from ..i18n import L, read_lang, text
 from ..shared import get_translator
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 from . import inside, masks, positional, training
 from .translate import translate as translate_fn
 
@@ -649,11 +649,11 @@ def forward(ins, progress, lang):
 
 
 # the tab's view: the step on screen, drawn for the translation when the tab is shown
-VIEWS = [View("learn", ("learn",), render, outputs=11, uses=(0, 1))]
+VIEWS = [View("learn", ("learn",), render, outputs=11, uses=("progress", "lang"))]
 
 
 def show(page, ins, progress=None, lang="en"):
-    return refresh(page, ins, VIEWS, (progress, lang))
+    return refresh(page, ins, VIEWS, {"progress": progress, "lang": lang})
 
 
 # ---- layout and events -----------------------------------------------------------------------------------
@@ -708,7 +708,7 @@ def build(page, state, lang):
     p.where.change(None, p.where, None, js=WHERE_JS)
     p.open.click(None, p.where, None, js=OPEN_JS)
     lang.change(render, [state, progress, lang], outputs, api_visibility="private")
-    return SimpleNamespace(progress=progress, controls=[progress, lang], outputs=outputs, parts=p)
+    return tab_views(show, VIEWS, {"progress": progress, "lang": lang}, outputs, progress=progress, parts=p)
 
 
 def translates(learn, translation, state):

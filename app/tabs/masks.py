@@ -15,9 +15,9 @@ from plotly.subplots import make_subplots
 from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_stats
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, code_panel, empty_figure, md_literal, token_axis
+from ..common import KIND_LABELS, MASK_SCALE, clamp, code_panel, empty_figure, md_literal, token_axis
 from ..shared import MODEL_LOCK, get_translator, model_dir
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 
 DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
 DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman reads."
@@ -194,8 +194,7 @@ def masks_view(german, english, sentence, kind, layer, head):
     with MODEL_LOCK:
         raw, masked, weights, m = scores_at_work(tr.model, batch, i, kind, layer, head)
     q = src_p if kind == "encoder" else tgt_p
-    title = (f"{'Encoder' if kind == 'encoder' else 'Decoder'} self-attention, layer {layer}, head {head}, "
-             f"sentence {i}")
+    title = f"{KIND_LABELS[kind].short}, layer {layer}, head {head}, sentence {i}"
     scores = scores_figure(raw, masked, weights, m, q, q, title)
     n_pad = int((batch.src == 0).sum() + (batch.tgt == 0).sum())
     summary = (f"Batch of {len(pairs)} pairs: source {tuple(batch.src.shape)}, decoder input "
@@ -207,16 +206,17 @@ def masks_view(german, english, sentence, kind, layer, head):
 # ---- layout and events -----------------------------------------------------------------------------
 
 # the tab's one view (every output together), drawn from its controls alone
-VIEWS = [View("masks", ("masks",), masks_view, outputs=6, uses=tuple(range(6)), reads_translation=False)]
+VIEWS = [View("masks", ("masks",), masks_view, outputs=6, uses=("de", "en", "sentence", "kind", "layer", "head"),
+              reads_translation=False)]
 
 
-def show(page, *controls):
+def show(page, de, en, sentence, kind, layer, head):
     """The tab's view for the page as it is (app/views.py): drawn when shown and its controls changed."""
-    return refresh(page, None, VIEWS, controls)
+    return refresh(page, None, VIEWS, dict(de=de, en=en, sentence=sentence, kind=kind, layer=layer, head=head))
 
 
 def _layout(cfg):
-    """The batch's text boxes and controls, then the views; returns (outputs, controls)."""
+    """The batch's text boxes and controls, then the views; returns (outputs, controls by name)."""
     gr.Markdown("Edit a small batch (one sentence a line, 2 to 4 pairs). The trainer pads it, builds "
                 "the source padding mask, and for the decoder the target padding mask `&` the "
                 "subsequent mask.")
@@ -225,8 +225,8 @@ def _layout(cfg):
         en = gr.Textbox(label="English (one per line)", lines=4, value=DEFAULT_EN, elem_id="m-en")
     with gr.Row():
         sentence = gr.Slider(0, 3, value=1, step=1, label="sentence of the batch", elem_id="m-sent")
-        kind = gr.Radio([("decoder self-attention", "decoder"), ("encoder self-attention", "encoder")],
-                        value="decoder", label="mask at work in")
+        kind = gr.Radio([(KIND_LABELS[k].short.lower(), k) for k in ("decoder", "encoder")], value="decoder",
+                        label="mask at work in")
         layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer")
         head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head")
     summary = gr.Markdown(elem_id="m-summary")
@@ -239,15 +239,18 @@ def _layout(cfg):
                 "training pipeline), and your batch as given.")
     batching = gr.Plot(elem_id="m-batching")
     code_panel("The code", subsequent_mask, Batch)
-    return [summary, ids, panels, shift, scores, batching], [de, en, sentence, kind, layer, head]
+    return [summary, ids, panels, shift, scores, batching], dict(de=de, en=en, sentence=sentence, kind=kind,
+                                                                 layer=layer, head=head)
 
 
 def build(cfg, page):
     """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
     with gr.Tab("Masks", id="masks") as tab:
-        outputs, inputs = _layout(cfg)
+        outputs, controls = _layout(cfg)
+    inputs = [page, *controls.values()]
     # the batch runs the model: these events queue with the translations (app/ui.py)
-    tab.select(opener(("masks",), show), [page, *inputs], outputs, api_visibility="private",
+    tab.select(opener(("masks",), show), inputs, outputs, api_visibility="private",
                concurrency_limit=1, concurrency_id="model")
-    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private",
+    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private",
           concurrency_limit=1, concurrency_id="model")
+    return tab_views(show, VIEWS, controls, outputs)

@@ -5,7 +5,7 @@ from html import escape
 import gradio as gr
 
 from ..shared import get_translator
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 
 # the tabs the diagram's blocks open, by their ids (the paths of app/links.py)
 TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = ("attention", "masks", "positional", "training",
@@ -102,8 +102,8 @@ def show(page, ins):
 
 
 def build(cfg, page, state):
-    """Lay out the tab and wire its opening; returns the diagram, which a new translation draws when the tab is
-    on screen (see app/ui.py)."""
+    """Lay out the tab and wire its opening; returns its tab_views (app/views.py): the diagram, which a new
+    translation draws when the tab is on screen (see app/ui.py)."""
     with gr.Tab("Overview", id="overview") as tab:
         gr.Markdown(f"**The model:** {cfg['N']} encoder and {cfg['N']} decoder layers, d_model = "
                     f"{cfg['d_model']}, {cfg['h']} heads, d_ff = {cfg['d_ff']}, a shared vocabulary of "
@@ -111,4 +111,4 @@ def build(cfg, page, state):
                     "current sentence. Click a block to explore it.")
         diagram = gr.HTML(overview_svg(None), js_on_load=DIAGRAM_JS, elem_id="diagram")
     tab.select(opener(("overview",), show), [page, state], diagram, api_visibility="private")
-    return diagram
+    return tab_views(show, VIEWS, {}, [diagram])

@@ -15,7 +15,7 @@ from core.model import Embeddings, PositionalEncoding
 
 from ..common import clamp, code_panel, empty_figure, md_literal
 from ..shared import get_translator
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 
 
 def encoding(d_model, positions):
@@ -171,19 +171,20 @@ def embedding_scale():
 
 # the tab's views, in the order of its outputs: the encoding drawn from the controls (d_model, positions,
 # dimensions, k), and the trained model's scales, drawn once
-VIEWS = [View("positional", ("positional",), positional_view, outputs=5, uses=(0, 1, 2, 3), reads_translation=False),
+VIEWS = [View("positional", ("positional",), positional_view, outputs=5, uses=("d_model", "positions", "dims", "k"),
+              reads_translation=False),
          View("positional/scale", ("positional",), embedding_scale, outputs=2, reads_translation=False)]
 
 
-def show(page, *controls):
+def show(page, d_model, positions, dims, k):
     """The tab's views for the page as it is (app/views.py): drawn when shown and their controls changed."""
-    return refresh(page, None, VIEWS, controls)
+    return refresh(page, None, VIEWS, dict(d_model=d_model, positions=positions, dims=dims, k=k))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
 
 def _layout(cfg):
-    """The controls, then the views; returns (outputs in the order of VIEWS, controls)."""
+    """The controls, then the views; returns (outputs in the order of VIEWS, controls by name)."""
     with gr.Row():
         d_model = gr.Slider(4, 512, value=cfg["d_model"], step=2, label="d_model", elem_id="pe-d")
         positions = gr.Slider(10, 500, value=100, step=1, label="positions")
@@ -200,12 +201,14 @@ def _layout(cfg):
     scale = gr.Plot()
     scale_note = gr.Markdown()
     code_panel("The code", PositionalEncoding, Embeddings)
-    return [curves, heat, sim, rel, note, scale, scale_note], [d_model, positions, dims, k]
+    return [curves, heat, sim, rel, note, scale, scale_note], dict(d_model=d_model, positions=positions, dims=dims, k=k)
 
 
 def build(cfg, page):
     """Lay out the tab and wire its controls; its views are first drawn when the tab is opened."""
     with gr.Tab("Positional encoding", id="positional") as tab:
-        outputs, inputs = _layout(cfg)
-    tab.select(opener(("positional",), show), [page, *inputs], outputs, api_visibility="private")
-    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private")
+        outputs, controls = _layout(cfg)
+    inputs = [page, *controls.values()]
+    tab.select(opener(("positional",), show), inputs, outputs, api_visibility="private")
+    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    return tab_views(show, VIEWS, controls, outputs)

@@ -19,7 +19,7 @@ from core.train import LabelSmoothing, rate
 
 from ..common import clamp, code_panel, empty_figure
 from ..shared import model_dir
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 
 ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
@@ -240,18 +240,17 @@ def ablation_view():
     return ablation_figure(runs), text
 
 
-# the tab's views, in the order of its outputs; they read the controls (step, d_model, factor, warmup, ε) at
-# the positions in `uses`
-VIEWS = [View("training/replay", ("training",), replay_view, outputs=2, uses=(0,), reads_translation=False),
-         View("training/noam", ("training",), noam_view, uses=(1, 2, 3), reads_translation=False),
-         View("training/smoothing", ("training",), smoothing_view, uses=(4,), reads_translation=False),
+# the tab's views, in the order of its outputs, each reading the controls named in `uses`
+VIEWS = [View("training/replay", ("training",), replay_view, outputs=2, uses=("step",), reads_translation=False),
+         View("training/noam", ("training",), noam_view, uses=("d_model", "factor", "warmup"), reads_translation=False),
+         View("training/smoothing", ("training",), smoothing_view, uses=("eps",), reads_translation=False),
          View("training/penalization", ("training",), penalization_figure, reads_translation=False),
          View("training/ablation", ("training",), ablation_view, outputs=2, reads_translation=False)]
 
 
-def show(page, *controls):
+def show(page, step, d_model, factor, warmup, eps):
     """The tab's views for the page as it is (app/views.py): drawn when shown and their controls changed."""
-    return refresh(page, None, VIEWS, controls)
+    return refresh(page, None, VIEWS, dict(step=step, d_model=d_model, factor=factor, warmup=warmup, eps=eps))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -277,7 +276,7 @@ def _noam():
         d_model = gr.Slider(64, 1024, value=512, step=64, label="d_model")
         warmup = gr.Slider(100, 16000, value=4000, step=100, label="warmup steps", elem_id="n-warm")
         factor = gr.Slider(0.1, 3.0, value=1.0, step=0.1, label="factor")
-    return gr.Plot(elem_id="n-fig"), [d_model, factor, warmup]
+    return gr.Plot(elem_id="n-fig"), dict(d_model=d_model, factor=factor, warmup=warmup)
 
 
 def _smoothing():
@@ -299,6 +298,8 @@ def build(page):
         noam, noam_controls = _noam()
         smoothing, eps = _smoothing()
         code_panel("The code", rate, LabelSmoothing)
-    outputs, inputs = [*replay, noam, *smoothing], [step, *noam_controls, eps]
-    tab.select(opener(("training",), show), [page, *inputs], outputs, api_visibility="private")
-    gr.on([c.change for c in inputs], show, [page, *inputs], outputs, api_visibility="private")
+    outputs, controls = [*replay, noam, *smoothing], dict(step=step, **noam_controls, eps=eps)
+    inputs = [page, *controls.values()]
+    tab.select(opener(("training",), show), inputs, outputs, api_visibility="private")
+    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    return tab_views(show, VIEWS, controls, outputs)

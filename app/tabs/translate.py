@@ -8,37 +8,28 @@ strip, drawn with each translation beside the English, and the step replay, draw
 import html
 import itertools
 import time
-from types import SimpleNamespace
 
 import gradio as gr
 
+from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, export_file
+from ..common import MASK_SCALE, clamp, export_file, token_strip, within
 from ..shared import MODEL_LOCK, examples, get_translator
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 
 MAX_CHARS = 1000
-METHODS = ("greedy", "beam", "sample")
+SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order translate() takes them
 
 
 # ---- figures ---------------------------------------------------------------------------------------
 
-def prob_color(p):
-    """White (p = 0) to a saturated green (p = 1)."""
-    r, g, b = (int(255 - (255 - c) * p) for c in (46, 160, 67))
-    return f"rgb({r},{g},{b})"
+TOKEN_LEGEND = "probability of each chosen token given the tokens before it"
 
 
 def token_probs_html(ins):
     """The output tokens, each on a background coloured by the model's probability for it (escaped)."""
-    spans = []
-    for tok, p in zip(ins.out_tokens, ins.token_probs):
-        text = html.escape(tok.replace("▁", " ").strip() or tok)
-        spans.append(f'<span class="tok" title="p = {p:.3f}" style="background:{prob_color(p)};'
-                     f'color:{"#fff" if p > 0.6 else "#111"}">{text}<sub>{p:.2f}</sub></span>')
-    legend = '<div class="tok-legend">probability of each chosen token given the tokens before it</div>'
-    return f'<div class="tok-row">{"".join(spans)}</div>{legend}'
+    return token_strip(ins.out_tokens, ins.token_probs, legend=TOKEN_LEGEND)
 
 
 def decoder_input_html(ins, step):
@@ -104,8 +95,23 @@ def step_candidates(ins, step):
 
 # ---- callbacks -------------------------------------------------------------------------------------
 
-def translate(text, method="beam", beam=4, alpha=None, temperature=1.0, top_k=10, max_len=100, previous=None):
-    """Translate one German sentence and keep everything the other tabs show (returned as state).
+def first_value(name, default_alpha):
+    """A decoding setting's first value (DECODING_LIMITS; the length penalty's is the model's, `default_alpha`)."""
+    limit = DECODING_LIMITS[name]
+    return default_alpha if limit.default is None else limit.default
+
+
+def decoding_settings(values, default_alpha):
+    """Decoding settings given by name, each kept to its DECODING_LIMITS; one not given (None) takes its first
+    value."""
+    return {name: within(DECODING_LIMITS[name], first_value(name, default_alpha) if v is None else v)
+            for name, v in values.items()}
+
+
+def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=None, top_k=None, max_len=None,
+              previous=None):
+    """Translate one German sentence and keep everything the other tabs show (returned as state). The settings
+    are kept to DECODING_LIMITS, as the sliders are; one not given takes its first value.
 
     Returns (English translation, a status line in Markdown, the Inspection to keep)."""
     text = (text or "").strip()
@@ -114,12 +120,11 @@ def translate(text, method="beam", beam=4, alpha=None, temperature=1.0, top_k=10
     if len(text) > MAX_CHARS:
         return "", (f"That input has {len(text):,} characters; this demo takes up to {MAX_CHARS:,}. "
                     "Try a single sentence."), previous
-    method = method if method in METHODS else "beam"
+    method = method if method in METHODS else DEFAULT_METHOD
     tr = get_translator()
-    alpha = tr.alpha if alpha is None else clamp(alpha, 0.0, 2.0, float)
-    settings = dict(method=method, beam=clamp(beam, 1, 8), alpha=alpha, max_len=clamp(max_len, 1, 200))
-    if method == "sample":
-        settings.update(temperature=clamp(temperature, 0.05, 5.0, float), top_k=clamp(top_k, 0, 1000))
+    sampling = dict(temperature=temperature, top_k=top_k) if method == "sample" else {}
+    settings = dict(method=method, **decoding_settings(dict(beam=beam, alpha=alpha, max_len=max_len, **sampling),
+                                                       tr.alpha))
     t0 = time.perf_counter()
     with MODEL_LOCK:
         ins = tr.inspect(text, **settings)
@@ -202,15 +207,20 @@ def show(page, ins):
 # ---- layout and events -----------------------------------------------------------------------------
 
 def _settings(default_alpha):
-    """The decoding controls, in the order `translate` takes them after the text."""
-    method = gr.Radio(list(METHODS), value="greedy", label="decoding")
+    """The decoding controls, in the order `translate` takes them after the text (SETTINGS), each slider's range
+    and first value from DECODING_LIMITS."""
+    def slider(name, label):
+        limit = DECODING_LIMITS[name]
+        return gr.Slider(limit.lo, limit.hi, value=first_value(name, default_alpha), step=limit.step, label=label)
+
+    method = gr.Radio(list(METHODS), value=DEFAULT_METHOD, label="decoding")
     with gr.Row():
-        beam = gr.Slider(1, 8, value=4, step=1, label="beam size")
-        alpha = gr.Slider(0.0, 2.0, value=default_alpha, step=0.1, label="length penalty α")
+        beam = slider("beam", "beam size")
+        alpha = slider("alpha", "length penalty α")
     with gr.Row():
-        temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="temperature (sampling)")
-        top_k = gr.Slider(0, 50, value=10, step=1, label="top-k (sampling, 0 = all)")
-    max_len = gr.Slider(5, 200, value=100, step=1, label="maximum output length (pieces)")
+        temperature = slider("temperature", "temperature (sampling)")
+        top_k = slider("top_k", "top-k (sampling, 0 = all)")
+    max_len = slider("max_len", "maximum output length (pieces)")
     return [method, beam, alpha, temperature, top_k, max_len]
 
 
@@ -271,4 +281,4 @@ def build(demo, page, state, default_alpha):
         # a click while the last one runs waits for it, then moves on from the step it reached
         button.click(move, [state, step], [step, *step_views], trigger_mode="always_last",
                      api_visibility="private")
-    return SimpleNamespace(translated=translated, outputs=outputs, inputs=[src, *settings], results=[out, status])
+    return tab_views(show, VIEWS, {}, outputs, translated=translated, inputs=[src, *settings], results=[out, status])

@@ -7,40 +7,33 @@ button is pressed; all of them use the translation's own settings and the shared
 """
 import html
 import math
-import weakref
-from collections import OrderedDict
-from types import SimpleNamespace
 
 import gradio as gr
 import plotly.graph_objects as go
 
-from ..common import clamp, empty_figure, export_file, label
+from core.decode import DECODING_LIMITS
+
+from ..cache import PerTranslation
+from ..common import clamp, empty_figure, export_file, label, token_strip, within
 from ..shared import MODEL_LOCK, get_translator
-from ..views import View, opener, refresh
-from .translate import MAX_CHARS, prob_color
+from ..views import View, opener, refresh, tab_views
+from .translate import MAX_CHARS
 
 NOT_YET = "Translate a sentence first (Translate tab): its beam search will be drawn here."
-CACHED = 16
+BEAM = DECODING_LIMITS["beam"]  # the tree's beam size: the same range as the Translate tab's
 COLORS = {"kept": "#4a7dc9", "pruned": "#c9ced6", "finished": "#55a868", "returned": "#e4572e", "root": "#333"}
 
-_kept = OrderedDict()  # (id of the Inspection, beam) -> (a weak reference to it, its SearchTree)
+_KEPT = PerTranslation(16)  # search trees, per translation and beam size
 
 
 def search_tree(ins, beam):
     """The beam search of the translation's source, recorded, once per (translation, beam size)."""
-    key = (id(ins), beam)
-    if key in _kept and _kept[key][0]() is ins:
-        _kept.move_to_end(key)
-        return _kept[key][1]
-    tr = get_translator()
-    decoding = ins.decoding or {}
-    with MODEL_LOCK:
-        tree = tr.search_tree(source_text(ins), beam=beam, alpha=decoding.get("alpha"),
-                              max_len=decoding.get("max_len"))
-    _kept[key] = (weakref.ref(ins), tree)
-    if len(_kept) > CACHED:
-        _kept.popitem(last=False)
-    return tree
+    def compute():
+        decoding = ins.decoding or {}
+        with MODEL_LOCK:
+            return get_translator().search_tree(source_text(ins), beam=beam, alpha=decoding.get("alpha"),
+                                                max_len=decoding.get("max_len"))
+    return _KEPT.get(ins, beam, compute)
 
 
 def source_text(ins):
@@ -108,13 +101,10 @@ def tree_figure(tree, piece, beam):
 
 def _tokens_html(title, scored):
     """A translation as pieces, each on its probability's colour, with its total log-probability."""
-    spans = "".join(
-        f'<span class="tok" title="log p = {lp:.3f}" style="background:{prob_color(math.exp(lp))};'
-        f'color:{"#fff" if math.exp(lp) > 0.6 else "#111"}">'
-        f'{html.escape(piece.replace("▁", " ").strip() or piece)}<sub>{math.exp(lp):.2f}</sub></span>'
-        for piece, lp in scored[1])
+    strip = token_strip([piece for piece, _ in scored[1]], [math.exp(lp) for _, lp in scored[1]],
+                        hovers=[f"log p = {lp:.3f}" for _, lp in scored[1]])
     return (f'<div class="whatif-row"><div class="whatif-title">{html.escape(title)} · log P = {scored[0]:.2f}'
-            f'</div><div class="tok-row">{spans}</div></div>')
+            f'</div>{strip}</div>')
 
 
 def compare(ins, title, english):
@@ -184,7 +174,7 @@ def score_mine(ins, english):
 # ---- views ---------------------------------------------------------------------------------------------
 
 def tree_view(ins, beam):
-    beam = clamp(beam, 1, 8)
+    beam = within(BEAM, beam)
     tok = get_translator().tokenizer
     return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam)
 
@@ -215,14 +205,14 @@ def _blank():
     return empty_figure(NOT_YET)
 
 
-VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=(0,), blank=lambda: (_blank(),)),
+VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam",), blank=lambda: (_blank(),)),
          View("whatif/positions", ("whatif",), positions_view, outputs=3,
               blank=(gr.update(choices=[], value=None), gr.update(choices=[], value=None), ""))]
 
 
-def show(page, ins, beam=4):
+def show(page, ins, beam=BEAM.default):
     """The tab's views for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS, (beam,))
+    return refresh(page, ins, VIEWS, dict(beam=beam))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -233,7 +223,7 @@ def build(page, state):
         gr.Markdown("### The beam search behind the translation\nEvery hypothesis beam search looked at, step by "
                     "step: the k it kept, those it pruned, those that ended with `</s>` (scored by log P divided "
                     "by the length penalty), and the one it returned. Hover a node for its whole prefix.")
-        beam = gr.Slider(1, 8, value=4, step=1, label="beam size", elem_id="whatif-beam")
+        beam = gr.Slider(BEAM.lo, BEAM.hi, value=BEAM.default, step=BEAM.step, label="beam size", elem_id="whatif-beam")
         tree = gr.Plot(_blank(), elem_id="whatif-tree")
         with gr.Row():
             save_tree = gr.Button("Save the tree as a self-contained HTML file", size="sm", elem_id="whatif-save")
@@ -262,4 +252,4 @@ def build(page, state):
     swap.click(swap_word, [state, position, candidate], result, **model)
     gr.on([go_prefix.click, prefix.submit], force_prefix, [state, prefix], result, **model)
     gr.on([go_mine.click, mine.submit], score_mine, [state, mine], result, **model)
-    return SimpleNamespace(controls=[beam], outputs=outputs)
+    return tab_views(show, VIEWS, dict(beam=beam), outputs)

@@ -5,9 +5,6 @@ Attention is read from the Inspection; the attributions need one backward pass a
 the float32 model for the chosen token, kept per translation and token so that choosing a token again costs
 nothing.
 """
-import weakref
-from collections import OrderedDict
-from types import SimpleNamespace
 
 import gradio as gr
 import numpy as np
@@ -16,9 +13,10 @@ from plotly.subplots import make_subplots
 
 from core.analysis.attribution import attribute
 
+from ..cache import PerTranslation
 from ..common import clamp, code_panel, empty_figure, label, md_literal
 from ..shared import MODEL_LOCK, get_translator
-from ..views import View, opener, refresh
+from ..views import View, opener, refresh, tab_views
 from .attention import positions, rounded
 
 DIFFERENCE = ("**Reading the three rows.** Attention is where each head *read from*: weights that sum to one, "
@@ -29,29 +27,21 @@ DIFFERENCE = ("**Reading the three rows.** Attention is where each head *read fr
               "by `<unk>` and the model run again. Where attention is high but both attributions are near zero, "
               "the head read from a piece the choice did not depend on (often `<s>`, `</s>` or the full stop).")
 NOT_YET = "Translate a sentence first (Translate tab): its output tokens will be listed here."
-CACHED = 64  # attributions kept (per translation and token), least recently used dropped
 
 
 # ---- the attribution of one token, kept ----------------------------------------------------------------
 
-_kept = OrderedDict()  # (id of the Inspection, position) -> (a weak reference to it, its Attribution)
+_KEPT = PerTranslation(64)  # attributions, per translation and token
 
 
 def attribution(ins, position):
-    """The attributions of output `position` of `ins`, computed once per (translation, position). The cache
-    holds the Inspection weakly: a session that is gone takes its translation with it."""
-    key = (id(ins), position)
-    if key in _kept and _kept[key][0]() is ins:
-        _kept.move_to_end(key)
-        return _kept[key][1]
-    tr = get_translator()
-    ids = [tr.tokenizer.piece_to_id(p) for p in ins.src_tokens], [tr.tokenizer.piece_to_id(p) for p in ins.tgt_tokens]
-    with MODEL_LOCK:  # the model's modules are shared: one caller at a time
-        att = attribute(tr.model, *ids, position)
-    _kept[key] = (weakref.ref(ins), att)
-    if len(_kept) > CACHED:
-        _kept.popitem(last=False)
-    return att
+    """The attributions of output `position` of `ins`, computed once per (translation, position)."""
+    def compute():
+        tr = get_translator()
+        src, tgt = ([tr.tokenizer.piece_to_id(p) for p in tokens] for tokens in (ins.src_tokens, ins.tgt_tokens))
+        with MODEL_LOCK:  # the model's modules are shared: one caller at a time
+            return attribute(tr.model, src, tgt, position)
+    return _KEPT.get(ins, position, compute)
 
 
 def default_position(ins):
@@ -147,12 +137,12 @@ def _blank_why():
 
 
 VIEWS = [View("why/tokens", ("why",), tokens_view, blank=(gr.update(choices=[], value=None),)),
-         View("why/attribution", ("why",), why_view, outputs=3, uses=(0,), blank=_blank_why)]
+         View("why/attribution", ("why",), why_view, outputs=3, uses=("position",), blank=_blank_why)]
 
 
 def show(page, ins, position=None):
     """The tab's views for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS, (position,))
+    return refresh(page, ins, VIEWS, dict(position=position))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -172,4 +162,4 @@ def build(page, state):
     inputs = [page, state, token]
     tab.select(opener(("why",), show), inputs, outputs, api_visibility="private", concurrency_id="model")
     token.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
-    return SimpleNamespace(controls=[token], outputs=outputs)
+    return tab_views(show, VIEWS, dict(position=token), outputs)

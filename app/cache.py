@@ -1,0 +1,53 @@
+"""What a tab computes from one translation, kept for the next time it is asked for.
+
+An Inspection lives in a session's state; a cache holds it weakly (a session that is gone takes its translation
+with it) and checks that the object behind a kept id is still the same one, since Python reuses the id of an
+object once it is freed.
+"""
+import threading
+import weakref
+from collections import OrderedDict
+
+
+class PerTranslation:
+    """Values computed per (translation, key), the `size` most recently used kept, the least recently used
+    dropped first. Safe to share between threads: each value is computed once, outside the cache's lock, and a
+    caller asking for a value another one is computing waits for it."""
+
+    def __init__(self, size):
+        self.size = size
+        self._kept = OrderedDict()  # (id of the Inspection, key) -> (a weak reference to it, the value)
+        self._computing = {}  # (id of the Inspection, key) -> a lock held while it is computed
+        self._lock = threading.Lock()
+
+    def get(self, ins, key, compute):
+        """The value kept for (`ins`, `key`); else compute() run, kept and returned."""
+        k = (id(ins), key)
+        while True:
+            with self._lock:
+                hit = self._kept.get(k)
+                if hit is not None and hit[0]() is ins:
+                    self._kept.move_to_end(k)
+                    return hit[1]
+                busy = self._computing.get(k)
+                if busy is None:
+                    busy = self._computing[k] = threading.Lock()
+                    busy.acquire()
+                    break
+            with busy:  # another caller computes it: wait, then look again
+                pass
+        try:
+            value = compute()
+            with self._lock:
+                self._kept[k] = (weakref.ref(ins), value)
+                self._kept.move_to_end(k)
+                while len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                del self._computing[k]
+            busy.release()
+
+    def __len__(self):
+        return len(self._kept)

@@ -1,0 +1,54 @@
+"""What the page takes from Gradio beyond its public API (app/gradio_adapter.py), each run against a real small
+gr.Blocks: a Gradio upgrade that changes them fails here, by name, before the page breaks in a browser."""
+import gradio as gr
+from fastapi.testclient import TestClient
+from gradio.routes import App
+
+from app.bertviz_views import STATIC_FILES
+from app.gradio_adapter import forget_session, static_url, tab_nesting
+
+
+def small_page():
+    with gr.Blocks() as demo:
+        state = gr.State(None)
+        with gr.Tabs():
+            with gr.Tab("Outer", id="outer"):
+                with gr.Tabs():
+                    with gr.Tab("Inner", id="inner"):
+                        with gr.Row():
+                            with gr.Tabs():
+                                with gr.Tab("Deep", id="deep"):
+                                    gr.Markdown("deep")
+            with gr.Tab("Other", id="other"):
+                gr.Markdown("other")
+    return demo, state
+
+
+def test_tab_nesting_names_every_tab_with_the_tabs_it_sits_in():
+    demo, _ = small_page()
+    nesting = {tab.label: [t.id for t in path] for tab, path in tab_nesting(demo)}
+    assert nesting == {"Outer": ["outer"], "Inner": ["outer", "inner"], "Deep": ["outer", "inner", "deep"],
+                       "Other": ["other"]}
+
+
+def test_forget_session_drops_its_state_and_gradios_record_of_it():
+    demo, state = small_page()
+    App.create_app(demo)  # as launch() does: the app's state holder
+    holder = demo.state_holder
+    for session in ("leaving", "staying"):
+        holder[session][state._id] = f"{session}'s translation"
+    forget_session(demo, "leaving")
+    assert "leaving" not in holder.session_data and "leaving" not in holder.time_last_used
+    assert holder["staying"][state._id] == "staying's translation"
+    forget_session(demo, "never seen")  # a session that kept nothing: nothing to do
+
+
+def test_static_url_serves_a_registered_file(tmp_path):
+    path = tmp_path / "lib.js"
+    path.write_text("window.lib = 1;", encoding="utf-8")
+    gr.set_static_paths(paths=[*STATIC_FILES, str(path)])  # for every app of this process: the page's own kept
+    demo, _ = small_page()
+    client = TestClient(App.create_app(demo))
+    response = client.get(static_url(path))
+    assert response.status_code == 200 and response.text == "window.lib = 1;"
+    assert client.get(static_url(tmp_path / "not-registered.js")).status_code in (403, 404)
