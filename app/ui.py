@@ -12,15 +12,9 @@ import gradio as gr
 
 from . import links, tabs
 from .bertviz_views import STATIC_FILES
-from .i18n import switch
+from .i18n import L, switch
 from .shared import free_closed_sessions, get_translator
 from .views import ROOT, page_state, translation_shower
-
-INTRO = """# Transformer Explorer
-*The encoder-decoder Transformer of "Attention Is All You Need", written after "The Annotated Transformer",
-trained on Multi30k German→English, and opened up.* Translate a sentence, then look inside: every attention
-head, the masks, the positional encoding and the training run that made the model."""
-
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
 # queue is full and to try again; two events run at once (the machine has 2 cores), and of those that run the
@@ -36,7 +30,7 @@ def build_demo():
         state = gr.State(None)  # the Inspection of this session's last translation
         # the tabs open at first at each level (app/views.py)
         page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules"})
-        gr.Markdown(INTRO)
+        gr.Markdown(L("ui.intro"))
         lang = switch(demo)
         with gr.Tabs(overflow_behavior="wrap") as top:
             built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state),

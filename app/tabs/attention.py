@@ -12,6 +12,7 @@ from core import model as core_model
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
 from ..common import KIND_LABELS, clamp, code_panel, export_file, label, panel_grid
+from ..i18n import L
 from ..views import View, opener, refresh, tab_views
 
 SCALE = "Blues"
@@ -146,18 +147,18 @@ def _views():
     """The sub-tabs, one view each; returns their Tabs, the sub-tabs by id and the views' outputs in the order of
     VIEWS."""
     with gr.Tabs(overflow_behavior="wrap") as tabs:
-        with gr.Tab("One head", id="one-head") as one:
+        with gr.Tab(L("ui.attention.tab.one-head"), id="one-head") as one:
             heat = gr.Plot(elem_id="heatmap")
-        with gr.Tab("All heads of the layer", id="all-heads") as all_:
+        with gr.Tab(L("ui.attention.tab.all-heads"), id="all-heads") as all_:
             grid = gr.Plot(elem_id="head-grid")
-        with gr.Tab("Layers × heads", id="layers-heads") as layers:
+        with gr.Tab(L("ui.attention.tab.layers-heads"), id="layers-heads") as layers:
             overview = gr.Plot(elem_id="overview-grid")
-        with gr.Tab("bertviz head view", id="bertviz-head") as bv_head_tab:
+        with gr.Tab(L("ui.attention.tab.bertviz-head"), id="bertviz-head") as bv_head_tab:
             gr.Markdown("Lines link each token to the tokens it attends to; colours are heads. "
                         "Pick encoder, decoder or cross attention in the view's menu.")
             bv_head = gr.HTML(elem_id="bertviz-head")
             saves = [_save_html("head")]
-        with gr.Tab("bertviz model view", id="bertviz-model") as bv_model_tab:
+        with gr.Tab(L("ui.attention.tab.bertviz-model"), id="bertviz-model") as bv_model_tab:
             bv_model = gr.HTML(elem_id="bertviz-model")
             saves.append(_save_html("model"))
     subtabs = {"one-head": one, "all-heads": all_, "layers-heads": layers, "bertviz-head": bv_head_tab,
@@ -169,7 +170,7 @@ def build(cfg, page, state):
     """Lay out the tab and wire its events: opening the tab or one of its sub-tabs, and moving a control, draw
     the view on screen. Returns the controls and outputs of `show`, which each new translation runs too (see
     app/ui.py), and the sub-tabs (the Heads tab opens a head here)."""
-    with gr.Tab("Attention", id="attention") as tab:
+    with gr.Tab(L("ui.tab.attention"), id="attention") as tab:
         with gr.Row():
             kind = gr.Radio([(v.long, k) for k, v in KIND_LABELS.items()], value="encoder", label="attention",
                             elem_id="kind")

@@ -10,6 +10,7 @@ from core import model as core_model
 from core.bench import table_rows
 
 from ..common import code_panel
+from ..i18n import L
 from ..shared import get_translator, model_dir
 from .training import shipped_log
 
@@ -87,7 +88,7 @@ def engineering_md():
 
 def build():
     """Lay out the tab (it has no events; its text is read from the files beside the model at start)."""
-    with gr.Tab("Engineering", id="engineering"):
+    with gr.Tab(L("ui.tab.engineering"), id="engineering"):
         gr.Markdown(engineering_md())
         code_panel("Greedy decoding with the cache, one decoder step written out, and beam search",
                    core_decode.greedy_decode, core_decode.IncrementalDecoder, core_decode.beam_search)

@@ -20,6 +20,7 @@ from core.analysis.heads import MEASURES, findings
 from core.headmask import KINDS
 
 from ..common import KIND_LABELS, clamp, empty_figure, md_literal, token_strip
+from ..i18n import L
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, open_tab, opener, refresh, tab_views
 from . import attention
@@ -308,7 +309,7 @@ def build(cfg, page, state, tabs, attn):
     """Lay out the tab and wire its events. `tabs` are the page's top-level tabs and `attn` what the Attention
     tab's build returned (a click on the atlas opens a head there). Returns the controls and outputs of `show`,
     which each new translation runs (see app/ui.py)."""
-    with gr.Tab("Heads", id="heads") as tab:
+    with gr.Tab(L("ui.tab.heads"), id="heads") as tab:
         switched = gr.State(None)  # inside the tab: a child of the Tabs that is no tab would upset their order
         measure = gr.Dropdown([(measure_label(n), n) for n in MEASURES], value="delta_loss", label="measure",
                               elem_id="heads-measure")

@@ -22,6 +22,7 @@ from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
 from ..common import KIND_LABELS, clamp, code_panel, label, md_literal, panel_grid, token_axis
+from ..i18n import L
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -559,7 +560,7 @@ CSS = """
 
 
 def _modules_tab(model):
-    with gr.Tab("Modules and weights", id="modules") as tab:
+    with gr.Tab(L("ui.inside.tab.modules"), id="modules") as tab:
         summary = gr.Markdown(elem_id="in-summary")
         with gr.Row():
             with gr.Column(scale=1):
@@ -578,7 +579,7 @@ def _modules_tab(model):
 
 
 def _layernorm_tab(model):
-    with gr.Tab("LayerNorm", id="layernorm") as tab:
+    with gr.Tab(L("ui.inside.tab.layernorm"), id="layernorm") as tab:
         with gr.Row():
             ln = gr.Dropdown([(norm_label(p), p) for p in core.layer_norms(model)], label="LayerNorm",
                              value=DEFAULTS["norm"], elem_id="in-ln")
@@ -597,7 +598,7 @@ def _layernorm_tab(model):
 
 
 def _scale_tab(cfg):
-    with gr.Tab("Why 1/√d_k", id="scale") as tab:
+    with gr.Tab(L("ui.inside.tab.scale"), id="scale") as tab:
         with gr.Row():
             kind = gr.Radio([(v.long, k) for k, v in KIND_LABELS.items()], value=DEFAULTS["kind"], label="attention",
                             elem_id="in-kind")
@@ -610,15 +611,15 @@ def _scale_tab(cfg):
 
 
 def _stream_tabs(cfg):
-    with gr.Tab("Residual stream", id="residual") as residual:
+    with gr.Tab(L("ui.inside.tab.residual"), id="residual") as residual:
         res_note = gr.Markdown(WAIT, elem_id="in-res-note")
         res = gr.Plot(elem_id="in-residual")
-    with gr.Tab("Feed-forward units", id="ffn") as ffn:
+    with gr.Tab(L("ui.inside.tab.ffn"), id="ffn") as ffn:
         which = gr.Dropdown(ffn_choices(cfg["N"]), value=DEFAULTS["ffn"], label="layer", elem_id="in-ffn-layer")
         ffn_note = gr.Markdown(WAIT, elem_id="in-ffn-note")
         firing = gr.Plot(elem_id="in-ffn")
         units = gr.Plot(elem_id="in-units")
-    with gr.Tab("Logit lens", id="lens") as lens:
+    with gr.Tab(L("ui.inside.tab.lens"), id="lens") as lens:
         lens_note = gr.Markdown(WAIT, elem_id="in-lens-note")
         lens_fig = gr.Plot(elem_id="in-lens")
     return {"residual": residual, "ffn": ffn, "lens": lens}, which, \
@@ -629,7 +630,7 @@ def build(cfg, page, state):
     """Lay out the tab and wire its events: opening the tab or a sub-tab, and moving a control, draw the views
     on screen. Returns the controls and outputs of `show`, which each new translation runs too (app/ui.py)."""
     model = get_translator().model
-    with gr.Tab("Inside", id="inside") as tab:
+    with gr.Tab(L("ui.tab.inside"), id="inside") as tab:
         gr.Markdown("The shipped model opened up: its modules and weights, and what its layers do to the sentence "
                     "of your last translation, recorded in one teacher-forced pass of the float32 model.")
         with gr.Tabs(overflow_behavior="wrap"):

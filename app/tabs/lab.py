@@ -38,6 +38,7 @@ from core.lab import (
 from core.model import make_model
 
 from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
+from ..i18n import L
 from ..views import View, opener, refresh, tab_views
 
 # One sentence per break: what the shipped runs (assets/lab.json) show, written from their measured results.
@@ -403,7 +404,7 @@ def _layout():
 
 def build(page):
     """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time)."""
-    with gr.Tab("Lab", id="lab") as tab:
+    with gr.Tab(L("ui.tab.lab"), id="lab") as tab:
         outputs, controls, train = _layout()
     inputs = [page, *controls.values()]
     tab.select(opener(("lab",), show), inputs, outputs, api_visibility="private")

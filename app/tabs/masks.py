@@ -16,6 +16,7 @@ from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_
 from core.model import subsequent_mask
 
 from ..common import KIND_LABELS, MASK_SCALE, clamp, code_panel, empty_figure, md_literal, token_axis
+from ..i18n import L
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, opener, refresh, tab_views
 
@@ -245,7 +246,7 @@ def _layout(cfg):
 
 def build(cfg, page):
     """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
-    with gr.Tab("Masks", id="masks") as tab:
+    with gr.Tab(L("ui.tab.masks"), id="masks") as tab:
         outputs, controls = _layout(cfg)
     inputs = [page, *controls.values()]
     # the batch runs the model: these events queue with the translations (app/ui.py)

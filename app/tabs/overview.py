@@ -4,6 +4,7 @@ from html import escape
 
 import gradio as gr
 
+from ..i18n import L
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -104,7 +105,7 @@ def show(page, ins):
 def build(cfg, page, state):
     """Lay out the tab and wire its opening; returns its tab_views (app/views.py): the diagram, which a new
     translation draws when the tab is on screen (see app/ui.py)."""
-    with gr.Tab("Overview", id="overview") as tab:
+    with gr.Tab(L("ui.tab.overview"), id="overview") as tab:
         gr.Markdown(f"**The model:** {cfg['N']} encoder and {cfg['N']} decoder layers, d_model = "
                     f"{cfg['d_model']}, {cfg['h']} heads, d_ff = {cfg['d_ff']}, a shared vocabulary of "
                     f"{cfg['src_vocab']} SentencePiece pieces. The shapes on the arrows are those of the "

@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 from core.model import Embeddings, PositionalEncoding
 
 from ..common import clamp, code_panel, empty_figure, md_literal
+from ..i18n import L
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -206,7 +207,7 @@ def _layout(cfg):
 
 def build(cfg, page):
     """Lay out the tab and wire its controls; its views are first drawn when the tab is opened."""
-    with gr.Tab("Positional encoding", id="positional") as tab:
+    with gr.Tab(L("ui.tab.positional"), id="positional") as tab:
         outputs, controls = _layout(cfg)
     inputs = [page, *controls.values()]
     tab.select(opener(("positional",), show), inputs, outputs, api_visibility="private")

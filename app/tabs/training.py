@@ -18,6 +18,7 @@ from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
 from ..common import clamp, code_panel, empty_figure
+from ..i18n import L
 from ..shared import model_dir
 from ..views import View, opener, refresh, tab_views
 
@@ -293,7 +294,7 @@ def _smoothing():
 
 def build(page):
     """Lay out the tab and wire its controls; its figures are first drawn when the tab is opened."""
-    with gr.Tab("Training", id="training") as tab:
+    with gr.Tab(L("ui.tab.training"), id="training") as tab:
         replay, step = _replay()
         noam, noam_controls = _noam()
         smoothing, eps = _smoothing()

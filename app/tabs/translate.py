@@ -15,6 +15,7 @@ from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
 from ..common import MASK_SCALE, clamp, export_file, token_strip, within
+from ..i18n import L
 from ..shared import MODEL_LOCK, examples, get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -213,7 +214,7 @@ def _settings(default_alpha):
         limit = DECODING_LIMITS[name]
         return gr.Slider(limit.lo, limit.hi, value=first_value(name, default_alpha), step=limit.step, label=label)
 
-    method = gr.Radio(list(METHODS), value=DEFAULT_METHOD, label="decoding")
+    method = gr.Radio(list(METHODS), value=DEFAULT_METHOD, label=L("ui.translate.decoding"))
     with gr.Row():
         beam = slider("beam", "beam size")
         alpha = slider("alpha", "length penalty α")
@@ -245,13 +246,13 @@ def _layout(default_alpha):
     the export button with its file."""
     with gr.Row():
         with gr.Column(scale=1):
-            src = gr.Textbox(label="German", lines=2, max_lines=6, value=examples()[0],
+            src = gr.Textbox(label=L("ui.translate.german"), lines=2, max_lines=6, value=examples()[0],
                              placeholder="Ein Mann fährt Fahrrad.", elem_id="src")
-            gr.Examples(examples(), inputs=src, label="Examples written for this demo", examples_per_page=12)
+            gr.Examples(examples(), inputs=src, label=L("ui.translate.examples"), examples_per_page=12)
             settings = _settings(default_alpha)
-            go_btn = gr.Button("Translate", variant="primary", elem_id="translate-btn")
+            go_btn = gr.Button(L("ui.translate.button"), variant="primary", elem_id="translate-btn")
         with gr.Column(scale=1):
-            out = gr.Textbox(label="English", interactive=False, elem_id="out")
+            out = gr.Textbox(label=L("ui.translate.english"), interactive=False, elem_id="out")
             status = gr.Markdown(elem_id="status")
             probs = gr.HTML(elem_id="token-probs")
             with gr.Row():
@@ -265,7 +266,7 @@ def build(demo, page, state, default_alpha):
     """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button and by
     Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
     translation runs (see app/ui.py), and the box, settings and results a link fills in."""
-    with gr.Tab("Translate", id="translate") as tab:
+    with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
         src, settings, go_btn, out, status, probs, (export, exported) = _layout(default_alpha)
         step, prev_btn, next_btn, step_views = _step_replay()
     outputs = [probs, step, *step_views]

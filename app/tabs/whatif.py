@@ -15,6 +15,7 @@ from core.decode import DECODING_LIMITS
 
 from ..cache import PerTranslation
 from ..common import clamp, empty_figure, export_file, label, token_strip, within
+from ..i18n import L
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 from .translate import MAX_CHARS
@@ -219,7 +220,7 @@ def show(page, ins, beam=BEAM.default):
 
 def build(page, state):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
-    with gr.Tab("What if", id="whatif") as tab:
+    with gr.Tab(L("ui.tab.whatif"), id="whatif") as tab:
         gr.Markdown("### The beam search behind the translation\nEvery hypothesis beam search looked at, step by "
                     "step: the k it kept, those it pruned, those that ended with `</s>` (scored by log P divided "
                     "by the length penalty), and the one it returned. Hover a node for its whole prefix.")

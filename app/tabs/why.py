@@ -15,6 +15,7 @@ from core.analysis.attribution import attribute
 
 from ..cache import PerTranslation
 from ..common import clamp, code_panel, empty_figure, label, md_literal
+from ..i18n import L
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 from .attention import positions, rounded
@@ -149,7 +150,7 @@ def show(page, ins, position=None):
 
 def build(page, state):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
-    with gr.Tab("Why", id="why") as tab:
+    with gr.Tab(L("ui.tab.why"), id="why") as tab:
         gr.Markdown("Pick an output token: where each head of the cross-attention read from, beside what the "
                     "token's probability depends on (two attributions, computed for the token you pick).")
         token = gr.Dropdown(choices=[], value=None, label="output token", elem_id="why-token")
