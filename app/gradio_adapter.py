@@ -8,6 +8,11 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   block's `parent` give every tab and the tabs it sits in, which the page's links name.
 - `static_url`: the address under which Gradio serves a file registered with gr.set_static_paths (its file
   route, /gradio_api/file=), which a page inside an iframe must write out itself.
+- `LOCALE_JS`: Gradio's front end has no public call that changes the page's language after it loads (its own
+  settings panel does it). Its locale store is set by `changeLocale`, exported by the front end's core module
+  (assets/core-<hash>.js); the page imports that module again (the same instance) to call it. Tab buttons carry
+  their tab's id (`data-tab-id`) and are relabelled by the page, since Gradio redraws a button's label only when
+  the button is next drawn.
 """
 import gradio as gr
 
@@ -37,3 +42,17 @@ def tab_nesting(demo):
 def static_url(path):
     """The URL under which Gradio serves a file registered with gr.set_static_paths."""
     return f"/gradio_api/file={path}"
+
+
+# In the page (app/i18n.py SWITCH_JS): `gradioCore()` resolves to Gradio's front-end core module, or null.
+LOCALE_JS = """const gradioCore = async () => {
+    const url = performance.getEntriesByType('resource').map((e) => e.name)
+      .find((n) => /\\/assets\\/core-[\\w-]+\\.js$/.test(n));
+    return url ? import(url) : null;
+  };"""
+
+
+def frontend_assets():
+    """The installed Gradio front end's JavaScript files (for the test that checks what LOCALE_JS relies on)."""
+    from pathlib import Path
+    return sorted((Path(gr.__file__).parent / "templates" / "frontend" / "assets").glob("*.js"))

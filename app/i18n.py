@@ -13,6 +13,8 @@ from pathlib import Path
 
 import gradio as gr
 
+from .gradio_adapter import LOCALE_JS
+
 LOCALES = Path(__file__).resolve().parent / "locale"
 LANGS = ("zh-CN", "en")  # the switch's order
 DEFAULT = "en"
@@ -64,18 +66,14 @@ def L(key):
 
 
 # Run by the page once it loads (launch(js=...)). `explorerLang.apply(lang)` switches the page's static labels
-# (Gradio's own locale store, through the module of Gradio's front end that exports `changeLocale`: see
-# app/gradio_adapter.py) and keeps the choice for the next visit. Gradio writes a tab button's label when the
+# (Gradio's own locale store, through the module of Gradio's front end that exports `changeLocale`:
+# app/gradio_adapter.py LOCALE_JS) and keeps the choice for the next visit. Gradio writes a tab button's label when the
 # button is next drawn, so the buttons are relabelled here at once from TABS ({tab id: {lang: label}}).
 SWITCH_JS = """() => {
   const TABS = %s;
   const KNOWN = %s;
   const pick = (v) => { v = String(v || ''); return v.toLowerCase().startsWith('zh') ? 'zh-CN' : (KNOWN.includes(v) ? v : '%s'); };
-  const gradioCore = async () => {
-    const url = performance.getEntriesByType('resource').map((e) => e.name)
-      .find((n) => /\\/assets\\/core-[\\w-]+\\.js$/.test(n));
-    return url ? import(url) : null;
-  };
+  %s
   const relabel = (lang) => {
     document.querySelectorAll('[role=tab][data-tab-id]').forEach((b) => {
       const label = TABS[b.dataset.tabId]?.[lang];
@@ -110,7 +108,7 @@ def switch_script(tab_labels):
     this app's own, and it is escaped besides."""
     labels = {tab: {lang: text(lang, key) for lang in LANGS} for tab, key in tab_labels.items()}
     return SWITCH_JS % (json.dumps(labels, ensure_ascii=False).replace("<", "\\u003c"), json.dumps(list(LANGS)),
-                        DEFAULT)
+                        DEFAULT, LOCALE_JS)
 
 
 def switch(demo):

@@ -52,3 +52,17 @@ def test_static_url_serves_a_registered_file(tmp_path):
     response = client.get(static_url(path))
     assert response.status_code == 200 and response.text == "window.lib = 1;"
     assert client.get(static_url(tmp_path / "not-registered.js")).status_code in (403, 404)
+
+
+def test_the_front_end_still_exports_what_the_language_switch_uses():
+    """LOCALE_JS imports Gradio's front-end core module (assets/core-<hash>.js) for `changeLocale`, and the page
+    relabels tab buttons found by `data-tab-id`: both must be in the installed front end."""
+    import re
+
+    from app.gradio_adapter import LOCALE_JS, frontend_assets
+    assets = frontend_assets()
+    core = [p for p in assets if re.fullmatch(r"core-[\w-]+\.js", p.name)]
+    assert len(core) == 1, [p.name for p in core]
+    assert re.search(r"\bas changeLocale\b", core[0].read_text(encoding="utf-8"))
+    assert any("data-tab-id" in p.read_text(encoding="utf-8", errors="ignore") for p in assets)
+    assert "core-" in LOCALE_JS
