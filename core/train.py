@@ -108,7 +108,8 @@ class TrainState:
 
     def save(self, path, model, optimizer, scheduler):
         """Write the resume point atomically (a temporary file, then a rename); the one before it is kept as
-        `last.prev.pt`, for a `last.pt` damaged after it was written."""
+        `last.prev.pt`, for a `last.pt` damaged after it was written. `last.pt` exists at every moment: the old
+        one becomes `last.prev.pt` through a second name (a hard link), not by being moved away."""
         device = next(model.parameters()).device
         checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                       "scheduler": scheduler.state_dict(), "step": self.step, "epoch": self.epoch,
@@ -118,7 +119,10 @@ class TrainState:
         tmp = path.with_suffix(".tmp")
         torch.save(checkpoint, tmp)
         if path.exists():
-            os.replace(path, previous_checkpoint(path))
+            link = path.with_suffix(".prev.tmp")
+            link.unlink(missing_ok=True)
+            os.link(path, link)
+            os.replace(link, previous_checkpoint(path))
         os.replace(tmp, path)
 
     @classmethod
