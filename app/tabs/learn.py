@@ -10,6 +10,7 @@ Inside tab's recorded pass (kept per translation), or a tiny model from the Lab.
 import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from types import SimpleNamespace
 from typing import Callable
 
@@ -120,9 +121,11 @@ def quiz_generator(c):
 CLONES = {"clones": (), "repeat": ("shared_layers",), "plain": ("plain_list",)}
 
 
+@lru_cache(maxsize=None)
 def clone_counts(how):
     """Parameters of the Lab's small model built the three ways: what parameters() reports and what the
-    layers really hold."""
+    layers really hold. Built once per process (build_model seeds torch's generator, and the counts never
+    change)."""
     model = lab.build_model(CLONES.get(how, ()))
     layers = model.encoder.layers
     return dict(registered=lab.count(model.parameters()), held=lab.count(lab.held_parameters(model)),
@@ -461,9 +464,16 @@ def quiz_teacher(c):
 ACCUM = (1, 2, 4, 8)
 
 
+@lru_cache(maxsize=len(ACCUM))
+def accum_check(k):
+    """core.lab.gradient_check on the copy task for k micro-batches, run once per process (it is seeded, so the
+    same every time; the step's figure and its answer both read it)."""
+    return lab.gradient_check("copy", k)
+
+
 def draw_accum(c, k):
     k = int(k) if str(k).isdigit() and int(k) in ACCUM else 4
-    r = lab.gradient_check("copy", k)
+    r = accum_check(k)
     fig = go.Figure([go.Bar(x=[c.t("accum.one"), c.t("accum.micro", k=k)],
                             y=[r["activation_bytes_one_batch"] / 1e6, r["activation_bytes_accumulated"] / 1e6],
                             marker_color=[GREY, ORANGE], hovertemplate="%{y:.2f} MB<extra></extra>")])
@@ -475,7 +485,7 @@ def draw_accum(c, k):
 
 
 def quiz_accum(c):
-    r = lab.gradient_check("copy", 4)
+    r = accum_check(4)
     choices = [c.t("accum.choice.times"), c.t("accum.choice.same"), c.t("accum.choice.quarter")]
     return choices, 1 if r["max_rel_diff"] < 1e-4 else 0, dict(diff=f"{r['max_abs_diff']:.1e}")
 
