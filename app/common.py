@@ -16,6 +16,8 @@ import gradio as gr
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from .i18n import L, choices
+
 MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]  # 0 = masked (grey), 1 = may attend (blue)
 
 
@@ -43,6 +45,12 @@ class KindLabel(NamedTuple):
 KIND_LABELS = {"encoder": KindLabel("Encoder self-attention", "Encoder self-attention"),
                "decoder": KindLabel("Decoder self-attention", "Decoder self-attention (masked)"),
                "cross": KindLabel("Cross-attention", "Cross-attention (decoder → encoder)")}
+
+
+def kind_choices(long=False, kinds=tuple(KIND_LABELS)):
+    """Kinds of attention as a menu's choices, labelled in both languages (ui.kind.short.<kind> or ui.kind.long.<kind>:
+    the same names as KIND_LABELS)."""
+    return choices(f"ui.kind.{'long' if long else 'short'}", kinds)
 
 
 def clamp(x, lo, hi, cast=int):
@@ -132,8 +140,9 @@ def empty_figure(message):
 
 
 def code_panel(title, *objects):
-    """The source of the pieces a tab explores, shown beside their pictures (closed at first)."""
-    with gr.Accordion(title, open=False):
+    """The source of the pieces a tab explores, shown beside their pictures (closed at first); `title` a label
+    (app.i18n.L), "The code" in the page's language when None."""
+    with gr.Accordion(L("ui.code") if title is None else title, open=False):
         gr.Code("\n\n".join(inspect.getsource(o) for o in objects), language="python")
 
 

@@ -6,6 +6,7 @@ Gradio translates static labels in the browser, from the browser's language or t
 on the server is looked up here with the language the page sends. A language read from the browser or from
 an address is untrusted: anything but a known code reads as English.
 """
+import hashlib
 import json
 import string
 from functools import lru_cache
@@ -18,13 +19,15 @@ from .gradio_adapter import LOCALE_JS
 LOCALES = Path(__file__).resolve().parent / "locale"
 LANGS = ("zh-CN", "en")  # the switch's order
 DEFAULT = "en"
-NAMES = {"zh-CN": "中文", "en": "English"}
 
 
 @lru_cache(maxsize=None)
 def table(lang):
     """{key: string} of one language (app/locale/<lang>.json)."""
-    return json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
+    out = json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
+    for part in sorted((LOCALES / "parts").glob(f"*.{lang}.json")):  # TEMPORARY: merged into <lang>.json
+        out.update(json.loads(part.read_text(encoding="utf-8")))
+    return out
 
 
 def read_lang(value):
@@ -54,15 +57,34 @@ STATIC = "ui."  # keys of the labels the browser translates; the others are look
 
 @lru_cache(maxsize=1)
 def i18n():
-    """The page's gr.I18n (passed to launch(i18n=...)): every language's static labels, the keys under "ui.".
-    The browser reads them as ICU messages, so they hold no {fields}."""
-    return gr.I18n(**{lang: {k: v for k, v in table(lang).items() if k.startswith(STATIC)} for lang in LANGS})
+    """The page's gr.I18n (passed to launch(i18n=...)): every language's static labels, the keys under "ui."
+    that take no {fields}. A label that takes fields is written on the server and added here by `L`."""
+    return gr.I18n(**{lang: {k: v for k, v in table(lang).items() if k.startswith(STATIC) and not fields(v)}
+                      for lang in LANGS})
 
 
-def L(key):
-    """A static label, translated in the browser: gr.Textbox(label=L("ui.translate.german"))."""
+def L(key, **values):
+    """A static label, translated in the browser: gr.Textbox(label=L("ui.translate.german")).
+
+    With `values`, a label built from the model or the shipped files (L("ui.overview.model", layers=3)): its
+    string is written here in every language with the values put in, and goes to the browser under a key of its
+    own (the key and a digest of the values), so that the browser still switches it with the page's language."""
     assert key.startswith(STATIC) and key in table(DEFAULT), key
-    return i18n()(key)
+    want, have = fields(table(DEFAULT)[key]), set(values)
+    assert want == have, (key, want, have)
+    if not values:
+        return i18n()(key)
+    built = {lang: text(lang, key, **values) for lang in LANGS}
+    digest = hashlib.sha256(json.dumps(built, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+    name = f"{key}#{digest}"
+    for lang, s in built.items():
+        i18n().translations[lang][name] = s
+    return i18n()(name)
+
+
+def choices(prefix, values, **fixed):
+    """A radio's or dropdown's choices labelled in both languages: [(L(f"{prefix}.{v}"), v), ...]."""
+    return [(L(f"{prefix}.{v}", **fixed), v) for v in values]
 
 
 # Run by the page once it loads (launch(js=...)). `explorerLang.apply(lang)` switches the page's static labels
@@ -114,7 +136,7 @@ def switch_script(tab_labels):
 def switch(demo):
     """The visible language switch, opened in the browser's (or the learner's last) language; its change
     relabels the page in the browser. Returns the radio, whose value the server reads for text it builds."""
-    lang = gr.Radio([(NAMES[code], code) for code in LANGS], value=DEFAULT, label=L("ui.lang"), elem_id="lang",
+    lang = gr.Radio(choices("ui.lang", LANGS), value=DEFAULT, label=L("ui.lang"), elem_id="lang",
                     container=False)
     demo.load(None, None, lang, js=INITIAL_JS)
     lang.change(None, lang, None, js="(lang) => { window.explorerLang?.apply(lang); }")

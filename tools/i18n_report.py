@@ -3,21 +3,32 @@
     python -m tools.i18n_report
 
 Builds the page (app.ui.build_demo) and counts, per top-level tab, the user-visible static strings its components
-carry: tab and component labels, placeholders, info lines, button texts and Markdown written at build time. A
+carry: tab and component labels, placeholders, info lines, button texts, Markdown written at build time
+and the labels of choices (numbers and names from the code, such as module paths, are in no language). A
 string is translated when it is a gr.I18n key (app.i18n.L). Text that views draw at run time (figure titles,
 status lines, HTML built by Python) is not counted here: only the Learn tab builds it in both languages.
 """
+import re
+
 import gradio as gr
 
 STATIC_VALUES = (gr.Markdown, gr.Button)  # components whose value is text written at build time
+CODE = re.compile(r"^[A-Za-z_][\w]*([._][\w]+)+$|^[\W\d_]*$")  # a module path, a number, a symbol: no language
+
+
+def words(s):
+    """Whether a string is in some language (not a number, a symbol or a name from the code)."""
+    return isinstance(s, gr.i18n.I18nData) or (isinstance(s, str) and bool(s.strip()) and not CODE.match(s.strip()))
 
 
 def strings(block):
-    """The user-visible static strings of one block."""
+    """The user-visible static strings of one block: its label, placeholder, info, static text and the labels
+    of its choices."""
     out = [getattr(block, a, None) for a in ("label", "placeholder", "info")]
     if isinstance(block, STATIC_VALUES):
         out.append(block.value)
-    return [s for s in out if isinstance(s, gr.i18n.I18nData) or (isinstance(s, str) and s.strip())]
+    out += [c[0] for c in getattr(block, "choices", None) or () if isinstance(c, tuple)]
+    return [s for s in out if words(s)]
 
 
 def top_tab(block):
