@@ -24,10 +24,7 @@ DEFAULT = "en"
 @lru_cache(maxsize=None)
 def table(lang):
     """{key: string} of one language (app/locale/<lang>.json)."""
-    out = json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
-    for part in sorted((LOCALES / "parts").glob(f"*.{lang}.json")):  # TEMPORARY: merged into <lang>.json
-        out.update(json.loads(part.read_text(encoding="utf-8")))
-    return out
+    return json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
 
 
 def read_lang(value):
@@ -74,10 +71,18 @@ def L(key, **values):
     assert want == have, (key, want, have)
     if not values:
         return i18n()(key)
-    built = {lang: text(lang, key, **values) for lang in LANGS}
-    digest = hashlib.sha256(json.dumps(built, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+    return written(key, {lang: text(lang, key, **values) for lang in LANGS})
+
+
+def written(key, texts):
+    """A static label written on the server in every language ({lang: text}), sent to the browser under `key` and
+    a digest of the texts, so that the browser switches it with the page's language. For text whose parts come
+    and go with the numbers (the Heads tab's reading), which no one string of a table holds. Only at build
+    time: the browser learns the page's labels when it loads."""
+    assert set(texts) == set(LANGS), texts
+    digest = hashlib.sha256(json.dumps(texts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
     name = f"{key}#{digest}"
-    for lang, s in built.items():
+    for lang, s in texts.items():
         i18n().translations[lang][name] = s
     return i18n()(name)
 

@@ -49,5 +49,6 @@ def build_demo():
         for event in (translation.translated, tabs.learn.translates(learn, translation, state), linked):
             event.then(show, [page, state, *controls], [o for t in shown for o in t.outputs], api_visibility="private",
                        show_progress_on=translation.outputs[0])
+        demo.tab_views = built  # each tab's views and controls (tools.i18n_report draws them)
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

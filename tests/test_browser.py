@@ -188,7 +188,7 @@ def test_translate_and_step_replay(page):
     assert n >= 3
     box = page.locator("#step input[type=number]")
     assert box.input_value() == "1"
-    assert f"(1 to {n})" in page.locator("#step label").inner_text()
+    assert page.locator("#step input[type=range]").get_attribute("max") == str(n)  # a step per output token
     wait_text(page, "Step 1: next-token candidates")
     # the buttons move the replay one step at a time, and the slider follows
     page.locator("#step-next").click()
@@ -675,6 +675,46 @@ def test_a_link_restores_a_learn_step_and_the_switch_changes_language(app, brows
         # an address that is not a step opens the first one
         page.goto(app.url + "?learn=%3Cscript%3E99")
         wait_until(page, "text('#learn-head').includes(arg)", step_heading("en", 1), what="step 1")
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+# ---- every tab in Chinese --------------------------------------------------------------------------------------
+
+# the short texts a person reads as a page's labels: component labels, buttons, choices, tabs, accordions' titles
+LABELS_JS = """(panel) => [...panel.querySelectorAll(
+    '[data-testid=block-info], button, label > span, [role=tab], .label-wrap > span, [data-testid=block-label]')]
+  .filter(e => e.offsetWidth > 0).map(e => e.innerText.trim()).filter(t => t)"""
+
+
+def test_every_tab_in_chinese_shows_its_labels_in_chinese(app, browser):
+    """Each top-level tab opened on a zh-CN page: none of its labels is one of the page's English strings, and
+    no key is shown in place of a label."""
+    from app.i18n import table
+    from tools.i18n_report import english
+    en, zh = table("en"), table("zh-CN")
+    english_labels = {s for k, s in en.items() if k.startswith("ui.") and english(s) and zh[k] != s}
+    context, page = learner(app, browser, {"width": 1400, "height": 1000}, "zh-CN")
+    try:
+        ids = page.evaluate("[...document.querySelectorAll('[role=tab][data-tab-id]')]"
+                            ".filter(b => b.closest('.tabs') === document.querySelector('.tabs'))"
+                            ".map(b => b.dataset.tabId)")  # the top level's tabs
+        assert len(ids) == 13 and ids[0] == "learn", ids
+        for tab in ids:
+            page.locator(f"[role=tab][data-tab-id='{tab}']").click()
+            # its panel shown, with its labels drawn (Gradio mounts a tab when it is first opened)
+            wait_until(page, """(() => { const panel = [...el('.tabs').children]
+                .find(e => e.matches('[role=tabpanel]') && e.offsetHeight);
+              return panel && /[\\u4e00-\\u9fff]/.test(panel.innerText); })()""", what=f"the {tab} tab in Chinese")
+            panel = page.evaluate_handle("[...document.querySelector('.tabs').children]"
+                                         ".find(e => e.matches('[role=tabpanel]') && e.offsetHeight)")
+            labels = page.evaluate(LABELS_JS, panel)
+            assert labels, tab
+            left = [t for t in labels if t in english_labels]
+            assert left == [], (tab, left)
+            assert not [t for t in labels if "__i18n__" in t], tab
+        assert "__i18n__" not in page.locator("body").inner_text()
         assert page.errors == [], page.errors
     finally:
         context.close()

@@ -6,10 +6,13 @@ import re
 
 import gradio as gr
 import pytest
+from gradio.i18n import I18nData
 
+from app import i18n
 from app.common import KIND_LABELS
 from app.tabs import heads
 from app.views import ROOT
+from core.analysis.heads import MEASURES, findings
 from core.headmask import KINDS
 from tests.conftest import needs_shipped
 from tests.test_heads import synthetic_atlas
@@ -42,6 +45,43 @@ def test_reading_is_the_findings_of_the_numbers():
     md = heads.reading_md(full_atlas())
     assert md.startswith("**What the numbers say**") and "validation loss 1.500" in md
     assert md.count("\n- ") >= 3 and "1\\.2 \\(90%\\)" in md
+
+
+def test_the_reading_says_the_same_in_both_languages():
+    """In English the sentences are core.analysis.heads.findings' own; in Chinese the same sentences, with the
+    same numbers; on the page one label holds both."""
+    atlases = [full_atlas(), synthetic_atlas()] + [heads.load_atlas()] * (heads.load_atlas() is not None)
+    for atlas in atlases:
+        assert heads.findings_in("en", atlas) == findings(atlas)
+        en, zh = heads.findings_in("en", atlas), heads.findings_in("zh-CN", atlas)
+        assert len(zh) == len(en) and zh != en
+        for e, z in zip(en, zh):
+            assert sorted(re.findall(r"[-+]?\d+(?:\.\d+)?%?", e)) == sorted(re.findall(r"[-+]?\d+(?:\.\d+)?%?", z))
+            assert not re.search(r"\b(heads?|the|of|loss)\b", z), z
+    md = heads.reading_md(full_atlas(), "zh-CN")
+    assert md.startswith("**数字告诉我们什么**") and md.count("\n- ") == heads.reading_md(full_atlas()).count("\n- ")
+    label = heads.reading_label(full_atlas())
+    assert isinstance(label, I18nData)
+    assert {lang: i18n.i18n().translations[lang][label.key] for lang in i18n.LANGS} == \
+        {lang: heads.reading_md(full_atlas(), lang) for lang in i18n.LANGS}
+    assert heads.reading_label(None) == ""
+
+
+def test_menus_are_labelled_in_both_languages():
+    """The measures as the atlas's caption names them, and every head of the list to switch off."""
+    sent = i18n.i18n().translations
+    for (label, name) in heads.measure_choices():
+        assert sent["en"][label.key] == heads.measure_label(name)
+        assert sent["zh-CN"][label.key] != heads.measure_label(name)
+    assert "<s>" in sent["zh-CN"][heads.measure_choices()[5][0].key]  # first: the piece put in
+    assert [n for _, n in heads.measure_choices()] == list(MEASURES)
+    choices = heads.head_choices(3, 8)
+    assert len(choices) == 72 and choices[11][1] == "encoder 1 3"
+    label = dict((v, k) for k, v in choices)["cross 1 3"]
+    shown = {lang: i18n.i18n().translations[lang][label.key] for lang in i18n.LANGS}
+    assert shown == {"en": "Cross-attention · layer 1 · head 3", "zh-CN": "交叉注意力 · 层 1 · 头 3"}
+    assert all(f"{KIND_LABELS[v.split()[0]].short} · layer" in i18n.i18n().translations["en"][k.key]
+               for k, v in choices)
 
 
 def test_choosing_heads_keeps_to_the_model():

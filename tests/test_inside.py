@@ -274,6 +274,37 @@ def test_a_new_translation_redraws_only_what_reads_it(tr, ins):
     assert "Frau" not in str(lens[-2].to_dict()) and "woman" in str(lens[-2].to_dict())
 
 
+def test_menus_are_labelled_in_both_languages():
+    from app.i18n import i18n
+    words = i18n().translations
+    model = make_model(50, 50, N=3, d_model=16, d_ff=32, h=4)
+    norms = tab.norm_choices(model)
+    assert [words["en"][lbl.key] for lbl, _ in norms] == [tab.norm_label(p) for _, p in norms]
+    english = dict((p, words["en"][lbl.key]) for lbl, p in norms)
+    assert english["encoder.layers.0.sublayer.0.norm"] == "encoder layer 0, before self-attention"
+    assert english["encoder.layers.1.sublayer.1.norm"] == "encoder layer 1, before FFN"
+    assert english["decoder.layers.2.sublayer.1.norm"] == "decoder layer 2, before cross-attention"
+    assert english["decoder.norm"] == "decoder: the final LayerNorm" and len(english) == 3 * 2 + 3 * 3 + 2
+    chinese = dict((p, words["zh-CN"][lbl.key]) for lbl, p in norms)
+    assert chinese["decoder.layers.2.sublayer.1.norm"] == "解码器第 2 层，交叉注意力之前"
+    ffn = tab.ffn_choices(3)
+    assert [(words["en"][lbl.key], v) for lbl, v in ffn] == [
+        (f"{side} layer {i}", f"{side}/{i}") for side in ("encoder", "decoder") for i in range(3)]
+    assert words["zh-CN"][ffn[4][0].key] == "解码器第 1 层"
+
+
+@needs_shipped
+def test_a_hidden_view_is_cleared_to_the_translated_wait_note(tr, ins):
+    from app.views import open_tab, page_state
+    page = page_state({"": "inside", "inside": "layernorm"}).value
+    controls = (tab.FIRST_MODULE, "encoder.norm", 0, 0, 0, "encoder", 0, 0, "encoder/0")
+    assert "position 0" in tab.show(page, ins, *controls)[9]  # the LayerNorm note, drawn
+    open_tab(page, ("inside", "modules"))
+    note = tab.show(page, tr.inspect(SENTENCES[1], method="greedy"), *controls)[9]
+    assert isinstance(note, gr.i18n.I18nData) and note.key == "ui.inside.wait"
+    assert gr.Markdown().postprocess(note) == str(note)  # sent as the key, which the browser translates
+
+
 @needs_shipped
 def test_bench_inside_times_every_view_beside_a_translation(monkeypatch, capsys):
     from tools import bench_inside

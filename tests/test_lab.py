@@ -421,6 +421,19 @@ def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained():
     assert "has not been trained yet" in note and examples == ""
 
 
+def test_break_labels_name_the_break_in_both_languages():
+    """Each break's checkbox reads "name: what it does" (core.lab.BREAKS) in English, and starts with its name in
+    every language: the browser tests click a break's label by its name."""
+    from app.i18n import LANGS, text
+    from app.tabs import lab as tab
+    labels = tab.break_choices()
+    assert [value for _, value in labels] == list(BREAKS)
+    for label, name in labels:
+        assert text("en", label.key) == f"{name}: {BREAKS[name]}"
+        assert all(text(lang, label.key).startswith(name) for lang in LANGS)
+    assert text("zh-CN", labels[0][0].key) != text("en", labels[0][0].key)
+
+
 def test_examples_mark_wrong_tokens_and_escape():
     from app.tabs.lab import examples_html
     out = examples_html([{"input": [1, 2, 3], "target": [1, 2, 3], "output": [1, 5]},

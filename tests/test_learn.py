@@ -23,13 +23,6 @@ def test_both_languages_have_the_same_keys_and_fields():
         assert zh[key].strip(), key
 
 
-def test_static_labels_hold_no_fields_and_the_page_i18n_carries_them_all():
-    for lang in i18n.LANGS:
-        static = {k: v for k, v in i18n.table(lang).items() if k.startswith(i18n.STATIC)}
-        assert static and all(not i18n.fields(v) for v in static.values())
-        assert i18n.i18n().translations_dict[lang] == static
-
-
 def test_every_step_has_all_its_strings():
     en = i18n.table("en")
     for step in learn.STEPS:

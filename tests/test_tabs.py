@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from app.i18n import L
 from app.shared import get_translator
 from app.tabs import masks, positional, training
 from app.tabs.masks import DEFAULT_DE, DEFAULT_EN, batching_figure, make_batch, mask_panels, parse_pairs, scores_at_work
@@ -161,7 +162,7 @@ def test_replay_tick_advances_and_stops(monkeypatch):
     slider, timer, playing = training.replay_tick(119, True)
     assert slider.value == 120 and not playing and timer.active is False
     button, timer, playing, slider = training.replay_toggle(False, 120)
-    assert playing and slider.value == 1 and button.value == "Pause"
+    assert playing and slider.value == 1 and button.value == str(L("ui.training.pause"))  # "Pause" in the page's language
 
 
 @needs_shipped

@@ -90,3 +90,18 @@ def test_the_tree_saves_as_one_self_contained_page(ins):
     assert update["visible"] is True and "Beam search, beam size 4" in page
     assert not re.search(r"<script[^>]*\ssrc=", page)  # plotly.js is inside the page: no script to fetch
     assert whatif.tree_file(None, 4)["visible"] is False
+
+
+def test_the_tabs_labels_are_in_both_languages():
+    """Every static label of the tab goes through gr.I18n, its English the page's own."""
+    import gradio as gr
+
+    from app import i18n
+    from tools.i18n_report import count
+    with gr.Blocks() as demo:
+        whatif.build(gr.State(), gr.State())
+    done, left = count(demo)["whatif"]
+    assert left == 0 and done >= 14
+    prefix = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "whatif-prefix")
+    assert i18n.text("en", prefix.label.key) == "English prefix" and i18n.text("zh-CN", prefix.label.key) == "英语前缀"
+    assert i18n.text("en", prefix.placeholder.key) == "A woman"  # an English start in both languages

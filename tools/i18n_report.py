@@ -1,14 +1,21 @@
-"""How much of the page's static text goes through gr.I18n (both languages) and how much stays English:
+"""How much of the page's text is in both languages, and how much stays English:
 
-    python -m tools.i18n_report
+    python -m tools.i18n_report            # the static text, per tab
+    python -m tools.i18n_report --drawn    # and the text the views draw, the page in zh-CN (--list prints it)
 
 Builds the page (app.ui.build_demo) and counts, per top-level tab, the user-visible static strings its components
 carry: tab and component labels, placeholders, info lines, button texts, Markdown written at build time
 and the labels of choices (numbers and names from the code, such as module paths, are in no language). A
-string is translated when it is a gr.I18n key (app.i18n.L). Text that views draw at run time (figure titles,
-status lines, HTML built by Python) is not counted here: only the Learn tab builds it in both languages.
+string is translated when it is a gr.I18n key (app.i18n.L).
+
+With --drawn it also translates one of the app's examples and draws every view of every tab for it (every step of
+the Learn path), and counts the distinct strings those views show that are English when the page is in zh-CN:
+figure titles, axis titles, legends and annotations, the text of Markdown and HTML. The sentence's own pieces,
+the model's candidates, names from the code and formulas are in no language and not counted. Only the Learn tab
+draws in the page's language; the other tabs' views draw English.
 """
 import re
+from html.parser import HTMLParser
 
 import gradio as gr
 
@@ -56,14 +63,145 @@ def count(demo):
     return table
 
 
-def main():
+# ---- text drawn at run time ------------------------------------------------------------------------------
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+CODE_SPAN = re.compile(r"`[^`]*`")
+# names from the code and formulas: d_model, w_1, LayerNorm, ModuleList, PE(pos + k)
+NAME = re.compile(r"\b\w*[_\d]\w*\b|\b[A-Za-z][a-z]+[A-Z]\w*\b|\b\w+\([\w ,+−-]*\)")
+WORD = re.compile(r"[A-Za-z]{3,}")
+NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?%?")
+SKIP_KEYS = {"ticktext", "tickvals", "x", "y", "z", "text", "customdata", "hovertemplate", "texttemplate", "meta",
+             "colorscale", "font", "marker", "line"}  # data (the sentence's pieces) and style, not the page's words
+
+
+class _Text(HTMLParser):
+    """The text nodes of an HTML string (scripts and styles left out)."""
+    def __init__(self):
+        super().__init__()
+        self.out, self.skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.skip += tag in ("script", "style")
+        self.out += [v for k, v in attrs if k in ("title", "aria-label") and v]
+
+    def handle_endtag(self, tag):
+        self.skip -= tag in ("script", "style") and self.skip > 0
+
+    def handle_data(self, data):
+        if not self.skip and data.strip():
+            self.out.append(data.strip())
+
+
+def english(s, pieces=frozenset()):
+    """Whether text is English: words of three letters or more, no Chinese, once code spans, names from the code
+    and the pieces of the sentence (and of the model's candidates) are taken out. A piece with SentencePiece's
+    word mark (▁) is the model's, in no language of the page."""
+    if CJK.search(s) or "▁" in s:
+        return False
+    rest = NAME.sub(" ", CODE_SPAN.sub(" ", s))
+    return any(w not in pieces for w in WORD.findall(rest))
+
+
+def figure_strings(obj, key=None):
+    """The words a plotly figure shows: titles, axis titles, legend names, annotations (not its data)."""
+    if isinstance(obj, dict):
+        return [s for k, v in obj.items() if k not in SKIP_KEYS or k == "text" and isinstance(v, str)
+                for s in figure_strings(v, k)]
+    if isinstance(obj, (list, tuple)):
+        return [s for v in obj for s in figure_strings(v, key)]
+    return [obj] if isinstance(obj, str) and key in ("text", "name", "title") else []
+
+
+def value_strings(value):
+    """The words one drawn value shows: a figure's, an HTML or Markdown string's text, an update's label and choices."""
+    if value is None:
+        return []
+    if hasattr(value, "to_plotly_json"):
+        return figure_strings(value.to_plotly_json())
+    if isinstance(value, dict):  # gr.update(...): a menu's label and choices, or a text's new value
+        out = [value.get(k) for k in ("label", "info") if isinstance(value.get(k), str)]
+        if "choices" in value:
+            out += [c[0] if isinstance(c, (tuple, list)) else c for c in value["choices"] or ()]
+        elif isinstance(value.get("value"), str):
+            out.append(value["value"])
+        return [t for s in out if isinstance(s, str) for t in value_strings(s)]
+    if isinstance(value, str):
+        if "<script" in value or value.startswith(("/", "http")) or len(value) > 200_000:
+            return []  # a whole page for an iframe (bertviz's own views), or a file
+        parser = _Text()
+        parser.feed(value)
+        return parser.out
+    return []
+
+
+SHOWS_NO_WORDS = (gr.Code, gr.File, gr.JSON)  # source code, files: not the page's words
+
+
+def sentence_pieces(ins):
+    """The words of the translation and of the model's candidates: the sentence's, in no language of the page."""
+    pieces = {w.replace("▁", " ").strip() for w in (*ins.src_tokens, *ins.tgt_tokens, *ins.out_tokens,
+                                                     *(c for row in ins.topk for c, _ in row))}
+    return frozenset(pieces | {w for s in (ins.source, ins.translation) for w in WORD.findall(s or "")})
+
+
+def view_values(tab, ins, lang):
+    """(component, value) for every output of every view of a tab, drawn for `ins` (the Learn tab at its first
+    step, in `lang`)."""
+    values, controls = [], {name: getattr(c, "value", None) for name, c in tab.controls.items()}
+    controls.update(lang=lang, progress={"step": 0, "done": []})
+    for view in tab.views:
+        used = tuple(controls[name] for name in view.uses)
+        out = view.draw(ins, *used) if view.reads_translation else view.draw(*used)
+        values += list(out) if view.outputs > 1 else [out]
+    return list(zip(tab.outputs, values))
+
+
+def drawn(demo, ins, lang="zh-CN"):
+    """{top-level tab: sorted distinct English strings its views draw for `ins`, the page in `lang`} (only the
+    Learn tab's views read the page's language), every step of the Learn path included."""
+    from app.tabs import learn
+    pieces, out = sentence_pieces(ins), {}
+    for tab in demo.tab_views:
+        pairs = view_values(tab, ins, lang)
+        if tab.views[0].name == "learn":
+            pairs = [(c, v) for k in range(len(learn.STEPS))
+                     for c, v in zip(tab.outputs, learn.render(ins, {"step": k, "done": []}, lang))]
+        found = {s for c, v in pairs if not isinstance(c, SHOWS_NO_WORDS) and c.visible is not False
+                 for s in value_strings(v) if english(s, pieces)}
+        where = tab.views[0].where
+        out.setdefault(where[0] if where else "translate", set()).update(found)
+    return {tab: sorted(found) for tab, found in out.items()}
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--drawn", action="store_true",
+                    help="also draw every view for one translation and count the English it draws in zh-CN")
+    ap.add_argument("--list", action="store_true", help="with --drawn, print those strings")
+    args = ap.parse_args(argv)
     from app.ui import build_demo
-    table = count(build_demo())
+    demo = build_demo()
+    table = count(demo)
     print(f"{'tab':14s} {'both languages':>15s} {'English only':>13s}")
     for tab, (done, left) in table.items():
         print(f"{tab:14s} {done:15d} {left:13d}")
     done, left = (sum(r[i] for r in table.values()) for i in (0, 1))
     print(f"{'total':14s} {done:15d} {left:13d}")
+    if args.drawn:
+        from app.shared import examples
+        from app.tabs.translate import translate
+        ins = translate(examples()[0], "beam")[2]
+        runtime = drawn(demo, ins)
+        shapes = {tab: {NUMBER.sub("#", s) for s in found} for tab, found in runtime.items()}
+        print(f"\nDrawn at run time for {examples()[0]!r}, the page in zh-CN: text still English")
+        print(f"{'tab':14s} {'strings':>8s} {'templates':>10s}  (a template: the string with its numbers taken out)")
+        for tab, found in runtime.items():
+            print(f"{tab:14s} {len(found):8d} {len(shapes[tab]):10d}")
+            for s in sorted(shapes[tab]) if args.list else ():
+                print(f"{'':16s}{s[:110]!r}")
+        print(f"{'total':14s} {sum(map(len, runtime.values())):8d} {sum(map(len, shapes.values())):10d}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from core import model as core_model
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
-from ..common import KIND_LABELS, clamp, code_panel, export_file, label, panel_grid
+from ..common import KIND_LABELS, clamp, code_panel, export_file, kind_choices, label, panel_grid
 from ..i18n import L
 from ..views import View, opener, refresh, tab_views
 
@@ -138,8 +138,8 @@ def bertviz_file(ins, view):
 def _save_html(view):
     """A bertviz sub-tab's download: its button, its file, and the view it saves."""
     with gr.Row():
-        button = gr.Button("Save as a self-contained HTML file", size="sm", elem_id=f"bertviz-{view}-save")
-        file = gr.File(visible=False, interactive=False, elem_id=f"bertviz-{view}-file", label="HTML")
+        button = gr.Button(L("ui.attention.save"), size="sm", elem_id=f"bertviz-{view}-save")
+        file = gr.File(visible=False, interactive=False, elem_id=f"bertviz-{view}-file", label=L("ui.attention.save-file"))
     return button, file, view
 
 
@@ -154,8 +154,7 @@ def _views():
         with gr.Tab(L("ui.attention.tab.layers-heads"), id="layers-heads") as layers:
             overview = gr.Plot(elem_id="overview-grid")
         with gr.Tab(L("ui.attention.tab.bertviz-head"), id="bertviz-head") as bv_head_tab:
-            gr.Markdown("Lines link each token to the tokens it attends to; colours are heads. "
-                        "Pick encoder, decoder or cross attention in the view's menu.")
+            gr.Markdown(L("ui.attention.bertviz-head"))
             bv_head = gr.HTML(elem_id="bertviz-head")
             saves = [_save_html("head")]
         with gr.Tab(L("ui.attention.tab.bertviz-model"), id="bertviz-model") as bv_model_tab:
@@ -172,12 +171,12 @@ def build(cfg, page, state):
     app/ui.py), and the sub-tabs (the Heads tab opens a head here)."""
     with gr.Tab(L("ui.tab.attention"), id="attention") as tab:
         with gr.Row():
-            kind = gr.Radio([(v.long, k) for k, v in KIND_LABELS.items()], value="encoder", label="attention",
+            kind = gr.Radio(kind_choices(long=True), value="encoder", label=L("ui.attention.kind"),
                             elem_id="kind")
-            layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="layer")
-            head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="head")
+            layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="layer")
+            head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"), elem_id="head")
         tabs, subtabs, outputs, saves = _views()
-        code_panel("The code", core_model.attention, core_model.MultiHeadedAttention)
+        code_panel(None, core_model.attention, core_model.MultiHeadedAttention)
     controls = dict(kind=kind, layer=layer, head=head)
     inputs = [page, state, *controls.values()]
     tab.select(opener(("attention",), show), inputs, outputs, api_visibility="private")

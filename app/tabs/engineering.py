@@ -10,32 +10,42 @@ from core import model as core_model
 from core.bench import table_rows
 
 from ..common import code_panel
-from ..i18n import L
+from ..i18n import L, text
 from ..shared import get_translator, model_dir
 from .training import shipped_log
 
 
-def speed_table(b):
-    """The figures of `python -m core.bench` (bench.json) as a Markdown table, row by row as the benchmark
-    declares them (core.bench.ROWS); rows whose figures the file lacks (an older benchmark) are left out."""
+def _speed_section(b):
+    """The figures of `python -m core.bench` (bench.json) as a Markdown table (key, values), row by row as the
+    benchmark declares them (core.bench.ROWS); rows whose figures the file lacks (an older benchmark) are left out.
+    None when no row is left."""
     rows = [f"| {label} | {ours} | {ref} | {ref_is} | {ratio} |" for label, ours, ref, ratio, ref_is in table_rows(b)]
     if not rows:
-        return ""
-    table = "| measure | ours | reference | reference is | ratio |\n|---|---|---|---|---|\n" + "\n".join(rows)
+        return None
+    values = dict(rows="\n".join(rows))
     if isinstance(b.get("bf16_training_skipped"), str):
-        table += f"\n\nbf16 training rows left out: {html.escape(b['bf16_training_skipped'])}."
-    return table
+        return "ui.engineering.speed.table-skipped", dict(values, reason=html.escape(b["bf16_training_skipped"]))
+    return "ui.engineering.speed.table", values
+
+
+def speed_table(b, lang="en"):
+    """The speed table of bench.json `b` in Markdown, in `lang` ("" when the file holds no row)."""
+    section = _speed_section(b)
+    if section is None:
+        return ""
+    key, values = section
+    return text(lang, key, **values)
 
 
 def _model_md(tr):
     cfg = tr.config
     n_params = sum(p.numel() for p in tr.model.parameters())
-    return (f"### The model\n{cfg['N']} + {cfg['N']} layers, d_model {cfg['d_model']}, {cfg['h']} heads "
-            f"(d_k = {cfg['d_model'] // cfg['h']}), d_ff {cfg['d_ff']}, dropout {cfg['dropout']}, shared "
-            f"{cfg['src_vocab']}-piece SentencePiece vocabulary, embeddings tied with the output projection: "
-            f"**{n_params / 1e6:.2f} M parameters**. Shipped as `config.json` + float16 safetensors"
-            + (f", the average of {len(cfg['averaged_checkpoints'])} epoch checkpoints "
-               f"({', '.join(cfg['averaged_checkpoints'])})." if cfg.get("averaged_checkpoints") else "."))
+    values = dict(layers=cfg["N"], d_model=cfg["d_model"], heads=cfg["h"], d_k=cfg["d_model"] // cfg["h"],
+                  d_ff=cfg["d_ff"], dropout=cfg["dropout"], vocab=cfg["src_vocab"], params=f"{n_params / 1e6:.2f}")
+    kept = cfg.get("averaged_checkpoints")
+    if kept:
+        return "ui.engineering.model-averaged", dict(values, checkpoints=len(kept), names=", ".join(kept))
+    return "ui.engineering.model", values
 
 
 def _training_md():
@@ -44,54 +54,52 @@ def _training_md():
         return None
     a = config["args"]
     best = max(epochs, key=lambda e: e.get("val_bleu", 0))
-    return (f"### Training\n{len(epochs)} epochs, {len(steps)} optimizer steps in {epochs[-1]['minutes']:.0f} minutes "
-            f"on {config['device']} ({config['world_size']} process{'es' if config['world_size'] > 1 else ''}"
-            f"{', bf16 autocast' if a.get('bf16') else ''}); batches of up to {a['max_tokens']} padded tokens a side, "
-            f"gradient accumulation {a['accum_iter']}; Adam (0.9, 0.98, 1e-9) with the Noam schedule (factor "
-            f"{a['factor']}, warmup {a['warmup']}); label smoothing ε = {a['smoothing']}. Best validation BLEU "
-            f"(greedy) during training: {best['val_bleu']:.1f} after epoch {best['epoch']}.")
+    processes = ".processes" if config["world_size"] > 1 else ""  # "1 process", "2 processes"
+    autocast = ".bf16" if a.get("bf16") else ""
+    return f"ui.engineering.training{processes}{autocast}", dict(epochs=len(epochs), steps=len(steps), minutes=f"{epochs[-1]['minutes']:.0f}",
+                     device=config["device"], processes=config["world_size"], max_tokens=a["max_tokens"],
+                     accum=a["accum_iter"], factor=a["factor"], warmup=a["warmup"], smoothing=a["smoothing"],
+                     bleu=f"{best['val_bleu']:.1f}", epoch=best["epoch"])
 
 
 def _quality_md():
     path = model_dir() / "eval.json"
     if not path.exists():
         return None
-    rows = ["| split | decoding | BLEU | chrF |", "|---|---|---|---|"]
-    for r in json.loads(path.read_text()):
-        rows.append(f"| {r['split']} | {'greedy' if r['beam'] == 1 else 'beam ' + str(r['beam'])} | "
-                    f"{r['bleu']:.2f} | {r['chrf']:.2f} |")
-    return "### Quality (sacreBLEU, detokenized, cased)\n" + "\n".join(rows)
+    rows = [f"| {r['split']} | {'greedy' if r['beam'] == 1 else 'beam ' + str(r['beam'])} | "
+            f"{r['bleu']:.2f} | {r['chrf']:.2f} |" for r in json.loads(path.read_text())]
+    return "ui.engineering.quality", dict(rows="\n".join(rows))
 
 
 def _speed_md():
+    """The speed title and table (two sections), or no section where bench.json is missing, unreadable or holds
+    no row."""
     path = model_dir() / "bench.json"
     try:
-        table = speed_table(json.loads(path.read_text())) if path.exists() else ""
+        table = _speed_section(json.loads(path.read_text())) if path.exists() else None
     except (OSError, ValueError):  # an unreadable file leaves the table out; the app still starts
-        table = ""
-    if not table:
-        return None
-    return "### Speed on this machine's kind (2 CPU cores), each beside a reference from the same run\n" + table
+        table = None
+    return [("ui.engineering.speed", {}), table] if table else []
 
 
-DECODING_MD = ("### Decoding in this app\nEach translation is decoded with cached keys and values, then run once "
-               "more, teacher-forced, to record every attention map; changing layer, head or view redraws from "
-               "those maps without running the model. How the decoding is made fast, and what each speed-up "
-               "buys, is in `docs/performance.md` in the repository.")
+def sections():
+    """The tab's text as (key, values) pairs, one Markdown each: how the shipped model was built and how well it
+    does, from the files beside it."""
+    parts = [_model_md(get_translator()), _training_md(), _quality_md(), *_speed_md(), ("ui.engineering.decoding", {})]
+    return [p for p in parts if p]
 
 
-def engineering_md():
-    """How the shipped model was built and how well it does, from the files beside it."""
-    parts = [_model_md(get_translator()), _training_md(), _quality_md(), _speed_md(), DECODING_MD]
-    return "\n\n".join(p for p in parts if p)
+def engineering_md(lang="en"):
+    """The tab's text in `lang`, as one Markdown."""
+    return "\n\n".join(text(lang, key, **values) for key, values in sections())
 
 
 def build():
     """Lay out the tab (it has no events; its text is read from the files beside the model at start)."""
     with gr.Tab(L("ui.tab.engineering"), id="engineering"):
-        gr.Markdown(engineering_md())
-        code_panel("Greedy decoding with the cache, one decoder step written out, and beam search",
-                   core_decode.greedy_decode, core_decode.IncrementalDecoder, core_decode.beam_search)
-        code_panel("The float16 decoder for one sentence on a CPU", core_decode.CastLinear,
-                   core_decode.HalfPrecisionDecoder)
-        code_panel("Dropout with a cheaper mask on a CPU (training)", core_model.Dropout)
+        for key, values in sections():
+            gr.Markdown(L(key, **values))
+        code_panel(L("ui.engineering.code.decoding"), core_decode.greedy_decode, core_decode.IncrementalDecoder,
+                   core_decode.beam_search)
+        code_panel(L("ui.engineering.code.half"), core_decode.CastLinear, core_decode.HalfPrecisionDecoder)
+        code_panel(L("ui.engineering.code.dropout"), core_model.Dropout)

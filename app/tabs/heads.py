@@ -16,17 +16,17 @@ from functools import lru_cache
 
 import gradio as gr
 
-from core.analysis.heads import MEASURES, findings
+from core.analysis.heads import MEASURES
 from core.headmask import KINDS
 
-from ..common import KIND_LABELS, clamp, empty_figure, md_literal, token_strip
-from ..i18n import L
+from ..common import KIND_LABELS, clamp, empty_figure, kind_choices, md_literal, token_strip
+from ..i18n import LANGS, L, fields, table, text, written
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, open_tab, opener, refresh, tab_views
 from . import attention
 from .translate import TOKEN_LEGEND
 
-KIND_CHOICES = [(label.short, kind) for kind, label in KIND_LABELS.items()]
+KIND_CHOICES = kind_choices()
 CELL_W, CELL_H = 44, 28
 OFF_SCALE = [[0, "#f4f4f4"], [1, "#6b6b6b"]]  # a switched-off head's map, in grey
 
@@ -51,6 +51,19 @@ def load_atlas():
 def measure_label(name):
     about, unit = MEASURES[name]
     return f"{name.replace('_', ' ')}: {about}" + ("" if unit == "share" else f" ({unit})")
+
+
+def measure_key(name):
+    """The key of a measure's label in the menu (ui.heads.measure.<name>): measure_label in each language."""
+    return f"ui.heads.measure.{name.replace('_', '-')}"
+
+
+TOKENS = {"bos": "<s>", "eos": "</s>"}  # pieces a label names, kept out of the tables (Markdown would read a tag)
+
+
+def measure_choices():
+    """The measures as a menu's choices: their labels in each language, the pieces they name put in."""
+    return [(L(measure_key(n), **{f: TOKENS[f] for f in fields(table("en")[measure_key(n)])}), n) for n in MEASURES]
 
 
 def _color(value, lo, hi, diverging=False):
@@ -122,21 +135,96 @@ def atlas_html(atlas, name):
             f'<div class="heads-atlas" style="display:flex; flex-wrap:wrap; gap:18px">{"".join(blocks)}</div>')
 
 
-def reading_md(atlas):
-    """The clearest patterns of the atlas, written from its numbers (core.analysis.heads.findings)."""
+# what the numbers say: core.analysis.heads.findings, written in each language from the same numbers (the
+# tests check that the English is findings' own)
+SHARE, NEGLIGIBLE_LOSS, NEGLIGIBLE_BLEU = 0.5, 0.01, 0.3  # findings' defaults
+ATTENDS = (("encoder", "previous", "previous-source"), ("encoder", "next", "next-source"),
+           ("decoder", "previous", "previous-target"), ("encoder", "same", "own"), ("decoder", "same", "own"))
+
+
+def _cells(atlas, kind, measure):
+    """[(value, layer, head), ...] of one measure, largest first."""
+    grid = atlas["heads"][kind][measure]
+    return sorted(((v, lay, h) for lay, row in enumerate(grid) for h, v in enumerate(row)), reverse=True)
+
+
+def findings_in(lang, atlas):
+    """The clearest patterns of an atlas as sentences in `lang` (core.analysis.heads.findings in English)."""
+    def t(key, **values):
+        return text(lang, "ui.heads.reading." + key, **values)
+
+    def shares(cells):
+        return t("comma").join(t("share-head", head=f"{lay}.{h}", share=f"{v:.0%}") for v, lay, h in cells)
+
+    def many(key, n):
+        return f"{key}.{'many' if n > 1 else 'one'}"
+
+    model, share = atlas["model"], f"{SHARE:.0%}"
+    out = []
+    for kind, measure, what in ATTENDS:
+        cells = [c for c in _cells(atlas, kind, measure) if c[0] >= SHARE]
+        if cells:
+            out.append(t(many("attends", len(cells)), kind=t(f"kind.{kind}"), count=len(cells), share=share,
+                         what=t(f"what.{what}"), heads=shares(cells[:6])))
+    for kind in KINDS:  # <s> and </s> are seen by every row: their shares add up
+        sinks = sorted(((sum(atlas["heads"][kind][m][lay][h] for m in ("first", "eos") if m in atlas["heads"][kind]),
+                         lay, h) for lay in range(model["layers"]) for h in range(model["heads"])), reverse=True)
+        sinks = [c for c in sinks if c[0] >= SHARE]
+        if sinks:
+            out.append(t(many("sinks", len(sinks)), kind=t(f"kind.{kind}"), count=len(sinks), share=share,
+                         where=t("where.both", **TOKENS) if kind != "decoder" else TOKENS["bos"],
+                         heads=shares(sinks[:6])))
+    agree = atlas["heads"]["cross"]["agreement"]
+    out.append(t("aligned", heads=t("aligned-sep").join(
+        t("aligned-head", head=f"{lay}.{h}", diagonal=f"{v:.0%}", agreement=f"{agree[lay][h]:.0%}")
+        for v, lay, h in _cells(atlas, "cross", "diagonal")[:3])))
+    return out + _importance_in(t, atlas)
+
+
+def _importance_in(t, atlas):
+    model, base = atlas["model"], atlas["baseline"]
+    every = sorted(((atlas["heads"][k]["delta_loss"][lay][h], atlas["heads"][k]["delta_bleu"][lay][h], k, lay, h)
+                    for k in KINDS for lay in range(model["layers"]) for h in range(model["heads"])), reverse=True)
+    out = [t("most", loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}", heads=t("most-sep").join(
+        t("most-head", kind=t(f"kind.{k}"), head=f"{lay}.{h}", loss=f"{dl:+.3f}", bleu=f"{db:+.1f}")
+        for dl, db, k, lay, h in every[:3]))]
+    small = [e for e in every if abs(e[0]) < NEGLIGIBLE_LOSS and e[1] > -NEGLIGIBLE_BLEU]
+    counts = t("comma").join(t("small-kind", count=sum(e[2] == k for e in small), kind=t(f"kind.{k}")) for k in KINDS)
+    out.append(t("small", count=len(small), total=len(every), loss=NEGLIGIBLE_LOSS, bleu=NEGLIGIBLE_BLEU,
+                 counts=counts))
+    layers = sorted((r["delta_loss_all_but_best_off"], k, lay, r["best_head"])
+                    for k in KINDS for lay, r in enumerate(atlas["layers"][k]))
+
+    def listed(rows):
+        return t("comma").join(t("layers-item", kind=t(f"kind.{k}"), layer=lay, head=h, delta=f"{d:+.3f}")
+                               for d, k, lay, h in rows)
+    out.append(t("layers", least=listed(layers[:2]), most=listed(layers[::-1][:2])))
+    return out
+
+
+def reading_md(atlas, lang="en"):
+    """The clearest patterns of the atlas in `lang`, written from its numbers, as Markdown."""
     if atlas is None:
         return ""
     base = atlas["baseline"]
-    head = (f"**What the numbers say** (heads named layer.head; the model as shipped: validation loss "
-            f"{base['loss']:.3f} nats per token, greedy BLEU {base['bleu']:.1f}):")
-    return head + "\n\n" + "\n".join(f"- {md_literal(line)}" for line in findings(atlas))
+    head = text(lang, "ui.heads.reading.title", loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}")
+    return head + "\n\n" + "\n".join(f"- {md_literal(line)}" for line in findings_in(lang, atlas))
+
+
+def reading_label(atlas):
+    """reading_md as a static label the browser switches with the page's language: its Markdown in every
+    language (app.i18n.written). Its sentences come and go with the numbers, so no one string of a table holds it."""
+    if atlas is None:
+        return ""
+    return written("ui.heads.reading.title", {lang: reading_md(atlas, lang) for lang in LANGS})
 
 
 # ---- heads switched off -------------------------------------------------------------------------------
 
 def head_choices(layers, heads):
-    """(label, value) of every head, for the list of heads to switch off."""
-    return [(f"{KIND_LABELS[k].short} · layer {lay} · head {h}", f"{k} {lay} {h}")
+    """(label, value) of every head, for the list of heads to switch off ("Cross-attention · layer 1 · head 3",
+    in each language)."""
+    return [(L(f"ui.heads.off.{k}", layer=lay, head=h), f"{k} {lay} {h}")
             for k in KINDS for lay in range(layers) for h in range(heads)]
 
 
@@ -289,19 +377,18 @@ element.addEventListener('click', (event) => {
 
 def _switch_panel(cfg):
     """The controls that choose heads to switch off and the button that translates again."""
-    gr.Markdown("### Switch heads off\nA head switched off has its output zeroed before W^O, the output "
-                "projection. Choose heads, then translate the current sentence again with them off.")
+    gr.Markdown(L("ui.heads.switch-intro"))
     with gr.Row():
-        kind = gr.Radio(KIND_CHOICES, value="cross", label="attention", elem_id="off-kind")
-        layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="off-layer")
-        head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head", elem_id="off-head")
+        kind = gr.Radio(KIND_CHOICES, value="cross", label=L("ui.heads.kind"), elem_id="off-kind")
+        layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="off-layer")
+        head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"), elem_id="off-head")
     with gr.Row():
-        add = gr.Button("Switch this head off", size="sm", elem_id="off-add")
-        but = gr.Button("All heads of this layer but this one", size="sm", elem_id="off-all-but")
-        clear = gr.Button("Clear", size="sm", elem_id="off-clear")
+        add = gr.Button(L("ui.heads.add"), size="sm", elem_id="off-add")
+        but = gr.Button(L("ui.heads.all-but"), size="sm", elem_id="off-all-but")
+        clear = gr.Button(L("ui.heads.clear"), size="sm", elem_id="off-clear")
     chosen = gr.Dropdown(head_choices(cfg["N"], cfg["h"]), value=[], multiselect=True,
-                         label="heads switched off", elem_id="off-list")
-    run = gr.Button("Translate again with these heads off", variant="primary", elem_id="off-run")
+                         label=L("ui.heads.chosen"), elem_id="off-list")
+    run = gr.Button(L("ui.heads.run"), variant="primary", elem_id="off-run")
     return kind, layer, head, add, but, clear, chosen, run
 
 
@@ -311,16 +398,16 @@ def build(cfg, page, state, tabs, attn):
     which each new translation runs (see app/ui.py)."""
     with gr.Tab(L("ui.tab.heads"), id="heads") as tab:
         switched = gr.State(None)  # inside the tab: a child of the Tabs that is no tab would upset their order
-        measure = gr.Dropdown([(measure_label(n), n) for n in MEASURES], value="delta_loss", label="measure",
+        measure = gr.Dropdown(measure_choices(), value="delta_loss", label=L("ui.heads.measure"),
                               elem_id="heads-measure")
         atlas = gr.HTML(elem_id="heads-atlas", js_on_load=CLICK_JS)
-        gr.Markdown(reading_md(load_atlas()), elem_id="heads-reading")
+        gr.Markdown(reading_label(load_atlas()), elem_id="heads-reading")
         kind, layer, head, add, but, clear, chosen, run = _switch_panel(cfg)
         status = gr.Markdown(elem_id="off-status")
         compare = gr.HTML(elem_id="off-compare")
         with gr.Row():
-            map_kind = gr.Radio(KIND_CHOICES, value="cross", label="maps of", elem_id="off-map-kind")
-            map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer", elem_id="off-map-layer")
+            map_kind = gr.Radio(KIND_CHOICES, value="cross", label=L("ui.heads.maps-of"), elem_id="off-map-kind")
+            map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="off-map-layer")
         maps = gr.Plot(elem_id="off-maps")
     controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched)
     outputs = [atlas, compare, maps]

@@ -21,12 +21,12 @@ from core.analysis import inside as core
 from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
-from ..common import KIND_LABELS, clamp, code_panel, label, md_literal, panel_grid, token_axis
-from ..i18n import L
+from ..common import KIND_LABELS, clamp, code_panel, kind_choices, label, md_literal, panel_grid, token_axis
+from ..i18n import DEFAULT, L, table, text
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 
-WAIT = "Translate a sentence (Translate tab): this view then shows what the model does to it."
+WAIT = L("ui.inside.wait")  # shown, in the page's language, until there is a translation
 MAX_CELLS = (64, 128)  # a weight heatmap's largest size sent to the browser (rows, columns)
 BINS = 80  # of a weight histogram, computed here
 FIRST_MODULE = "encoder.layers.0.feed_forward.w_1"
@@ -247,14 +247,25 @@ def norm_side(path):
     return "decoder" if path.startswith("decoder") else "encoder"
 
 
-def norm_label(path):
-    """A LayerNorm's place in words: "encoder layer 0, before self-attention"."""
+def norm_place(path):
+    """A LayerNorm's place: the key of its words (ui.inside.norm.<side>.<sub-layer> or .final) and their values."""
     side = norm_side(path)
     if path.endswith(f"{side}.norm"):
-        return f"{side}: the final LayerNorm"
+        return f"ui.inside.norm.{side}.final", {}
     parts = path.split(".")
-    subs = ("self-attention", "FFN") if side == "encoder" else ("self-attention", "cross-attention", "FFN")
-    return f"{side} layer {parts[2]}, before {subs[int(parts[4])]}"
+    subs = ("self-attn", "ffn") if side == "encoder" else ("self-attn", "cross-attn", "ffn")
+    return f"ui.inside.norm.{side}.{subs[int(parts[4])]}", {"layer": int(parts[2])}
+
+
+def norm_label(path):
+    """A LayerNorm's place in English words (for figures and notes): "encoder layer 0, before self-attention"."""
+    key, values = norm_place(path)
+    return text(DEFAULT, key, **values)
+
+
+def norm_choices(model):
+    """The LayerNorm menu: each LayerNorm's place in both languages, by path."""
+    return [(L(key, **values), p) for p in core.layer_norms(model) for key, values in (norm_place(p),)]
 
 
 def ln_vectors(x, gain, bias, eps, undo_gain=0.0, undo_bias=0.0):
@@ -439,7 +450,9 @@ def residual_view(ins):
 
 
 def ffn_choices(n_layers):
-    return [(f"{side} layer {i}", f"{side}/{i}") for side in ("encoder", "decoder") for i in range(n_layers)]
+    """The feed-forward layer menu: "encoder layer 0", ... in both languages, as "encoder/0", ..."""
+    return [(L(f"ui.inside.layer.{side}", layer=i), f"{side}/{i}") for side in ("encoder", "decoder")
+            for i in range(n_layers)]
 
 
 def ffn_figures(rec, ins, side, layer, top=24):
@@ -559,6 +572,14 @@ CSS = """
 """
 
 
+def module_label(name):
+    """A module's name in the menu: its path in the code, the model's five parts glossed in the page's language
+    ("encoder（编码器）"), the root named "model"."""
+    if not name:
+        return L("ui.inside.root")
+    return L(f"ui.inside.part.{name}") if f"ui.inside.part.{name}" in table(DEFAULT) else name
+
+
 def _modules_tab(model):
     with gr.Tab(L("ui.inside.tab.modules"), id="modules") as tab:
         summary = gr.Markdown(elem_id="in-summary")
@@ -567,13 +588,13 @@ def _modules_tab(model):
                 tree = gr.HTML(js_on_load=TREE_JS, css_template=CSS, elem_id="in-tree")
             treemap = gr.Plot(elem_id="in-treemap", scale=1)
         names = [n for n, _ in model.named_modules(remove_duplicate=False)]
-        module = gr.Dropdown([(n or "model", n) for n in names], value=DEFAULTS["module"], label="module (or click one "
-                             "in the tree)", elem_id="in-module")
+        module = gr.Dropdown([(module_label(n), n) for n in names], value=DEFAULTS["module"],
+                             label=L("ui.inside.module"), elem_id="in-module")
         detail = gr.Markdown(elem_id="in-detail")
         with gr.Row():
             weights = gr.Plot(elem_id="in-weights")
             dist = gr.Plot(elem_id="in-dist")
-        source = gr.Code(language="python", label="its source (read from the class at run time)", max_lines=40)
+        source = gr.Code(language="python", label=L("ui.inside.source"), max_lines=40)
     tree.select(picked, None, module, api_visibility="private")
     return tab, module, [tree, treemap, summary, detail, source, weights, dist]
 
@@ -581,15 +602,15 @@ def _modules_tab(model):
 def _layernorm_tab(model):
     with gr.Tab(L("ui.inside.tab.layernorm"), id="layernorm") as tab:
         with gr.Row():
-            ln = gr.Dropdown([(norm_label(p), p) for p in core.layer_norms(model)], label="LayerNorm",
+            ln = gr.Dropdown(norm_choices(model), label=L("ui.inside.norm"),
                              value=DEFAULTS["norm"], elem_id="in-ln")
             token = gr.Slider(0, 127, value=DEFAULTS["token"], step=1,
-                              label="token position (kept within the sentence)", elem_id="in-token")
+                              label=L("ui.inside.token"), elem_id="in-token")
         with gr.Row():
             gain = gr.Slider(0, 1, value=DEFAULTS["gain"], step=0.05,
-                             label="gain: trained a₂ (0) → σ of the input (1)", elem_id="in-gain")
+                             label=L("ui.inside.gain"), elem_id="in-gain")
             bias = gr.Slider(0, 1, value=DEFAULTS["bias"], step=0.05,
-                             label="bias: trained b₂ (0) → μ of the input (1)", elem_id="in-bias")
+                             label=L("ui.inside.bias"), elem_id="in-bias")
         note = gr.Markdown(WAIT, elem_id="in-ln-note")
         fig = gr.Plot(elem_id="in-ln")
         forms = gr.Plot(elem_id="in-ln-forms")
@@ -600,10 +621,10 @@ def _layernorm_tab(model):
 def _scale_tab(cfg):
     with gr.Tab(L("ui.inside.tab.scale"), id="scale") as tab:
         with gr.Row():
-            kind = gr.Radio([(v.long, k) for k, v in KIND_LABELS.items()], value=DEFAULTS["kind"], label="attention",
+            kind = gr.Radio(kind_choices(long=True), value=DEFAULTS["kind"], label=L("ui.inside.attention"),
                             elem_id="in-kind")
-            layer = gr.Dropdown(list(range(cfg["N"])), value=DEFAULTS["layer"], label="layer", elem_id="in-layer")
-            head = gr.Dropdown(list(range(cfg["h"])), value=DEFAULTS["head"], label="head", elem_id="in-head")
+            layer = gr.Dropdown(list(range(cfg["N"])), value=DEFAULTS["layer"], label=L("ui.layer"), elem_id="in-layer")
+            head = gr.Dropdown(list(range(cfg["h"])), value=DEFAULTS["head"], label=L("ui.head"), elem_id="in-head")
         note = gr.Markdown(WAIT, elem_id="in-scale-note")
         fig = gr.Plot(elem_id="in-scale")
         sweep = gr.Plot(elem_id="in-sweep")
@@ -615,7 +636,7 @@ def _stream_tabs(cfg):
         res_note = gr.Markdown(WAIT, elem_id="in-res-note")
         res = gr.Plot(elem_id="in-residual")
     with gr.Tab(L("ui.inside.tab.ffn"), id="ffn") as ffn:
-        which = gr.Dropdown(ffn_choices(cfg["N"]), value=DEFAULTS["ffn"], label="layer", elem_id="in-ffn-layer")
+        which = gr.Dropdown(ffn_choices(cfg["N"]), value=DEFAULTS["ffn"], label=L("ui.layer"), elem_id="in-ffn-layer")
         ffn_note = gr.Markdown(WAIT, elem_id="in-ffn-note")
         firing = gr.Plot(elem_id="in-ffn")
         units = gr.Plot(elem_id="in-units")
@@ -631,15 +652,13 @@ def build(cfg, page, state):
     on screen. Returns the controls and outputs of `show`, which each new translation runs too (app/ui.py)."""
     model = get_translator().model
     with gr.Tab(L("ui.tab.inside"), id="inside") as tab:
-        gr.Markdown("The shipped model opened up: its modules and weights, and what its layers do to the sentence "
-                    "of your last translation, recorded in one teacher-forced pass of the float32 model.")
+        gr.Markdown(L("ui.inside.intro"))
         with gr.Tabs(overflow_behavior="wrap"):
             modules_tab, module, mod_out = _modules_tab(model)
             ln_tab, ln_controls, ln_out = _layernorm_tab(model)
             scale_tab, scale_controls, scale_out = _scale_tab(cfg)
             subtabs, which, stream_out = _stream_tabs(cfg)
-        code_panel("The code: LayerNorm, attention, and the hooks that record the pass", LayerNorm, attention,
-                   core.recording_hooks, core.logit_lens)
+        code_panel(L("ui.inside.code"), LayerNorm, attention, core.recording_hooks, core.logit_lens)
     subtabs.update(modules=modules_tab, layernorm=ln_tab, scale=scale_tab)
     named = dict(module=module, **ln_controls, **scale_controls, ffn=which)
     controls = {name: named[name] for name in DEFAULTS}  # in the order `show` takes them

@@ -38,7 +38,7 @@ from core.lab import (
 from core.model import make_model
 
 from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
-from ..i18n import L
+from ..i18n import L, choices
 from ..views import View, opener, refresh, tab_views
 
 # One sentence per break: what the shipped runs (assets/lab.json) show, written from their measured results.
@@ -367,35 +367,30 @@ def show(page, task, breaks, smoothing, accum, layers):
 
 # ---- layout and events -----------------------------------------------------------------------------------
 
-INTRO = """Train a small Transformer (the project's own `make_model`: {N} layers, d_model {d_model}, {h} heads) on a
-toy task in seconds, with any of the code's engineering choices broken, and see what fails. Digits go in, 3 to 8
-of them (so batches are padded); exact match is greedy decoding of 500 held-out sequences. The intact model and
-every single break are precomputed; any other mix trains here, one run at a time, on one CPU thread.
-
-**layers** sets the depth of each stack. Post-norm (the paper's order) against the code's pre-norm only tells
-at depth: at {N} layers the two train alike, at {deep} they part. The intact model, `post_norm`, `no_warmup` and the
-two together come precomputed at {deep} layers too. A deeper run keeps the task's steps and gets its seconds times the depth
-/ {N} (a step costs about that much more), and it is drawn beside the intact model at the same depth."""
+def break_choices():
+    """The break checkboxes, each labelled "name: what it does" in both languages (ui.lab.break.<name>, with
+    hyphens; its English is core.lab.BREAKS's description)."""
+    return [(L(f"ui.lab.break.{b.replace('_', '-')}"), b) for b in BREAKS]
 
 
 def _layout():
     """The controls, then the outputs; returns (outputs in the order of VIEWS, controls by name, Train button)."""
-    gr.Markdown(INTRO.format(deep=DEEP, **SIZE))
+    gr.Markdown(L("ui.lab.intro", N=SIZE["N"], d_model=SIZE["d_model"], h=SIZE["h"], deep=DEEP))
     with gr.Row():
-        task = gr.Radio(list(TASKS), value="copy", label="task", elem_id="lab-task", scale=1)
-        smoothing = gr.Slider(0.0, 0.3, value=0.0, step=0.05, label="label smoothing ε", elem_id="lab-eps", scale=1)
-        accum = gr.Radio(list(ACCUM_CHOICES), value=1, label="micro-batches per step (gradient accumulation)",
+        task = gr.Radio(choices("ui.lab.task", TASKS), value="copy", label=L("ui.lab.task"), elem_id="lab-task", scale=1)
+        smoothing = gr.Slider(0.0, 0.3, value=0.0, step=0.05, label=L("ui.lab.smoothing"), elem_id="lab-eps", scale=1)
+        accum = gr.Radio(list(ACCUM_CHOICES), value=1, label=L("ui.lab.accum"),
                          elem_id="lab-accum", scale=1)
-        layers = gr.Radio(list(LAYER_CHOICES), value=SIZE["N"], label="layers (in each stack)", elem_id="lab-layers",
+        layers = gr.Radio(list(LAYER_CHOICES), value=SIZE["N"], label=L("ui.lab.layers"), elem_id="lab-layers",
                           scale=1)
-    breaks = gr.CheckboxGroup([(f"{b}: {d}", b) for b, d in BREAKS.items()], label="break", elem_id="lab-breaks")
-    train = gr.Button("Train", variant="primary", elem_id="lab-train")
+    breaks = gr.CheckboxGroup(break_choices(), label=L("ui.lab.break"), elem_id="lab-breaks")
+    train = gr.Button(L("ui.lab.train"), variant="primary", elem_id="lab-train")
     curve = gr.Plot(elem_id="lab-curve")
     result = gr.Markdown(elem_id="lab-result")
     examples = gr.HTML(elem_id="lab-examples")
     cross = gr.Plot(elem_id="lab-cross")
     self_attn = gr.Plot(elem_id="lab-self")
-    code_panel("The code: how each break is applied to the model make_model builds", make_model,
+    code_panel(L("ui.lab.code"), make_model,
                core_lab.build_model, core_lab.masks, core_lab.lr_lambda, core_lab.PostNormSublayerConnection,
                core_lab.QueryScale)
     return ([curve, result, examples, cross, self_attn],

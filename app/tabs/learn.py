@@ -359,6 +359,11 @@ def draw_relative(c, k):
     k = clamp(k, 1, 20)
     pe = positional.encoding(d, 64)
     fig, res32, res64 = positional.relative_figure(pe, k)
+    # the Positional tab's figure, its words in the learner's language
+    fig.layout.annotations[0].text = c.t("relative.m", k=k)  # the two panels' titles
+    fig.layout.annotations[1].text = c.t("relative.residual")
+    fig.data[1].name = c.t("relative.float32")
+    fig.update_xaxes(title_text=c.t("relative.pos"), row=1, col=2)
     return (_compact(fig, c.t("relative.fig", k=k)),
             dict(k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}", gap=f"{log_space_gap(d):.1e}"))
 
@@ -495,7 +500,9 @@ def quiz_accum(c):
 def draw_noam(c, warmup):
     d = c.model.src_embed[0].d_model
     warmup = clamp(warmup, 100, 8000)
-    fig = training.noam_figure(d, 1.0, warmup)
+    fig = training.noam_figure(d, 1.0, warmup)  # the Training tab's figure, its words in the learner's language
+    fig.data[-1].name = c.t("noam.yours", d=d, warmup=warmup)
+    fig.update_layout(xaxis_title=c.t("noam.step"), yaxis_title=c.t("noam.rate"))
     peak = rate(warmup, d, 1.0, warmup)
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 
@@ -519,7 +526,10 @@ def smoothed(eps, vocab):
 
 def draw_smoothing(c, eps):
     eps = clamp(eps, 0.0, 0.4, float)
-    fig, td = training.smoothing_figure(eps)
+    fig, td = training.smoothing_figure(eps)  # the Training tab's figure, its words in the learner's language
+    targets = [t.split()[-1] for t in fig.layout.yaxis.ticktext]
+    fig.update_layout(xaxis_title=c.t("smoothing.token"), yaxis_title=c.t("smoothing.example"))
+    fig.update_yaxes(ticktext=[c.t("smoothing.target", t=t) for t in targets])
     return _compact(fig, c.t("smoothing.fig", eps=f"{eps:g}")), dict(eps=f"{eps:g}", right=f"{float(td[0, 2]):.3f}",
                                                                       other=f"{float(td[0, 1]):.3f}")
 

@@ -16,7 +16,7 @@ from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_
 from core.model import subsequent_mask
 
 from ..common import KIND_LABELS, MASK_SCALE, clamp, code_panel, empty_figure, md_literal, token_axis
-from ..i18n import L
+from ..i18n import L, choices
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, opener, refresh, tab_views
 
@@ -218,28 +218,25 @@ def show(page, de, en, sentence, kind, layer, head):
 
 def _layout(cfg):
     """The batch's text boxes and controls, then the views; returns (outputs, controls by name)."""
-    gr.Markdown("Edit a small batch (one sentence a line, 2 to 4 pairs). The trainer pads it, builds "
-                "the source padding mask, and for the decoder the target padding mask `&` the "
-                "subsequent mask.")
+    gr.Markdown(L("ui.masks.intro"))
     with gr.Row():
-        de = gr.Textbox(label="German (one per line)", lines=4, value=DEFAULT_DE, elem_id="m-de")
-        en = gr.Textbox(label="English (one per line)", lines=4, value=DEFAULT_EN, elem_id="m-en")
+        de = gr.Textbox(label=L("ui.masks.german"), lines=4, value=DEFAULT_DE, elem_id="m-de")
+        en = gr.Textbox(label=L("ui.masks.english"), lines=4, value=DEFAULT_EN, elem_id="m-en")
     with gr.Row():
-        sentence = gr.Slider(0, 3, value=1, step=1, label="sentence of the batch", elem_id="m-sent")
-        kind = gr.Radio([(KIND_LABELS[k].short.lower(), k) for k in ("decoder", "encoder")], value="decoder",
-                        label="mask at work in")
-        layer = gr.Dropdown(list(range(cfg["N"])), value=0, label="layer")
-        head = gr.Dropdown(list(range(cfg["h"])), value=0, label="head")
+        sentence = gr.Slider(0, 3, value=1, step=1, label=L("ui.masks.sentence"), elem_id="m-sent")
+        kind = gr.Radio(choices("ui.masks.kind", ("decoder", "encoder")), value="decoder",
+                        label=L("ui.masks.kind"))
+        layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"))
+        head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"))
     summary = gr.Markdown(elem_id="m-summary")
     ids = gr.HTML()
     panels = gr.Plot(elem_id="m-masks")
     shift = gr.HTML()
-    gr.Markdown("### A mask at work in the trained model")
+    gr.Markdown(L("ui.masks.at-work"))
     scores = gr.Plot(elem_id="m-scores")
-    gr.Markdown("### Padding and batching\nThe training set batched two ways (figures computed by the "
-                "training pipeline), and your batch as given.")
+    gr.Markdown(L("ui.masks.batching"))
     batching = gr.Plot(elem_id="m-batching")
-    code_panel("The code", subsequent_mask, Batch)
+    code_panel(None, subsequent_mask, Batch)
     return [summary, ids, panels, shift, scores, batching], dict(de=de, en=en, sentence=sentence, kind=kind,
                                                                  layer=layer, head=head)
 

@@ -106,10 +106,8 @@ def build(cfg, page, state):
     """Lay out the tab and wire its opening; returns its tab_views (app/views.py): the diagram, which a new
     translation draws when the tab is on screen (see app/ui.py)."""
     with gr.Tab(L("ui.tab.overview"), id="overview") as tab:
-        gr.Markdown(f"**The model:** {cfg['N']} encoder and {cfg['N']} decoder layers, d_model = "
-                    f"{cfg['d_model']}, {cfg['h']} heads, d_ff = {cfg['d_ff']}, a shared vocabulary of "
-                    f"{cfg['src_vocab']} SentencePiece pieces. The shapes on the arrows are those of the "
-                    "current sentence. Click a block to explore it.")
+        gr.Markdown(L("ui.overview.model", layers=cfg["N"], d_model=cfg["d_model"], heads=cfg["h"],
+                      d_ff=cfg["d_ff"], vocab=cfg["src_vocab"]))
         diagram = gr.HTML(overview_svg(None), js_on_load=DIAGRAM_JS, elem_id="diagram")
     tab.select(opener(("overview",), show), [page, state], diagram, api_visibility="private")
     return tab_views(show, VIEWS, {}, [diagram])

@@ -188,20 +188,20 @@ def _layout(cfg):
     """The controls, then the views; returns (outputs in the order of VIEWS, controls by name)."""
     with gr.Row():
         d_model = gr.Slider(4, 512, value=cfg["d_model"], step=2, label="d_model", elem_id="pe-d")
-        positions = gr.Slider(10, 500, value=100, step=1, label="positions")
-        dims = gr.Textbox(value="4, 5, 6, 7", label="dimensions to plot", elem_id="pe-dims")
-        k = gr.Slider(1, 50, value=5, step=1, label="offset k")
+        positions = gr.Slider(10, 500, value=100, step=1, label=L("ui.positional.positions"))
+        dims = gr.Textbox(value="4, 5, 6, 7", label=L("ui.positional.dims"), elem_id="pe-dims")
+        k = gr.Slider(1, 50, value=5, step=1, label=L("ui.positional.offset"))
     curves = gr.Plot(elem_id="pe-curves")
     with gr.Row():
         heat = gr.Plot()
         sim = gr.Plot()
-    gr.Markdown("### Relative positions: PE(pos + k) = M_k · PE(pos)")
+    gr.Markdown(L("ui.positional.relative"))
     rel = gr.Plot(elem_id="pe-rel")
     note = gr.Markdown(elem_id="pe-note")
-    gr.Markdown("### The scale of words and positions in the trained model")
+    gr.Markdown(L("ui.positional.scale"))
     scale = gr.Plot()
     scale_note = gr.Markdown()
-    code_panel("The code", PositionalEncoding, Embeddings)
+    code_panel(None, PositionalEncoding, Embeddings)
     return [curves, heat, sim, rel, note, scale, scale_note], dict(d_model=d_model, positions=positions, dims=dims, k=k)
 
 

@@ -212,7 +212,7 @@ def replay_toggle(playing, step):
     n = replay_length()
     playing = not playing
     start = 1 if playing and int(step or 1) >= n else step  # Play at the end starts over
-    return (gr.Button(value="Pause" if playing else "Play"), gr.Timer(active=playing), playing,
+    return (gr.Button(value=L("ui.training.pause" if playing else "ui.training.play")), gr.Timer(active=playing), playing,
             gr.Slider(value=start))
 
 
@@ -260,8 +260,8 @@ def _replay():
     """The run replayed: Play/Pause, the optimizer step, the curves up to it and the probe sentences."""
     n_steps = replay_length()
     with gr.Row():
-        play = gr.Button("Play", elem_id="play", scale=0)
-        step = gr.Slider(1, n_steps, value=n_steps, step=1, label="optimizer step", elem_id="r-step")
+        play = gr.Button(L("ui.training.play"), elem_id="play", scale=0)
+        step = gr.Slider(1, n_steps, value=n_steps, step=1, label=L("ui.training.step"), elem_id="r-step")
     playing = gr.State(False)
     timer = gr.Timer(0.6, active=False)
     fig = gr.Plot(elem_id="r-fig")
@@ -272,21 +272,21 @@ def _replay():
 
 
 def _noam():
-    gr.Markdown("### The Noam schedule")
+    gr.Markdown(L("ui.training.noam"))
     with gr.Row():
         d_model = gr.Slider(64, 1024, value=512, step=64, label="d_model")
-        warmup = gr.Slider(100, 16000, value=4000, step=100, label="warmup steps", elem_id="n-warm")
-        factor = gr.Slider(0.1, 3.0, value=1.0, step=0.1, label="factor")
+        warmup = gr.Slider(100, 16000, value=4000, step=100, label=L("ui.training.warmup"), elem_id="n-warm")
+        factor = gr.Slider(0.1, 3.0, value=1.0, step=0.1, label=L("ui.training.factor"))
     return gr.Plot(elem_id="n-fig"), dict(d_model=d_model, factor=factor, warmup=warmup)
 
 
 def _smoothing():
-    gr.Markdown("### Label smoothing")
-    eps = gr.Slider(0.0, 0.8, value=0.1, step=0.05, label="ε", elem_id="ls-eps")
+    gr.Markdown(L("ui.training.smoothing"))
+    eps = gr.Slider(0.0, 0.8, value=0.1, step=0.05, label=L("ui.training.eps"), elem_id="ls-eps")
     with gr.Row():
         fig = gr.Plot(elem_id="ls-fig")
         penalization = gr.Plot()
-    gr.Markdown("### What it did here: ε = 0 against ε = 0.1, same model, same budget")
+    gr.Markdown(L("ui.training.ablation"))
     ablation = gr.Plot()
     note = gr.Markdown()
     return [fig, penalization, ablation, note], eps
@@ -298,7 +298,7 @@ def build(page):
         replay, step = _replay()
         noam, noam_controls = _noam()
         smoothing, eps = _smoothing()
-        code_panel("The code", rate, LabelSmoothing)
+        code_panel(None, rate, LabelSmoothing)
     outputs, controls = [*replay, noam, *smoothing], dict(step=step, **noam_controls, eps=eps)
     inputs = [page, *controls.values()]
     tab.select(opener(("training",), show), inputs, outputs, api_visibility="private")

@@ -15,7 +15,7 @@ from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
 from ..common import MASK_SCALE, clamp, export_file, token_strip, within
-from ..i18n import L
+from ..i18n import L, choices
 from ..shared import MODEL_LOCK, examples, get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -157,7 +157,7 @@ def token_probs(ins):
 def step_slider(ins):
     n = len(ins.out_tokens) if ins is not None else 1
     return gr.Slider(minimum=1, maximum=max(n, 2), value=1, step=1, interactive=ins is not None,
-                     label=f"decoding step (1 to {n})")
+                     label=L("ui.translate.step"))  # its range shows the steps
 
 
 def decoding_step(ins, step):
@@ -214,30 +214,28 @@ def _settings(default_alpha):
         limit = DECODING_LIMITS[name]
         return gr.Slider(limit.lo, limit.hi, value=first_value(name, default_alpha), step=limit.step, label=label)
 
-    method = gr.Radio(list(METHODS), value=DEFAULT_METHOD, label=L("ui.translate.decoding"))
+    method = gr.Radio(choices("ui.translate.method", METHODS), value=DEFAULT_METHOD, label=L("ui.translate.decoding"))
     with gr.Row():
-        beam = slider("beam", "beam size")
-        alpha = slider("alpha", "length penalty α")
+        beam = slider("beam", L("ui.translate.beam"))
+        alpha = slider("alpha", L("ui.translate.alpha"))
     with gr.Row():
-        temperature = slider("temperature", "temperature (sampling)")
-        top_k = slider("top_k", "top-k (sampling, 0 = all)")
-    max_len = slider("max_len", "maximum output length (pieces)")
+        temperature = slider("temperature", L("ui.translate.temperature"))
+        top_k = slider("top_k", L("ui.translate.top-k"))
+    max_len = slider("max_len", L("ui.translate.max-len"))
     return [method, beam, alpha, temperature, top_k, max_len]
 
 
 def _step_replay():
     """The step slider, its two buttons and the step's views (input so far, mask, candidates)."""
-    gr.Markdown("### Decoding, one step at a time\nThe decoder is auto-regressive: at each step it "
-                "sees the tokens so far (the subsequent mask hides the rest) and scores every "
-                "piece of the vocabulary for the next position.")
+    gr.Markdown(L("ui.translate.replay"))
     with gr.Row(equal_height=True):
-        step = gr.Slider(1, 2, value=1, step=1, label="decoding step", interactive=False, elem_id="step", scale=6)
-        prev_btn = gr.Button("◀ previous step", size="sm", scale=1, min_width=120, elem_id="step-prev")
-        next_btn = gr.Button("next step ▶", size="sm", scale=1, min_width=120, elem_id="step-next")
+        step = gr.Slider(1, 2, value=1, step=1, label=L("ui.translate.step"), interactive=False, elem_id="step", scale=6)
+        prev_btn = gr.Button(L("ui.translate.previous"), size="sm", scale=1, min_width=120, elem_id="step-prev")
+        next_btn = gr.Button(L("ui.translate.next"), size="sm", scale=1, min_width=120, elem_id="step-next")
     step_info = gr.HTML(elem_id="step-info")
     with gr.Row():
-        step_mask = gr.HTML(label="mask", elem_id="step-mask")
-        step_cands = gr.HTML(label="candidates", elem_id="step-cands")
+        step_mask = gr.HTML(label=L("ui.translate.mask"), elem_id="step-mask")
+        step_cands = gr.HTML(label=L("ui.translate.candidates"), elem_id="step-cands")
     return step, prev_btn, next_btn, [step_info, step_mask, step_cands]
 
 
@@ -247,7 +245,7 @@ def _layout(default_alpha):
     with gr.Row():
         with gr.Column(scale=1):
             src = gr.Textbox(label=L("ui.translate.german"), lines=2, max_lines=6, value=examples()[0],
-                             placeholder="Ein Mann fährt Fahrrad.", elem_id="src")
+                             placeholder=L("ui.translate.placeholder"), elem_id="src")
             gr.Examples(examples(), inputs=src, label=L("ui.translate.examples"), examples_per_page=12)
             settings = _settings(default_alpha)
             go_btn = gr.Button(L("ui.translate.button"), variant="primary", elem_id="translate-btn")
@@ -256,8 +254,8 @@ def _layout(default_alpha):
             status = gr.Markdown(elem_id="status")
             probs = gr.HTML(elem_id="token-probs")
             with gr.Row():
-                export = gr.Button("Export this translation as JSON", size="sm", elem_id="export-btn")
-                exported = gr.File(label="JSON: tokens, every attention map, each step's candidates, settings",
+                export = gr.Button(L("ui.translate.export"), size="sm", elem_id="export-btn")
+                exported = gr.File(label=L("ui.translate.export-file"),
                                    visible=False, interactive=False, elem_id="export-file")
     return src, settings, go_btn, out, status, probs, (export, exported)
 

@@ -221,27 +221,25 @@ def show(page, ins, beam=BEAM.default):
 def build(page, state):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab(L("ui.tab.whatif"), id="whatif") as tab:
-        gr.Markdown("### The beam search behind the translation\nEvery hypothesis beam search looked at, step by "
-                    "step: the k it kept, those it pruned, those that ended with `</s>` (scored by log P divided "
-                    "by the length penalty), and the one it returned. Hover a node for its whole prefix.")
-        beam = gr.Slider(BEAM.lo, BEAM.hi, value=BEAM.default, step=BEAM.step, label="beam size", elem_id="whatif-beam")
+        gr.Markdown(L("ui.whatif.tree-intro"))
+        beam = gr.Slider(BEAM.lo, BEAM.hi, value=BEAM.default, step=BEAM.step, label=L("ui.whatif.beam"),
+                         elem_id="whatif-beam")
         tree = gr.Plot(_blank(), elem_id="whatif-tree")
         with gr.Row():
-            save_tree = gr.Button("Save the tree as a self-contained HTML file", size="sm", elem_id="whatif-save")
-            tree_html = gr.File(visible=False, interactive=False, label="HTML", elem_id="whatif-file")
-        gr.Markdown("### What if?\nMake the model take another word, start from your own words, or score your own "
-                    "translation: each is set beside the model's translation, every token coloured by the "
-                    "probability the model gives it.")
+            save_tree = gr.Button(L("ui.whatif.save"), size="sm", elem_id="whatif-save")
+            tree_html = gr.File(visible=False, interactive=False, label=L("ui.whatif.file"), elem_id="whatif-file")
+        gr.Markdown(L("ui.whatif.intro"))
         with gr.Row():
-            position = gr.Dropdown(choices=[], label="at output position", elem_id="whatif-position")
-            candidate = gr.Dropdown(choices=[], label="take instead", elem_id="whatif-candidate")
-            swap = gr.Button("Continue with this word", elem_id="whatif-swap")
+            position = gr.Dropdown(choices=[], label=L("ui.whatif.position"), elem_id="whatif-position")
+            candidate = gr.Dropdown(choices=[], label=L("ui.whatif.candidate"), elem_id="whatif-candidate")
+            swap = gr.Button(L("ui.whatif.swap"), elem_id="whatif-swap")
         with gr.Row():
-            prefix = gr.Textbox(label="English prefix", placeholder="A woman", max_lines=1, elem_id="whatif-prefix")
-            go_prefix = gr.Button("Continue after this prefix", elem_id="whatif-go-prefix")
+            prefix = gr.Textbox(label=L("ui.whatif.prefix"), placeholder=L("ui.whatif.prefix-example"), max_lines=1,
+                                 elem_id="whatif-prefix")
+            go_prefix = gr.Button(L("ui.whatif.go-prefix"), elem_id="whatif-go-prefix")
         with gr.Row():
-            mine = gr.Textbox(label="your translation", max_lines=2, elem_id="whatif-mine")
-            go_mine = gr.Button("Score my translation", elem_id="whatif-go-mine")
+            mine = gr.Textbox(label=L("ui.whatif.mine"), max_lines=2, elem_id="whatif-mine")
+            go_mine = gr.Button(L("ui.whatif.go-mine"), elem_id="whatif-go-mine")
         result = gr.HTML(elem_id="whatif-result")
     outputs = [tree, position, candidate, result]
     tab.select(opener(("whatif",), show), [page, state, beam], outputs, api_visibility="private",

@@ -20,13 +20,6 @@ from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 from .attention import positions, rounded
 
-DIFFERENCE = ("**Reading the three rows.** Attention is where each head *read from*: weights that sum to one, "
-              "taken before the value vectors and the layers above transform what was read. The two attributions "
-              "ask what the token's probability *depends on*. Gradient × input is a local, linear reading: how "
-              "log p would change if a piece's embedding were scaled a little towards zero (positive: the piece "
-              "supports the token). Occlusion is a counterfactual: how much p drops when the piece is replaced "
-              "by `<unk>` and the model run again. Where attention is high but both attributions are near zero, "
-              "the head read from a piece the choice did not depend on (often `<s>`, `</s>` or the full stop).")
 NOT_YET = "Translate a sentence first (Translate tab): its output tokens will be listed here."
 
 
@@ -151,14 +144,13 @@ def show(page, ins, position=None):
 def build(page, state):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab(L("ui.tab.why"), id="why") as tab:
-        gr.Markdown("Pick an output token: where each head of the cross-attention read from, beside what the "
-                    "token's probability depends on (two attributions, computed for the token you pick).")
-        token = gr.Dropdown(choices=[], value=None, label="output token", elem_id="why-token")
+        gr.Markdown(L("ui.why.intro"))
+        token = gr.Dropdown(choices=[], value=None, label=L("ui.why.token"), elem_id="why-token")
         src_fig = gr.Plot(empty_figure(NOT_YET), elem_id="why-source")
         tgt_fig = gr.Plot(empty_figure(NOT_YET), elem_id="why-target")
         note = gr.Markdown(elem_id="why-reading")
-        gr.Markdown(DIFFERENCE)
-        code_panel("The code", attribute)
+        gr.Markdown(L("ui.why.reading"))
+        code_panel(None, attribute)
     outputs = [token, src_fig, tgt_fig, note]
     inputs = [page, state, token]
     tab.select(opener(("why",), show), inputs, outputs, api_visibility="private", concurrency_id="model")
