@@ -16,7 +16,7 @@ import gradio as gr
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from .i18n import L, choices
+from .i18n import L, choices, text
 
 MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]  # 0 = masked (grey), 1 = may attend (blue)
 
@@ -51,6 +51,11 @@ def kind_choices(long=False, kinds=tuple(KIND_LABELS)):
     """Kinds of attention as a menu's choices, labelled in both languages (ui.kind.short.<kind> or ui.kind.long.<kind>:
     the same names as KIND_LABELS)."""
     return choices(f"ui.kind.{'long' if long else 'short'}", kinds)
+
+
+def kind_name(kind, lang="en", long=False):
+    """A kind of attention's name in `lang`, for text drawn at run time (the menus' words: ui.kind.*)."""
+    return text(lang, f"ui.kind.{'long' if long else 'short'}.{kind}")
 
 
 def clamp(x, lo, hi, cast=int):

@@ -24,7 +24,10 @@ DEFAULT = "en"
 @lru_cache(maxsize=None)
 def table(lang):
     """{key: string} of one language (app/locale/<lang>.json)."""
-    return json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
+    out = json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
+    for part in sorted((LOCALES / "parts").glob(f"*.{lang}.json")):  # TEMPORARY: merged into <lang>.json
+        out.update(json.loads(part.read_text(encoding="utf-8")))
+    return out
 
 
 def read_lang(value):

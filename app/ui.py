@@ -33,13 +33,13 @@ def build_demo():
         gr.Markdown(L("ui.intro"))
         lang = switch(demo)
         with gr.Tabs(overflow_behavior="wrap") as top:
-            built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state),
-                     translation := tabs.translate.build(demo, page, state, tr.alpha),
-                     attn := tabs.attention.build(tr.config, page, state),
-                     tabs.heads.build(tr.config, page, state, top, attn), tabs.why.build(page, state),
-                     tabs.whatif.build(page, state), tabs.inside.build(tr.config, page, state),
-                     tabs.masks.build(tr.config, page), tabs.positional.build(tr.config, page),
-                     tabs.training.build(page), tabs.lab.build(page)]
+            built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state, lang),
+                     translation := tabs.translate.build(demo, page, state, tr.alpha, lang),
+                     attn := tabs.attention.build(tr.config, page, state, lang),
+                     tabs.heads.build(tr.config, page, state, top, attn, lang), tabs.why.build(page, state, lang),
+                     tabs.whatif.build(page, state, lang), tabs.inside.build(tr.config, page, state, lang),
+                     tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
+                     tabs.training.build(page, lang), tabs.lab.build(page, lang)]
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
         shown = [t for t in built if t.shows_translation]  # in page order

@@ -165,7 +165,7 @@ def _views():
     return tabs, subtabs, [heat, grid, overview, bv_head, bv_model], saves
 
 
-def build(cfg, page, state):
+def build(cfg, page, state, lang=None):
     """Lay out the tab and wire its events: opening the tab or one of its sub-tabs, and moving a control, draw
     the view on screen. Returns the controls and outputs of `show`, which each new translation runs too (see
     app/ui.py), and the sub-tabs (the Heads tab opens a head here)."""

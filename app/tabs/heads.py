@@ -24,7 +24,7 @@ from ..i18n import LANGS, L, fields, table, text, written
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, open_tab, opener, refresh, tab_views
 from . import attention
-from .translate import TOKEN_LEGEND
+from .translate import token_legend
 
 KIND_CHOICES = kind_choices()
 CELL_W, CELL_H = 44, 28
@@ -306,7 +306,7 @@ def comparison_html(original, changed):
     off = ", ".join(f"{k} {lay}.{h}" for k, lay, h in changed.heads_off)
     rows = [("As translated", original, a, gone), (f"With {off} switched off", changed, b, new)]
     return "".join(f'<div style="margin:8px 0"><div><b>{html.escape(title)}:</b> {html.escape(ins.translation)}'
-                   f'</div>{token_strip(toks, ins.token_probs, marks, legend=TOKEN_LEGEND)}</div>'
+                   f'</div>{token_strip(toks, ins.token_probs, marks, legend=token_legend())}</div>'
                    for title, ins, toks, marks in rows) + (
         f'<div class="tok-legend">{len(new)} of {len(b)} output tokens changed (outlined in red; in the original, '
         'the tokens that were replaced or dropped)</div>')
@@ -392,7 +392,7 @@ def _switch_panel(cfg):
     return kind, layer, head, add, but, clear, chosen, run
 
 
-def build(cfg, page, state, tabs, attn):
+def build(cfg, page, state, tabs, attn, lang=None):
     """Lay out the tab and wire its events. `tabs` are the page's top-level tabs and `attn` what the Attention
     tab's build returned (a click on the atlas opens a head there). Returns the controls and outputs of `show`,
     which each new translation runs (see app/ui.py)."""

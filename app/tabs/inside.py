@@ -647,7 +647,7 @@ def _stream_tabs(cfg):
         [res, res_note, firing, units, ffn_note, lens_fig, lens_note]
 
 
-def build(cfg, page, state):
+def build(cfg, page, state, lang=None):
     """Lay out the tab and wire its events: opening the tab or a sub-tab, and moving a control, draw the views
     on screen. Returns the controls and outputs of `show`, which each new translation runs too (app/ui.py)."""
     model = get_translator().model

@@ -397,7 +397,7 @@ def _layout():
             dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers), train)
 
 
-def build(page):
+def build(page, lang=None):
     """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time)."""
     with gr.Tab(L("ui.tab.lab"), id="lab") as tab:
         outputs, controls, train = _layout()

@@ -241,7 +241,7 @@ def _layout(cfg):
                                                                  layer=layer, head=head)
 
 
-def build(cfg, page):
+def build(cfg, page, lang=None):
     """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.masks"), id="masks") as tab:
         outputs, controls = _layout(cfg)

@@ -102,7 +102,7 @@ def show(page, ins):
     return refresh(page, ins, VIEWS)
 
 
-def build(cfg, page, state):
+def build(cfg, page, state, lang=None):
     """Lay out the tab and wire its opening; returns its tab_views (app/views.py): the diagram, which a new
     translation draws when the tab is on screen (see app/ui.py)."""
     with gr.Tab(L("ui.tab.overview"), id="overview") as tab:

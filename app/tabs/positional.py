@@ -205,7 +205,7 @@ def _layout(cfg):
     return [curves, heat, sim, rel, note, scale, scale_note], dict(d_model=d_model, positions=positions, dims=dims, k=k)
 
 
-def build(cfg, page):
+def build(cfg, page, lang=None):
     """Lay out the tab and wire its controls; its views are first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.positional"), id="positional") as tab:
         outputs, controls = _layout(cfg)

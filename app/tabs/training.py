@@ -292,7 +292,7 @@ def _smoothing():
     return [fig, penalization, ablation, note], eps
 
 
-def build(page):
+def build(page, lang=None):
     """Lay out the tab and wire its controls; its figures are first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.training"), id="training") as tab:
         replay, step = _replay()

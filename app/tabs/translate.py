@@ -15,7 +15,7 @@ from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
 from ..common import MASK_SCALE, clamp, export_file, token_strip, within
-from ..i18n import L, choices
+from ..i18n import L, choices, text
 from ..shared import MODEL_LOCK, examples, get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -25,12 +25,14 @@ SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order t
 
 # ---- figures ---------------------------------------------------------------------------------------
 
-TOKEN_LEGEND = "probability of each chosen token given the tokens before it"
+def token_legend(lang="en"):
+    """The line below a strip of output tokens."""
+    return text(lang, "translate.legend")
 
 
-def token_probs_html(ins):
+def token_probs_html(ins, lang="en"):
     """The output tokens, each on a background coloured by the model's probability for it (escaped)."""
-    return token_strip(ins.out_tokens, ins.token_probs, legend=TOKEN_LEGEND)
+    return token_strip(ins.out_tokens, ins.token_probs, legend=token_legend(lang))
 
 
 def decoder_input_html(ins, step):
@@ -260,7 +262,7 @@ def _layout(default_alpha):
     return src, settings, go_btn, out, status, probs, (export, exported)
 
 
-def build(demo, page, state, default_alpha):
+def build(demo, page, state, default_alpha, lang=None):
     """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button and by
     Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
     translation runs (see app/ui.py), and the box, settings and results a link fills in."""

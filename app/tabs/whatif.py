@@ -218,7 +218,7 @@ def show(page, ins, beam=BEAM.default):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
-def build(page, state):
+def build(page, state, lang=None):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab(L("ui.tab.whatif"), id="whatif") as tab:
         gr.Markdown(L("ui.whatif.tree-intro"))

@@ -141,7 +141,7 @@ def show(page, ins, position=None):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
-def build(page, state):
+def build(page, state, lang=None):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab(L("ui.tab.why"), id="why") as tab:
         gr.Markdown(L("ui.why.intro"))
