@@ -145,6 +145,11 @@ def test_layernorm_with_gain_sigma_and_bias_mu_gives_the_input_back(inspections)
         v0, _ = learn.layernorm_vectors(c, 0.0)
         assert torch.allclose(v0["moved"], v0["output"], atol=1e-6)
         assert _quiz("layernorm", ins)[0] == f"γ = {float(v['sigma']):.3f}"
+        # the variance, the answer a reader may expect, is offered and is not the one that gives the input back
+        choices, _, values = learn.STEPS[learn.KEYS.index("layernorm")].quiz(c)
+        var = float(v["sigma"]) ** 2
+        assert f"γ = {var:.3f}" in choices and values["var"] == f"{var:.3f}"
+        assert not torch.allclose(v["normalised"] * var + v["mean"], v["input"], atol=1e-3)
 
 
 @needs_shipped

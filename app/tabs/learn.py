@@ -183,9 +183,10 @@ def draw_layernorm(c, undo):
 def quiz_layernorm(c):
     v, _ = layernorm_vectors(c, 0.0)
     sigma, mean = round(float(v["sigma"]), 3), round(float(v["mean"]), 3)
-    values = [1.0, sigma, mean, 0.0] if abs(mean) > 1e-3 else [1.0, sigma, 0.5, 0.0]
+    var = round(float(v["sigma"]) ** 2, 3)  # the variance: a tempting answer, and a wrong one
+    values = [1.0, sigma, var, mean if abs(mean) > 1e-3 else 0.0]
     choices, right = _options(values, sigma, lambda x: f"γ = {x:.3f}")
-    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}")
+    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}", var=f"{var:.3f}")
 
 
 # ---- 4. scaled dot-product attention ------------------------------------------------------------------
