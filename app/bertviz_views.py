@@ -17,6 +17,7 @@ import xstatic.pkg.jquery as xjquery
 from bertviz import head_view, model_view
 
 from .gradio_adapter import static_url
+from .i18n import text
 
 D3_JS = Path(mpld3.__file__).parent / "js" / "d3.v5.min.js"
 JQUERY_JS = Path(xjquery.BASE_DIR) / "jquery.min.js"
@@ -60,7 +61,7 @@ window.requirejs = function (deps, callback) {
 </script>"""
 
 # A button above the view that saves its SVG (bertviz draws each view into one <svg> under #vis).
-_SAVE_SVG = """<button id="save-svg" type="button" style="font-size:12px;margin-bottom:4px">Save SVG</button>
+_SAVE_SVG = """<button id="save-svg" type="button" style="font-size:12px;margin-bottom:4px">%(save)s</button>
 <script>
 document.getElementById("save-svg").addEventListener("click", function () {
   var svg = document.querySelector("#vis svg");
@@ -119,11 +120,13 @@ def _escape_script(script):
     return body + end + rest
 
 
-def _page(body, name, title="bertviz"):
+def _page(body, name, title="bertviz", lang="en"):
+    """bertviz's view in a page of its own, below the Save SVG button (its label in `lang`)."""
+    save = html.escape(text(lang, "attention.bertviz.save"))
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title>"
             "<style>body{margin:6px;background:#fff;color:#111;font-family:sans-serif}</style></head>"
-            f"<body>{_SAVE_SVG % {'name': name}}{body}</body></html>")
+            f"<body>{_SAVE_SVG % {'name': name, 'save': save}}{body}</body></html>")
 
 
 def _iframe(page, height, title):
@@ -157,18 +160,20 @@ def _model_view(ins):
 VIEWS = {"head": _head_view, "model": _model_view}
 
 
-def head_view_html(ins):
-    """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe."""
+def head_view_html(ins, lang="en"):
+    """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe; this app's
+    words around it (the frame's title, the Save SVG button) in `lang`, bertviz's own in English."""
     rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
-    return _iframe(_page(_offline(_head_view(ins)), "bertviz-head-view"), 120 + int(rows * 22.5),
-                   "bertviz head view")
+    return _iframe(_page(_offline(_head_view(ins)), "bertviz-head-view", lang=lang), 120 + int(rows * 22.5),
+                   text(lang, "attention.bertviz.head"))
 
 
-def model_view_html(ins):
-    """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe."""
+def model_view_html(ins, lang="en"):
+    """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe; this app's words
+    around it in `lang`."""
     layers = ins.encoder.size(0)
-    return _iframe(_page(_offline(_model_view(ins)), "bertviz-model-view"), 140 + layers * 120,
-                   "bertviz model view")
+    return _iframe(_page(_offline(_model_view(ins)), "bertviz-model-view", lang=lang), 140 + layers * 120,
+                   text(lang, "attention.bertviz.model"))
 
 
 def standalone_html(ins, view):

@@ -1,10 +1,14 @@
 """The page in two languages: one table of strings per language (app/locale/<lang>.json), read by Gradio's
-I18n for every static label and by `text` for what Python builds (the Learn path's steps, figure titles,
-questions and answers).
+I18n for every static label and by `text` for what Python builds (the views' figures, HTML and Markdown, the
+callbacks' messages, the Learn path's steps, questions and answers).
 
-Gradio translates static labels in the browser, from the browser's language or the page's switch; text built
-on the server is looked up here with the language the page sends. A language read from the browser or from
-an address is untrusted: anything but a known code reads as English.
+Gradio translates static labels in the browser, from the browser's language or the page's switch. Text built on
+the server is looked up here with the language the page sends: the switch is one of every tab's controls, so a
+view reads it like any other control and is drawn again, when on screen, once it changes. A language read from
+the browser or from an address is untrusted: anything but a known code reads as English.
+
+Keys: "ui.<tab>.<name>" for static labels (no {fields}, unless written on the server by `L(key, **values)`),
+"<tab>.<name>" for what the server builds.
 """
 import hashlib
 import json
@@ -24,10 +28,7 @@ DEFAULT = "en"
 @lru_cache(maxsize=None)
 def table(lang):
     """{key: string} of one language (app/locale/<lang>.json)."""
-    out = json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
-    for part in sorted((LOCALES / "parts").glob(f"*.{lang}.json")):  # TEMPORARY: merged into <lang>.json
-        out.update(json.loads(part.read_text(encoding="utf-8")))
-    return out
+    return json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8"))
 
 
 def read_lang(value):

@@ -6,6 +6,7 @@ import math
 import re
 from html.parser import HTMLParser
 
+import gradio as gr
 import numpy as np
 import pytest
 import torch
@@ -19,8 +20,9 @@ from app.ui import QUEUE_SIZE, build_demo
 from core.bench import ROWS
 from core.translate import Inspection
 from tests.conftest import ASSETS, needs_shipped
-from tests.test_views import translation_callback
+from tests.test_views import translation_callback, up_to_attention
 from tools import loadtest
+from tools.i18n_report import english, sentence_pieces, value_strings
 
 pytestmark = needs_shipped
 
@@ -282,6 +284,75 @@ def test_overview_diagram_has_live_shapes(ins):
         assert f'data-tab="{tab}"' in svg
 
 
+# ---- the views in the page's language ------------------------------------------------------------------------
+
+def drawn_in(views, ins, lang, **controls):
+    """The words every view of a tab draws for `ins`, the page in `lang` (tools.i18n_report's measure)."""
+    controls = dict(controls, lang=lang)
+    values = []
+    for v in views:
+        out = v.draw(ins, *(controls[name] for name in v.uses))
+        values += list(out) if v.outputs > 1 else [out]
+    return [s for value in values for s in value_strings(value)]
+
+
+def english_in(words, ins):
+    return [s for s in words if english(s, sentence_pieces(ins))]
+
+
+def test_the_translate_tab_draws_in_the_pages_language(ins):
+    words = drawn_in(translate.VIEWS, ins, "zh-CN")
+    for value in (*translate.decoding_step(ins, 3, "zh-CN"), *translate.next_step(ins, 2, "zh-CN")[1:],
+                  *translate.decoding_step(None, 1, "zh-CN")):
+        words += value_strings(value)
+    assert len(words) > 10 and english_in(words, ins) == []
+    assert "下一个词元" in translate.decoder_input_html(ins, 0, "zh-CN")
+    assert "第 2 步" in translate.step_candidates(ins, 1, "zh-CN")
+    # in English, the views draw what they drew before the page had a language
+    assert translate.token_probs(ins) == translate.token_probs(ins, "en")
+    assert "decoder input" in translate.decoding_step(ins, 1)[0]
+
+
+def test_the_status_line_is_english_for_the_api_and_in_the_pages_language_on_the_page():
+    from core.decode import DECODING_LIMITS
+    _, status, new = translate.translate("Ein Hund " * 100, "beam", 3, 0.7, max_len=DECODING_LIMITS["max_len"].lo)
+    assert "cut to its first" in status and "maximum length" in status and "beam search (k = 3, α = 0.7)" in status
+    assert translate.status_view(new) == status  # the view draws the API's line in English, time included
+    zh = translate.status_view(new, "zh-CN")
+    assert zh.count("**注意：**") == 2 and "束搜索" in zh and english_in([zh], new) == []
+    # a problem with the input: English from translate(), then in the page's language after the press
+    assert translate.translate("  ")[1] == translate.input_problem("") == translate.input_notice("", "en")
+    for typed in ("", "Hund " * 400):
+        assert english_in([translate.input_notice(typed, "zh-CN")], new) == []
+    assert "1,999" in translate.input_notice("Hund " * 400, "zh-CN")
+    assert translate.input_notice("Ein Hund.", "zh-CN") == gr.skip()  # translated: the status view writes its line
+
+
+def test_the_attention_tab_draws_in_the_pages_language(ins):
+    for kind in KIND_LABELS:
+        words = drawn_in(attention.VIEWS, ins, "zh-CN", kind=kind, layer=1, head=2)
+        assert len(words) > 20 and english_in(words, ins) == [], kind
+    heat = attention.one_head(ins, "cross", 1, 2, "zh-CN")
+    assert heat.layout.title.text.startswith("交叉注意力") and "查询 %{y} → 键 %{x}" in heat.data[0].hovertemplate
+    assert attention.one_head(ins, "cross", 1, 2).data[0].hovertemplate == (
+        "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>")
+    # the words around bertviz's views are this app's: the frame's title and the Save SVG button
+    frame = model_view_html(ins, "zh-CN")
+    assert frame.startswith('<iframe title="bertviz 模型视图"') and "保存 SVG" in frame
+    frame = head_view_html(ins)
+    assert 'title="bertviz head view"' in frame and "Save SVG</button>" in html.unescape(frame)
+
+
+def test_the_overview_diagram_draws_in_the_pages_language(ins):
+    svg = overview.overview_svg(ins, "zh-CN")
+    words = value_strings(svg)
+    assert len(words) > 25 and english_in(words, ins) == []
+    assert 'aria-label="Transformer 架构"' in svg and "到「注意力」页探索 →" in svg
+    S, T = len(ins.src_tokens), len(ins.tgt_tokens)
+    assert f"记忆 1 × {S} ×" in svg and f"&lt;s&gt; y1 …（右移一位），1 × {T}" in svg
+    assert svg.count("data-tab=") == overview.overview_svg(ins).count("data-tab=") == 7  # the same blocks
+
+
 def test_translate_api_is_named_translate():
     demo = build_demo()
     names = [d.api_name for d in demo.fns.values() if getattr(d, "api_name", None)]
@@ -294,12 +365,13 @@ def test_translate_api_is_named_translate():
     assert len(public[0].inputs) == 8  # the text, six decoding settings, the state
     # after it, one event shows the translation in the views of the Translate, Overview and Attention tabs (it
     # draws those on screen and clears the others: tests/test_views.py)
-    (render,) = [d for d in demo.fns.values() if d.trigger_after == public[0]._id and d.fn is not None]
+    (render,) = [d for d in demo.fns.values() if d.trigger_after == public[0]._id and d.fn is not None
+                 and d.fn.__name__ == "show_translation"]
     drawn = {getattr(c, "elem_id", None) for c in render.outputs}
     assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",
             "bertviz-model"} <= drawn
     page = {"open": {"": "translate"}, "drawn": {}}
-    assert len(render.outputs) == len(render.fn(page, None, "encoder", 0, 0))
+    assert len(render.outputs) == len(render.fn(page, None, *up_to_attention()))
     # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch, the
     # Heads tab's translation with heads off) one at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
@@ -331,7 +403,7 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
     translate.previous_step(ins, 2)
     head_view_html(ins), model_view_html(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
-    show_translation(page, ins, None, "en", "cross", 0, 1)  # the Learn tab comes first: its progress, language
+    show_translation(page, ins, *up_to_attention("cross", 0, 1))
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):
         views.open_tab(page, ("attention", sub))
         assert all(v is not None for v in attention.show(page, ins, "decoder", 1, 2))

@@ -155,3 +155,46 @@ def test_views_blank_before_a_translation_and_atlas_draws_without_one():
         assert len(re.findall(r"data-head=", atlas)) == 3 * 3 * 8  # every head of the shipped model
     assert all(isinstance(v, type(gr.skip())) for v in (compare, maps))
     assert tuple(KIND_LABELS) == KINDS
+
+
+def test_the_tab_draws_in_the_pages_language(ins):
+    """In zh-CN the atlas, the comparison, the maps and the status lines say nothing in English but the
+    sentence's and the model's pieces, names from the code (delta_loss) and the measures' own names; the page's
+    language is one of the views' controls, so that switching it redraws them."""
+    from tools.i18n_report import english, sentence_pieces, value_strings
+    zh = "zh-CN"
+    status, result = heads.switch_off(ins, ["decoder 1 2", "decoder 1 5", "cross 0 0"], zh)
+    pieces = sentence_pieces(ins) | sentence_pieces(result.changed)
+    drawn = [heads.atlas_html(atlas, m, zh) for atlas in (full_atlas(), heads.load_atlas(), None)
+             for m in ("previous", "delta_bleu", "delta_loss")]
+    drawn += [heads.compare_view(ins, result, zh), heads.compare_view(ins, None, zh),
+              heads.maps_view(ins, result, "decoder", 1, zh), heads.maps_view(ins, None, "cross", 0, zh)]
+    lines = [status, heads.switch_off(None, ["cross 1 3"], zh)[0], heads.switch_off(ins, ["<b>x</b>"], zh)[0],
+             heads.switch_off(ins, [], zh)[0]]
+    code = {"python -m core.analysis.heads --data DIR", "heads.json"}  # how to compute the atlas, in <code>
+    left = [s for v in drawn + lines for s in value_strings(v) if english(s, pieces) and s not in code]
+    assert left == [] and "个头" in status and "不是这个模型的头" in lines[2]
+    assert "头 2：已关掉" in [a.text for a in drawn[-2].layout.annotations]
+    assert "交叉注意力 0.0" in drawn[-4] and "关掉部分头" in drawn[-2].layout.title.text
+    page = {"open": {ROOT: "heads"}, "drawn": {}}
+    atlas, compare, maps = heads.show(page, ins, "previous", "decoder", 1, result, zh)
+    assert "头 0" in atlas and "原译文" in compare and maps.layout.annotations[2].text == "头 2：已关掉"
+    atlas, compare, maps = heads.show(page, ins, "previous", "decoder", 1, result, "en")
+    assert "head 0" in atlas and "As translated" in compare and maps.layout.annotations[2].text == "head 2: off"
+
+
+def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks():
+    from app.tabs import attention
+    cfg = {"N": 3, "h": 8}
+    with gr.Blocks() as demo:
+        lang, page, state = gr.Radio(["zh-CN", "en"], value="en"), gr.State(), gr.State()
+        with gr.Tabs() as top:
+            attn = attention.build(cfg, page, state, lang)
+            tab = heads.build(cfg, page, state, top, attn, lang)
+    assert tab.controls["lang"] is lang and list(tab.controls)[-1] == "lang"
+    fns = list(demo.fns.values())
+    redraws = [d for d in fns if d.fn is heads.show and (lang._id, "change") in d.targets]
+    assert redraws and lang in redraws[0].inputs
+    for name in ("switch_off", "open_head_clicked"):
+        events = [d for d in fns if getattr(d.fn, "__name__", "") == name]
+        assert events and all(lang in d.inputs for d in events), name

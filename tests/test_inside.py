@@ -315,3 +315,67 @@ def test_bench_inside_times_every_view_beside_a_translation(monkeypatch, capsys)
     assert r["inside_all_views_ms"] >= max(r[f"inside_{v}_ms"] for v in bench_inside.VIEWS)
     bench_inside.report(r)
     assert capsys.readouterr().out.count("one greedy translation of the sentence") == len(keys) - 1
+
+
+# ---- the page's language ------------------------------------------------------------------------------------
+
+def drawn_strings(ins, lang, **controls):
+    """The words every view of the tab draws for `ins` with the page in `lang` (its source code left out), and the
+    names from the code that the module tree and treemap show as they are (module names, class names)."""
+    from tools.i18n_report import value_strings
+    values = {**tab.DEFAULTS, **controls, "lang": lang}
+    out = []
+    for v in tab.VIEWS:
+        used = tuple(values[name] for name in v.uses)
+        drawn = v.draw(ins, *used) if v.reads_translation else v.draw(*used)
+        drawn = drawn if v.outputs > 1 else (drawn,)
+        out += [s for i, d in enumerate(drawn) if not (v.name == "inside/module" and i == 1) for s in value_strings(d)]
+    names = {n.name.rpartition(".")[2] for n in tab.tree_nodes().values()} | {n.cls for n in tab.tree_nodes().values()}
+    return out, names
+
+
+@needs_shipped
+@pytest.mark.parametrize("controls", [{}, dict(module="generator.proj", norm="decoder.layers.2.sublayer.1.norm",
+                                               token=3, gain=1.0, bias=0.5, kind="cross", layer=1, head=2,
+                                               ffn="decoder/1"),
+                                      dict(module="", norm="decoder.norm", kind="decoder", ffn="encoder/2"),
+                                      dict(module="encoder.norm"), dict(module="decoder.layers.0.src_attn")])
+def test_every_view_draws_its_words_in_chinese(ins, controls):
+    from tools.i18n_report import english, sentence_pieces
+    strings, names = drawn_strings(ins, "zh-CN", **controls)
+    left = {s for s in strings if english(s, sentence_pieces(ins)) and s not in names}
+    assert strings and not left, left
+    english_strings, _ = drawn_strings(ins, "en", **controls)
+    assert {s for s in english_strings if english(s, sentence_pieces(ins)) and s not in names}  # the measure sees English
+
+
+@needs_shipped
+def test_the_words_of_hovers_and_menus_follow_the_language(ins):
+    fig, note = tab.scale_view(ins, "cross", 1, 2, "zh-CN")
+    assert fig.layout.title.text == "交叉注意力（解码器 → 编码器），第 1 层，第 2 个头：d_k = 32" and "而不是" in note
+    firing, units, note = tab.ffn_view(ins, "decoder/1", "zh-CN")
+    assert firing.data[0].y[0] == "第 0 层" and "词元 %{x}" in firing.data[0].hovertemplate
+    assert note.startswith("**解码器第 1 层**：")
+    res, _ = tab.residual_view(ins, "zh-CN")
+    assert res.data[0].y[0] == "嵌入 + 位置编码" and "第 0 层自注意力" in res.data[2].y
+    assert list(tab.residual_view(ins)[0].data[0].y) == tab.recorded(ins).stages["encoder"]  # English: the stages' names
+    lens, _ = tab.lens_view(ins, "zh-CN")
+    assert "在 &lt;s&gt; 之后" in lens.data[0].hovertext[0][0] and "&lt;s&gt;→" in lens.layout.xaxis.ticktext
+    weights = tab.module_view("generator.proj", "zh-CN")[2]
+    assert "第 %{y} 行，第 %{x} 列：%{z:.4f}" in weights.data[0].hovertemplate
+    html = tab.modules_view("zh-CN")[0]
+    assert "权重 8000×256, 偏置 8000" in html and "weight 8000×256, bias 8000" in tab.modules_view()[0]
+    assert tab.module_view("generator.proj", "xx") == tab.module_view("generator.proj")  # unknown: English
+
+
+@needs_shipped
+def test_switching_the_language_redraws_the_views_on_screen(ins):
+    from app.views import page_state
+    assert list(tab.DEFAULTS)[-1] == "lang" and all(v.uses[-1] == "lang" for v in tab.VIEWS)
+    page = page_state({"": "inside", "inside": "ffn"}).value
+    controls = list(tab.DEFAULTS.values())
+    english_out = tab.show(page, ins, *controls)
+    assert tab.show(page, ins, *controls) == tuple(gr.skip() for _ in english_out)  # nothing moved: nothing sent
+    chinese = tab.show(page, ins, *controls[:-1], "zh-CN")
+    ffn = [i for i, v in enumerate(chinese) if v != gr.skip()]
+    assert len(ffn) == 3 and "平均每个词元" in chinese[ffn[-1]]  # the FFN view, drawn again in Chinese

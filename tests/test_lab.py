@@ -16,6 +16,7 @@ from core.model import Embeddings, PositionalEncoding, SublayerConnection
 from core.train import rate
 from tests.conftest import ROOT
 from tools import lab_table
+from tools.i18n_report import CJK, english, value_strings
 
 N = lab.SIZE["N"]
 
@@ -440,6 +441,30 @@ def test_examples_mark_wrong_tokens_and_escape():
                          {"input": ["<b>"], "target": ["<b>"], "output": ["<b>"]}])
     assert out.count("fde2da") == 2  # the 5, and the missing 3
     assert 'title="expected 2"' in out and 'title="expected 3"' in out and "<b>" not in out
+
+
+def test_tab_draws_its_words_in_chinese(monkeypatch):
+    """The Lab's figures, result, examples, readings and the Train button's status lines in the page's language."""
+    from app.tabs import lab as tab
+    specials = frozenset({"blank", "unk"})  # the toy tasks' own tokens (<blank>, <unk>): data
+    for task, breaks, smoothing, accum, layers in (("copy", [], 0.0, 1, N), ("reverse", ["no_positional_encoding"], 0.0, 1, N),
+                                                   ("copy", ["post_norm"], 0.0, 1, 6), ("sort", ["no_scale"], 0.1, 2, N)):
+        values = tab.lab_view(task, breaks, smoothing, accum, layers, "zh-CN")
+        found = [s for v in values for s in value_strings(v) if english(s, specials)]
+        assert found == [], (task, breaks, found)
+    for name, en in READINGS.items():
+        zh = tab.reading(name, "zh-CN")
+        assert CJK.search(zh) and not english(zh) and zh != en, name
+    assert tab.reading("intact") is None and tab.reading("no_scale") == READINGS["no_scale"]
+    # Train, for a run cut off before its result (a stand-in for core.lab's process): every status line in Chinese
+    monkeypatch.setattr(tab, "run_lab", lambda cfg: iter([{"step": [1, 2], "loss": [2.5, 2.0], "lr": [1e-4, 2e-4]}]))
+    updates = list(tab.train_clicked("sort", ["no_scale"], 0.2, 2, N, "zh-CN"))
+    assert len(updates) == 3
+    for update in updates:
+        assert CJK.search(update[1]) and not any(english(s) for v in update[:2] for s in value_strings(v)), update[1]
+    statuses = [u[1] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, N)]  # in English as before
+    assert statuses[0].startswith("Starting **sort/no_scale**") and statuses[1].startswith("Training **sort/no_scale**: step 2")
+    assert statuses[2].startswith("The run stopped without a result")
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 expectations, a float64 reference, and the formulas."""
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ from app.tabs.training import (
 from core.model import attention_modules, keep_attention
 from core.train import rate
 from tests.conftest import ASSETS, needs_shipped
+from tools.i18n_report import CJK, WORD, english, value_strings
 
 # ---- masks -----------------------------------------------------------------------------------------
 
@@ -184,3 +186,72 @@ def test_ablation_logs_when_shipped():
     (_, s0, e0), (_, s1, e1) = runs["ε = 0"], runs["ε = 0.1"]
     assert len(s0) == len(s1) and len(e0) == len(e1)  # the same budget
     assert runs["ε = 0"][0]["args"]["smoothing"] == 0.0 and runs["ε = 0.1"][0]["args"]["smoothing"] == 0.1
+
+
+# ---- the page in Chinese ---------------------------------------------------------------------------
+
+HOVER_FIELD = re.compile(r"%\{[^}]*\}|<[^>]*>")  # plotly's %{y} and <extra></extra>: not words
+
+
+def drawn_english(tab, controls, pieces=frozenset()):
+    """The English a tab's views draw for `controls` (tools.i18n_report's measure), hover templates' words too."""
+    found = []
+    for view in tab.VIEWS:
+        out = view.draw(*(controls[name] for name in view.uses))
+        for value in out if view.outputs > 1 else (out,):
+            found += [s for s in value_strings(value) if english(s, pieces)]
+            found += [t.hovertemplate for t in getattr(value, "data", ())
+                      if t.hovertemplate and english(HOVER_FIELD.sub(" ", t.hovertemplate), pieces)]
+    return found
+
+
+def chinese(s):
+    return bool(CJK.search(s)) and not english(s)
+
+
+def test_masks_tab_draws_its_words_in_chinese():
+    tr = get_translator()
+    batch, _ = make_batch(tr.tokenizer, list(zip(DEFAULT_DE.splitlines(), DEFAULT_EN.splitlines())))
+    ids = batch.src.flatten().tolist() + batch.tgt.flatten().tolist()
+    pieces = frozenset(w for i in ids for w in WORD.findall(tr.tokenizer.id_to_piece(i)))  # the batch's, <pad> too
+    controls = dict(de=DEFAULT_DE, en=DEFAULT_EN, sentence=1, kind="decoder", layer=0, head=0, lang="zh-CN")
+    for kind in ("decoder", "encoder"):
+        assert drawn_english(masks, dict(controls, kind=kind), pieces) == []
+    # a batch refused says why, in Chinese, in the summary and on the figures
+    for de, en in (("a", "b"), ("a\nb", "c"), ("x" * 400 + "\ny", "c\nd"), ("Ein Hund.\n" * 200_000, "A dog.\n" * 2)):
+        summary, _, fig, *_ = masks.masks_view(de, en, 0, "decoder", 0, 0, "zh-CN")
+        assert chinese(summary) and all(chinese(s) for s in value_strings(fig)), summary
+    with pytest.raises(ValueError, match="德语有 2 行"):
+        parse_pairs("a\nb", "c", lang="zh-CN")
+    # in English as before
+    assert masks.masks_view(DEFAULT_DE, DEFAULT_EN, 1, "decoder", 0, 0, "en")[0].startswith("Batch of 3 pairs")
+
+
+@needs_shipped
+def test_positional_tab_draws_its_words_in_chinese():
+    controls = dict(d_model=256, positions=100, dims="4, 5, 6, 7", k=5, lang="zh-CN")
+    assert drawn_english(positional, controls) == []
+    for typed in ("40", "4, x", "9" * 300):
+        assert chinese(positional.positional_view(32, 50, typed, 3, "zh-CN")[-1]), typed
+    # the Learn path relabels the figure it reuses: its English default stays
+    fig, _, _ = positional.relative_figure(encoding(32, 20), 3)
+    assert fig.data[1].name == "float32 buffer (the model's)" and fig.layout.xaxis2.title.text == "pos"
+
+
+@needs_shipped
+def test_training_tab_draws_its_words_in_chinese(monkeypatch):
+    _, steps, epochs = shipped_log()
+    data = (*training.probe_sentences(), *(p for e in epochs for p in e.get("probes", ())))
+    pieces = frozenset(w for s in data for w in WORD.findall(s))  # the probe sentences and the model's outputs: data
+    for step in (1, len(steps)):  # before the first evaluation (its empty state), and after the last
+        controls = dict(step=step, d_model=512, factor=1.0, warmup=4000, eps=0.1, lang="zh-CN")
+        assert drawn_english(training, controls, pieces) == []
+    assert "No evaluation yet at this step" in training.replay_view(1)[1]
+    monkeypatch.setattr(training, "ablation_runs", dict)  # no logs shipped: the figure says so
+    fig, _ = training.ablation_view("zh-CN")
+    assert all(chinese(s) for s in value_strings(fig))
+    assert value_strings(training.ablation_view()[0]) == ["The ablation logs are not in assets/."]
+    # the Learn path relabels the figures it reuses: their English defaults stay
+    assert noam_figure(512, 1.0, 4000).layout.xaxis.title.text == "step"
+    assert list(smoothing_figure(0.1)[0].layout.yaxis.ticktext)[0] == "target 2"
+

@@ -29,9 +29,21 @@ def translation_callback(demo):
     return fn
 
 
+def up_to_attention(kind="encoder", layer=0, head=0, lang="en"):
+    """The controls the translation callback takes, in page order, of the tabs up to the Attention tab: the
+    Learn tab's progress and language, the Overview's and the Translate tab's language, the Attention tab's kind,
+    layer, head and language (the later tabs' take their first values)."""
+    return None, lang, lang, lang, kind, layer, head, lang
+
+
 @pytest.fixture(scope="module")
-def show_translation():
-    return translation_callback(build_demo())
+def demo():
+    return build_demo()
+
+
+@pytest.fixture(scope="module")
+def show_translation(demo):
+    return translation_callback(demo)
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +90,13 @@ def escaped(tokens):
 def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(two, calls, show_translation):
     ins, _ = two
     page = new_page("translate")
-    out = show_translation(page, ins, None, "en", "encoder", 0, 0)
+    out = show_translation(page, ins, *up_to_attention())
     # the Learn tab comes first: closed here, its view is skipped
     assert out[:LEARN] == (SKIP,) * LEARN
     out = out[LEARN:]
-    # the token strip and the step replay (slider, input so far, mask, candidates); nothing of the closed tabs
-    # (the Overview's diagram comes first, the tabs in page order)
-    assert all(v != SKIP for v in out[1:6]) and all(v == SKIP for v in (out[0], *out[6:]))
+    # the token strip, the status line and the step replay (slider, input so far, mask, candidates); nothing of
+    # the closed tabs (the Overview's diagram comes first, the tabs in page order)
+    assert all(v != SKIP for v in out[1:7]) and all(v == SKIP for v in (out[0], *out[7:]))
     assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_svg": 1, "step_candidates": 1}
     # opening the Attention tab draws its open sub-tab's view only, for the same sentence
     heat, *rest = open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0)
@@ -121,14 +133,15 @@ def test_controls_redraw_only_the_views_that_read_them(two, calls):
 def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls, show_translation):
     first, second = two
     page = new_page("translate")
-    show_translation(page, first, None, "en", "encoder", 0, 0)
+    show_translation(page, first, *up_to_attention())
     for sub in ("all-heads", "bertviz-model", "one-head"):
         open_and_show(page, ("attention", sub), attention.show, first, "encoder", 0, 0)
-    out = show_translation(page, second, None, "en", "encoder", 0, 0)[LEARN:]
-    diagram, probs, slider, info, mask, cands, heat, grid, layers, bv_head, bv_model, *later = out
+    out = show_translation(page, second, *up_to_attention())[LEARN:]
+    diagram, probs, status, slider, info, mask, cands, heat, grid, layers, bv_head, bv_model, *later = out
     assert later == [SKIP] * len(later)  # the tabs after Attention: hidden and never drawn
-    # on screen: the one-head view, drawn for the new sentence; the token strip always
+    # on screen: the one-head view, drawn for the new sentence; the token strip and the status line always
     assert tokens_on_y(heat) == escaped(second.src_tokens) and "tok" in probs
+    assert f"{len(second.src_tokens)} source pieces" in status
     # hidden and drawn for the first sentence: cleared, so no tab shows its figures beside the new tokens
     assert (info, mask, cands) == ("", "", "") and slider.interactive is False
     assert grid is None and bv_model == ""
@@ -137,7 +150,7 @@ def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls, s
     # opened again, each draws the new sentence
     grid = open_and_show(page, ("attention", "all-heads"), attention.show, second, "encoder", 0, 0)[1]
     assert list(grid.data[0].y) == attention.positions(second.src_tokens)
-    _, _, _, _, cands = open_and_show(page, ("translate",), translate.show, second)
+    *_, cands = open_and_show(page, ("translate",), translate.show, second)
     assert "Step 1: next-token" in cands
 
 
@@ -198,3 +211,22 @@ def test_each_tab_names_the_controls_its_views_read(monkeypatch):
     for event in events:
         assert len(event.inputs) == 2 + sum(len(t.controls) for t in shown)
         assert len(event.outputs) == sum(len(t.outputs) for t in shown)
+
+
+def test_the_language_switch_redraws_the_views_of_the_overview_translate_attention_and_why_tabs(demo, two):
+    """Each of these tabs reads the page's language as a control: its change redraws the views on screen (in the
+    Translate tab the replay stays at its step), and a view drawn in one language is drawn again in the other."""
+    lang = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang")
+    redrawn = {getattr(c, "elem_id", None) for d in demo.fns.values() if (lang._id, "change") in d.targets
+               for c in d.outputs}
+    assert {"diagram", "token-probs", "status", "step", "step-info", "step-mask", "step-cands", "heatmap", "head-grid",
+            "overview-grid", "bertviz-head", "bertviz-model", "why-source", "why-target", "why-reading"} <= redrawn
+    ins, _ = two
+    page = new_page("translate")
+    probs, status, slider, info, mask, cands = open_and_show(page, ("translate",), translate.show, ins)
+    assert "Step 1: next-token" in cands
+    again = translate.relabel(page, ins, 3, "zh-CN")  # moved to step 3, then the language switched
+    assert again[2] == SKIP and "第 3 步" in again[-1] and "源词元" in again[1] and "词元" in again[0]
+    assert translate.show(page, ins, "zh-CN") == (SKIP,) * 6  # drawn in that language already
+    (svg,) = open_and_show(page, ("overview",), overview.show, ins, "zh-CN")
+    assert "编码器" in svg and overview.show(page, ins, "en")[0].count("explore in") == 7

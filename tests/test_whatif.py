@@ -105,3 +105,41 @@ def test_the_tabs_labels_are_in_both_languages():
     prefix = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "whatif-prefix")
     assert i18n.text("en", prefix.label.key) == "English prefix" and i18n.text("zh-CN", prefix.label.key) == "英语前缀"
     assert i18n.text("en", prefix.placeholder.key) == "A woman"  # an English start in both languages
+
+
+def test_the_tab_draws_in_the_pages_language(ins):
+    """In zh-CN the tree, the comparisons and every message say nothing in English but the sentence's and the
+    model's pieces; in English the tree's legend keeps its names."""
+    from tools.i18n_report import english, sentence_pieces, value_strings
+    zh = "zh-CN"
+    fig = whatif.tree_view(ins, 4, zh)
+    assert {t.name for t in fig.data if t.name} <= {"保留", "剪掉", "已结束", "最终返回", "根节点"}
+    assert "束宽 4" in fig.layout.title.text and "&lt;s&gt;" in fig.layout.xaxis.title.text  # <s> escaped
+    assert all("log p(词元)" in h for t in fig.data if t.name for h in t.hovertext)
+    results = [whatif.swap_word(ins, 1, ins.topk[1][1][0], zh), whatif.force_prefix(ins, "A woman", zh),
+               whatif.score_mine(ins, "A man in a red hat sits on a bench.", zh)]
+    pieces = sentence_pieces(ins) | {w for r in results for row in rows(r) for t in row for w in re.findall(r"\w+", t)}
+    pieces |= {"log"}  # log p, log P: formulas
+    messages = [whatif.swap_word(None, 0, "x", zh), whatif.swap_word(ins, 1, "<script>", zh),
+                whatif.force_prefix(ins, " ", zh), whatif.score_mine(ins, "", zh),
+                whatif.force_prefix(ins, "a" * (translate.MAX_CHARS + 1), zh), whatif._blank(zh)]
+    left = [s for v in [fig, *results, *messages] for s in value_strings(v) if english(s, pieces)]
+    assert left == [] and "模型" in results[0] and "英语译文的开头" in messages[2]
+    assert log_ps(results[2]) == log_ps(whatif.score_mine(ins, "A man in a red hat sits on a bench."))
+    page = {"open": {"": "whatif"}, "drawn": {}}
+    assert "束搜索" in whatif.show(page, ins, 4, zh)[0].layout.title.text
+    assert "Beam search" in whatif.show(page, ins, 4, "en")[0].layout.title.text  # the language redraws it
+    assert "请先翻译" in whatif.show({"open": {"": "whatif"}, "drawn": {}}, None, 4, zh)[0].layout.annotations[0].text
+    assert {t.name for t in whatif.tree_view(ins, 4).data if t.name} <= set(whatif.COLORS)
+
+
+def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks():
+    import gradio as gr
+    with gr.Blocks() as demo:
+        lang = gr.Radio(["zh-CN", "en"], value="en")
+        tab = whatif.build(gr.State(), gr.State(), lang)
+    assert list(tab.controls) == ["beam", "lang"]
+    fns = list(demo.fns.values())
+    assert any(d.fn is whatif.show and (lang._id, "change") in d.targets and lang in d.inputs for d in fns)
+    for fn in (whatif.swap_word, whatif.force_prefix, whatif.score_mine, whatif.tree_file):
+        assert all(lang in d.inputs for d in fns if d.fn is fn) and any(d.fn is fn for d in fns)

@@ -65,3 +65,21 @@ def test_before_any_translation_the_tab_says_what_to_do():
     page["drawn"]["why/attribution"] = (object(), (None,))  # a closed session's figures of an earlier sentence
     fig = why.show(page, None, None)[1]
     assert why.NOT_YET in fig.layout.annotations[0].text
+
+
+def test_the_tab_draws_in_the_pages_language(ins):
+    """The figures' titles, subplot titles and hovers and the reading, in Chinese; in English as before."""
+    from tools.i18n_report import english, sentence_pieces, value_strings
+    position = 2
+    src_fig, tgt_fig, note = why.why_view(ins, position, "zh-CN")
+    words = [s for value in (src_fig, tgt_fig, note) for s in value_strings(value)]
+    assert len(words) >= 8 and [s for s in words if english(s, sentence_pieces(ins))] == []
+    assert "源句位置" in note and src_fig.layout.title.text.startswith("为什么是")
+    assert [t.hovertemplate.split("<br>")[1].split(" %")[0] for t in src_fig.data] == ["权重", "平均权重", "梯度 × 输入",
+                                                                                   "p 的下降"]
+    src_en, _, note_en = why.why_view(ins, position)
+    assert "occlusion: drop in p when replaced by &lt;unk&gt;" in [a.text for a in src_en.layout.annotations]
+    assert src_en.data[0].hovertemplate == "layer.head %{y} → %{x}<br>weight %{z:.3f}<extra></extra>"
+    assert note_en.startswith("- **attention** ranks `") and note_en.splitlines()[-1] in (
+        "All three point at the same piece.", "Attention agrees with one attribution but not the other.",
+        "They disagree: the piece attention favours is not the one the probability depends on most.")

@@ -11,10 +11,11 @@ string is translated when it is a gr.I18n key (app.i18n.L).
 With --drawn it also translates one of the app's examples and draws every view of every tab for it (every step of
 the Learn path), and counts the distinct strings those views show that are English when the page is in zh-CN:
 figure titles, axis titles, legends and annotations, the text of Markdown and HTML. The sentence's own pieces,
-the model's candidates, names from the code and formulas are in no language and not counted. Only the Learn tab
-draws in the page's language; the other tabs' views draw English.
+the model's candidates, names from the code, formulas and the shipped data the page shows (neutral_words) are in no
+language and not counted. Every view draws in the page's language, so the count is 0 unless a view forgets to.
 """
 import re
+from functools import lru_cache
 from html.parser import HTMLParser
 
 import gradio as gr
@@ -145,6 +146,23 @@ def sentence_pieces(ins):
     return frozenset(pieces | {w for s in (ins.source, ins.translation) for w in WORD.findall(s or "")})
 
 
+@lru_cache(maxsize=1)
+def neutral_words():
+    """Words that are in no language of the page though they look English: the model's module names and
+    classes (the Inside tab's tree), its special pieces (<pad>, <unk>, ...), and the shipped data the
+    Training tab shows (its probe sentences and what the model made of them at each epoch)."""
+    from app.shared import get_translator
+    from app.tabs import training
+    tr = get_translator()
+    code = {part for name, _ in tr.model.named_modules() for part in name.split(".")}
+    code |= {type(m).__name__ for m in tr.model.modules()}
+    special = {tr.tokenizer.id_to_piece(i) for i in range(tr.tokenizer.get_piece_size())
+               if tr.tokenizer.is_control(i) or tr.tokenizer.is_unknown(i)}
+    _, _, epochs = training.shipped_log()
+    data = [*training.probe_sentences(), *(s for e in epochs for s in e.get("probes") or ())]
+    return frozenset(code | {w for s in (*special, *data) for w in WORD.findall(s)})
+
+
 def view_values(tab, ins, lang):
     """(component, value) for every output of every view of a tab, drawn for `ins` (the Learn tab at its first
     step, in `lang`)."""
@@ -161,7 +179,7 @@ def drawn(demo, ins, lang="zh-CN"):
     """{top-level tab: sorted distinct English strings its views draw for `ins`, the page in `lang`} (only the
     Learn tab's views read the page's language), every step of the Learn path included."""
     from app.tabs import learn
-    pieces, out = sentence_pieces(ins), {}
+    pieces, out = sentence_pieces(ins) | neutral_words(), {}
     for tab in demo.tab_views:
         pairs = view_values(tab, ins, lang)
         if tab.views[0].name == "learn":

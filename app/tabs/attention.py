@@ -11,13 +11,18 @@ import plotly.graph_objects as go
 from core import model as core_model
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
-from ..common import KIND_LABELS, clamp, code_panel, export_file, kind_choices, label, panel_grid
-from ..i18n import L
+from ..common import KIND_LABELS, clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid
+from ..i18n import L, text
 from ..views import View, opener, refresh, tab_views
 
 SCALE = "Blues"
 DECIMALS = 3  # what a colour scale can show; a hover shows the same three decimals
-HOVER = "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>"
+
+
+def hover(lang="en"):
+    """A cell's hover: the query and key positions, the weight, the panel's name; its words in `lang`."""
+    query, key, weight = (text(lang, f"attention.{w}") for w in ("query", "key", "weight"))
+    return f"{query} %{{y}} → {key} %{{x}}<br>{weight} %{{z:.3f}}<extra>%{{fullData.name}}</extra>"
 
 
 def rounded(weights):
@@ -40,43 +45,47 @@ def _axis(tokens=None, **kw):
                 automargin=False, **kw)
 
 
-def _heatmap(weights, q_tokens, k_tokens, name, **kw):
+def _heatmap(weights, q_tokens, k_tokens, name, lang="en", **kw):
     """A heatmap trace as a dict: plotly validates a figure built of dicts once, in go.Figure."""
     return dict(type="heatmap", z=rounded(weights), x=positions(k_tokens), y=positions(q_tokens), zmin=0, zmax=1,
-                colorscale=SCALE, name=name, hovertemplate=HOVER, **kw)
+                colorscale=SCALE, name=name, hovertemplate=hover(lang), **kw)
 
 
-def attention_heatmap(weights, q_tokens, k_tokens, title=""):
-    """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys."""
-    fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", colorbar=dict(title="weight"))])
+def attention_heatmap(weights, q_tokens, k_tokens, title="", lang="en"):
+    """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys; its words in
+    `lang`."""
+    fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", lang,
+                              colorbar=dict(title=text(lang, "attention.weight")))])
     fig.update_layout(title=title, height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=50, b=110),
                       xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
     return fig
 
 
-def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None):
+def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None, lang="en"):
     """Heatmaps of maps (n, Tq, Tk) in a grid of `cols` columns sharing one colour scale, each named by `names`
     (in its hover, and above it unless other `notes` label the grid)."""
-    panels = [([_heatmap(m, q_tokens, k_tokens, name, showscale=i == 0)], name, _axis(), _axis(autorange="reversed"))
-              for i, (m, name) in enumerate(zip(maps, names))]
+    panels = [([_heatmap(m, q_tokens, k_tokens, name, lang, showscale=i == 0)], name, _axis(),
+               _axis(autorange="reversed")) for i, (m, name) in enumerate(zip(maps, names))]
     return panel_grid(panels, cols, title, height, gap, notes, margin=dict(l=10, r=40, t=70, b=10))
 
 
-def head_grid(maps, q_tokens, k_tokens, title="", cols=4):
-    """All heads of one layer: maps (H, Tq, Tk) as small heatmaps sharing one colour scale."""
+def head_grid(maps, q_tokens, k_tokens, title="", cols=4, lang="en"):
+    """All heads of one layer: maps (H, Tq, Tk) as small heatmaps sharing one colour scale, named in `lang`."""
     rows = (maps.size(0) + cols - 1) // cols
-    return small_multiples(maps, q_tokens, k_tokens, [f"head {h}" for h in range(maps.size(0))], cols, title,
-                           height=70 + 230 * rows)
+    names = [text(lang, "attention.head", head=h) for h in range(maps.size(0))]
+    return small_multiples(maps, q_tokens, k_tokens, names, cols, title, height=70 + 230 * rows, lang=lang)
 
 
-def layer_head_overview(maps, q_tokens, k_tokens, title=""):
-    """Every layer (rows) by every head (columns) as small multiples: maps (L, H, Tq, Tk)."""
+def layer_head_overview(maps, q_tokens, k_tokens, title="", lang="en"):
+    """Every layer (rows) by every head (columns) as small multiples: maps (L, H, Tq, Tk), named in `lang`."""
     L, H = maps.shape[:2]
-    names = [f"layer {l}, head {h}" for l in range(L) for h in range(H)]
-    notes = ([dict(text=f"head {h}", x=(h + 0.5) / H, y=1, yanchor="bottom") for h in range(H)] +
-             [dict(text=f"layer {l}", x=1, y=1 - (l + 0.5) / L, xanchor="left", textangle=90) for l in range(L)])
+    names = [text(lang, "attention.layer-head", layer=l, head=h) for l in range(L) for h in range(H)]
+    notes = ([dict(text=text(lang, "attention.head", head=h), x=(h + 0.5) / H, y=1, yanchor="bottom")
+              for h in range(H)] +
+             [dict(text=text(lang, "attention.layer", layer=l), x=1, y=1 - (l + 0.5) / L, xanchor="left", textangle=90)
+              for l in range(L)])
     return small_multiples(maps.flatten(0, 1), q_tokens, k_tokens, names, H, title, height=60 + 120 * L,
-                           gap=(0.01, 0.03), notes=notes)
+                           gap=(0.01, 0.03), notes=notes, lang=lang)
 
 
 def attention_maps(ins, kind):
@@ -89,41 +98,46 @@ def attention_maps(ins, kind):
 
 # ---- callbacks -------------------------------------------------------------------------------------
 
-def _maps(ins, kind, layer=0, head=0):
-    """The maps of `kind` with the layer and head kept in range, and the kind's name."""
+def _maps(ins, kind, layer=0, head=0, lang="en"):
+    """The maps of `kind` with the layer and head kept in range, and the kind's name in `lang`."""
     kind = kind if kind in KIND_LABELS else "encoder"
     maps, q, k = attention_maps(ins, kind)
-    return maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1), KIND_LABELS[kind].long
+    return (maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1),
+            kind_name(kind, lang, long=True))
 
 
-def one_head(ins, kind, layer, head):
-    maps, q, k, layer, head, name = _maps(ins, kind, layer, head)
-    return attention_heatmap(maps[layer, head], q, k, f"{name}, layer {layer}, head {head} (rows attend to columns)")
+def one_head(ins, kind, layer, head, lang="en"):
+    maps, q, k, layer, head, name = _maps(ins, kind, layer, head, lang)
+    return attention_heatmap(maps[layer, head], q, k,
+                             text(lang, "attention.one-head", kind=name, layer=layer, head=head), lang)
 
 
-def all_heads(ins, kind, layer):
-    maps, q, k, layer, _, name = _maps(ins, kind, layer)
-    return head_grid(maps[layer], q, k, f"{name}, all heads of layer {layer}")
+def all_heads(ins, kind, layer, lang="en"):
+    maps, q, k, layer, _, name = _maps(ins, kind, layer, lang=lang)
+    return head_grid(maps[layer], q, k, text(lang, "attention.all-heads", kind=name, layer=layer), lang=lang)
 
 
-def layers_by_heads(ins, kind):
-    maps, q, k, _, _, name = _maps(ins, kind)
-    return layer_head_overview(maps, q, k, f"{name}: every layer × every head")
+def layers_by_heads(ins, kind, lang="en"):
+    maps, q, k, _, _, name = _maps(ins, kind, lang=lang)
+    return layer_head_overview(maps, q, k, text(lang, "attention.layers-heads", kind=name), lang)
 
 
-# the views of the tab, in the order of its outputs; each reads the controls named in `uses`
-VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=("kind", "layer", "head"), blank=(None,)),
-         View("attention/all-heads", ("attention", "all-heads"), all_heads, uses=("kind", "layer"), blank=(None,)),
-         View("attention/layers-heads", ("attention", "layers-heads"), layers_by_heads, uses=("kind",), blank=(None,)),
-         View("attention/bertviz-head", ("attention", "bertviz-head"), lambda ins: head_view_html(ins),
-              blank=("",)),
-         View("attention/bertviz-model", ("attention", "bertviz-model"), lambda ins: model_view_html(ins),
-              blank=("",))]
+# the views of the tab, in the order of its outputs; each reads the controls named in `uses` (the language last)
+VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=("kind", "layer", "head", "lang"),
+              blank=(None,)),
+         View("attention/all-heads", ("attention", "all-heads"), all_heads, uses=("kind", "layer", "lang"),
+              blank=(None,)),
+         View("attention/layers-heads", ("attention", "layers-heads"), layers_by_heads, uses=("kind", "lang"),
+              blank=(None,)),
+         View("attention/bertviz-head", ("attention", "bertviz-head"), lambda ins, lang="en": head_view_html(ins, lang),
+              uses=("lang",), blank=("",)),
+         View("attention/bertviz-model", ("attention", "bertviz-model"),
+              lambda ins, lang="en": model_view_html(ins, lang), uses=("lang",), blank=("",))]
 
 
-def show(page, ins, kind="encoder", layer=0, head=0):
+def show(page, ins, kind="encoder", layer=0, head=0, lang="en"):
     """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
-    return refresh(page, ins, VIEWS, dict(kind=kind, layer=layer, head=head))
+    return refresh(page, ins, VIEWS, dict(kind=kind, layer=layer, head=head, lang=lang))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -177,7 +191,8 @@ def build(cfg, page, state, lang=None):
             head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"), elem_id="head")
         tabs, subtabs, outputs, saves = _views()
         code_panel(None, core_model.attention, core_model.MultiHeadedAttention)
-    controls = dict(kind=kind, layer=layer, head=head)
+    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
+    controls = dict(kind=kind, layer=layer, head=head, lang=lang)
     inputs = [page, state, *controls.values()]
     tab.select(opener(("attention",), show), inputs, outputs, api_visibility="private")
     for sub, subtab in subtabs.items():

@@ -19,7 +19,7 @@ import gradio as gr
 from core.analysis.heads import MEASURES
 from core.headmask import KINDS
 
-from ..common import KIND_LABELS, clamp, empty_figure, kind_choices, md_literal, token_strip
+from ..common import clamp, empty_figure, kind_choices, kind_name, md_literal, token_strip
 from ..i18n import LANGS, L, fields, table, text, written
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, open_tab, opener, refresh, tab_views
@@ -61,6 +61,12 @@ def measure_key(name):
 TOKENS = {"bos": "<s>", "eos": "</s>"}  # pieces a label names, kept out of the tables (Markdown would read a tag)
 
 
+def measure_text(name, lang="en"):
+    """A measure's label in `lang` (measure_label in English), the pieces it names put in."""
+    key = measure_key(name)
+    return text(lang, key, **{f: TOKENS[f] for f in fields(table("en")[key])})
+
+
 def measure_choices():
     """The measures as a menu's choices: their labels in each language, the pieces they name put in."""
     return [(L(measure_key(n), **{f: TOKENS[f] for f in fields(table("en")[measure_key(n)])}), n) for n in MEASURES]
@@ -86,24 +92,27 @@ def _cell_text(value, name):
     return f"{value:+.1f}" if name == "delta_bleu" else f"{value:+.3f}" if name == "delta_loss" else f"{value:.2f}"
 
 
-def grid_svg(grid, kind, name, lo, hi):
+def grid_svg(grid, kind, name, lo, hi, lang="en"):
     """One kind's layer-by-head grid of one measure as SVG; each cell names its head for a click."""
     L, H = len(grid), len(grid[0])
     left, top = 64, 22
     w, h = left + H * CELL_W + 2, top + L * CELL_H + 2
+    short = kind_name(kind, lang)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
            f'font-family="sans-serif" font-size="11" role="img" '
-           f'aria-label="{KIND_LABELS[kind].short}: {html.escape(name)}">']
-    out += [f'<text x="{left + (j + 0.5) * CELL_W}" y="{top - 7}" text-anchor="middle">head {j}</text>' for j in range(H)]
+           f'aria-label="{html.escape(short)}: {html.escape(name)}">']
+    out += [f'<text x="{left + (j + 0.5) * CELL_W}" y="{top - 7}" text-anchor="middle">'
+            f'{html.escape(text(lang, "heads.head", head=j))}</text>' for j in range(H)]
     for i, row in enumerate(grid):
         y = top + i * CELL_H
-        out.append(f'<text x="{left - 6}" y="{y + CELL_H * 0.65}" text-anchor="end">layer {i}</text>')
+        out.append(f'<text x="{left - 6}" y="{y + CELL_H * 0.65}" text-anchor="end">'
+                   f'{html.escape(text(lang, "heads.layer", layer=i))}</text>')
         for j, v in enumerate(row):
             fill, ink = _color(v, lo, hi, diverging=name == "delta_bleu")
             x = left + j * CELL_W
+            tip = text(lang, "heads.atlas.cell", kind=short, layer=i, head=j, value=_cell_text(v, name))
             out.append(f'<g class="hcell" data-kind="{kind}" data-layer="{i}" data-head="{j}" style="cursor:pointer">'
-                       f'<title>{KIND_LABELS[kind].short}, layer {i}, head {j}: {html.escape(_cell_text(v, name))} '
-                       f'(click to open it in the Attention tab)</title>'
+                       f'<title>{html.escape(tip)}</title>'
                        f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" rx="3" fill="{fill}"/>'
                        f'<text x="{x + CELL_W / 2 - 1}" y="{y + CELL_H * 0.62}" text-anchor="middle" fill="{ink}">'
                        f'{html.escape(_cell_text(v, name))}</text></g>')
@@ -111,11 +120,12 @@ def grid_svg(grid, kind, name, lo, hi):
     return "".join(out)
 
 
-def atlas_html(atlas, name):
+def atlas_html(atlas, name, lang="en"):
     """The three kinds' grids of measure `name` side by side, on one colour scale, with what it measures."""
     if atlas is None:
-        return ('<div class="heads-note">The head atlas has not been computed for this model: run '
-                '<code>python -m core.analysis.heads --data DIR</code> to write <code>heads.json</code> beside it.</div>')
+        return ('<div class="heads-note">' + text(lang, "heads.atlas.missing", file="<code>heads.json</code>",
+                                                  command="<code>python -m core.analysis.heads --data DIR</code>")
+                + '</div>')
     name = name if name in MEASURES else "delta_loss"
     grids = {k: atlas["heads"][k].get(name) for k in KINDS}
     values = [v for g in grids.values() if g for row in g for v in row]
@@ -123,15 +133,17 @@ def atlas_html(atlas, name):
     lo, hi = (0.0, 1.0) if unit == "share" else (min(0.0, *values), max(values))
     blocks = []
     for kind, grid in grids.items():
-        body = grid_svg(grid, kind, name, lo, hi) if grid else (
-            f'<div class="heads-na">not defined for {KIND_LABELS[kind].short.lower()}</div>')
-        blocks.append(f'<div class="heads-block"><div class="heads-title">{KIND_LABELS[kind].short}</div>{body}</div>')
+        body = grid_svg(grid, kind, name, lo, hi, lang) if grid else (
+            f'<div class="heads-na">{html.escape(text(lang, "heads.atlas.na", kind=kind_name(kind, lang).lower()))}'
+            '</div>')
+        blocks.append(f'<div class="heads-block"><div class="heads-title">{html.escape(kind_name(kind, lang))}</div>'
+                      f'{body}</div>')
     data = atlas["data"]
-    caption = (f"{html.escape(measure_label(name))}. Over the {data['sentences']:,} pairs of the validation set, "
-               f"teacher-forced" + (f"; greedy BLEU over the first {data['bleu_sentences']:,}"
-                                    if data.get("bleu_sentences", data["sentences"]) < data["sentences"] else "")
-               + ". Click a head to open it in the Attention tab.")
-    return (f'<div class="heads-caption">{caption}</div>'
+    bleu = (text(lang, "heads.atlas.caption-bleu", count=f"{data['bleu_sentences']:,}")
+            if data.get("bleu_sentences", data["sentences"]) < data["sentences"] else "")
+    caption = text(lang, "heads.atlas.caption", measure=measure_text(name, lang), sentences=f"{data['sentences']:,}",
+                   bleu=bleu)
+    return (f'<div class="heads-caption">{html.escape(caption, quote=False)}</div>'
             f'<div class="heads-atlas" style="display:flex; flex-wrap:wrap; gap:18px">{"".join(blocks)}</div>')
 
 
@@ -228,14 +240,14 @@ def head_choices(layers, heads):
             for k in KINDS for lay in range(layers) for h in range(heads)]
 
 
-def parse_heads(values, layers, heads):
+def parse_heads(values, layers, heads, lang="en"):
     """The triples of the list's values ("cross 1 3"); ValueError naming the first that is not a head."""
     out = []
     for v in values or []:
         parts = str(v).split()
         if len(parts) != 3 or parts[0] not in KINDS or not all(p.isdigit() for p in parts[1:]) \
                 or int(parts[1]) >= layers or int(parts[2]) >= heads:
-            raise ValueError(f"{str(v)[:40]!r} is not a head of this model")
+            raise ValueError(text(lang, "heads.not-a-head", value=repr(str(v)[:40])))
         out.append((parts[0], int(parts[1]), int(parts[2])))
     return sorted(set(out), key=lambda t: (KINDS.index(t[0]), t[1], t[2]))
 
@@ -273,29 +285,29 @@ def all_but(current, kind, layer, head):
     return _values(sorted(heads, key=lambda t: (KINDS.index(t[0]), t[1], t[2])))
 
 
-def switch_off(ins, values):
+def switch_off(ins, values, lang="en"):
     """Translate the session's sentence again, with its own decoding settings, with the chosen heads off.
     Returns (a status line in Markdown, the Switched result to keep, or None)."""
     if ins is None:
-        return "Translate a sentence first (Translate tab).", None
+        return text(lang, "heads.status.no-translation"), None
     tr = get_translator()
     try:
-        heads_off = parse_heads(values, tr.config["N"], tr.config["h"])
+        heads_off = parse_heads(values, tr.config["N"], tr.config["h"], lang)
     except ValueError as e:
         return md_literal(str(e)), None
     if not heads_off:
-        return "Choose at least one head to switch off.", None
+        return text(lang, "heads.status.none"), None
     t0 = time.perf_counter()
     with MODEL_LOCK:
         changed = tr.inspect(ins.source, heads_off=heads_off, **ins.decoding)
     ms = (time.perf_counter() - t0) * 1e3
     n = len(heads_off)
-    same = "the same translation" if changed.translation == ins.translation else "a different translation"
-    return (f"{n} head{'s' * (n > 1)} switched off: {same} · {ms:.0f} ms on the server, "
-            "attention maps included"), Switched(ins, changed, ms)
+    same = text(lang, "heads.status.same" if changed.translation == ins.translation else "heads.status.different")
+    return (text(lang, f"heads.status.done.{'many' if n > 1 else 'one'}", count=n, result=same, ms=f"{ms:.0f}"),
+            Switched(ins, changed, ms))
 
 
-def comparison_html(original, changed):
+def comparison_html(original, changed, lang="en"):
     """Both translations, each with its token probabilities; the tokens that differ outlined in red."""
     a, b = original.out_tokens, changed.out_tokens
     gone, new = set(), set()
@@ -303,63 +315,71 @@ def comparison_html(original, changed):
         if op != "equal":
             gone.update(range(i1, i2))
             new.update(range(j1, j2))
-    off = ", ".join(f"{k} {lay}.{h}" for k, lay, h in changed.heads_off)
-    rows = [("As translated", original, a, gone), (f"With {off} switched off", changed, b, new)]
-    return "".join(f'<div style="margin:8px 0"><div><b>{html.escape(title)}:</b> {html.escape(ins.translation)}'
-                   f'</div>{token_strip(toks, ins.token_probs, marks, legend=token_legend())}</div>'
-                   for title, ins, toks, marks in rows) + (
-        f'<div class="tok-legend">{len(new)} of {len(b)} output tokens changed (outlined in red; in the original, '
-        'the tokens that were replaced or dropped)</div>')
+    off = text(lang, "heads.compare.sep").join(text(lang, f"heads.compare.kind.{k}", head=f"{lay}.{h}")
+                                               for k, lay, h in changed.heads_off)
+    rows = [(text(lang, "heads.compare.original"), original, a, gone),
+            (text(lang, "heads.compare.changed", heads=off), changed, b, new)]
+    legend = html.escape(text(lang, "heads.compare.count", changed=len(new), total=len(b)))
+    return "".join(f'<div style="margin:8px 0"><div><b>{html.escape(title)}</b> {html.escape(ins.translation)}'
+                   f'</div>{token_strip(toks, ins.token_probs, marks, legend=token_legend(lang))}</div>'
+                   for title, ins, toks, marks in rows) + f'<div class="tok-legend">{legend}</div>'
 
 
-def compare_view(ins, switched):
+def compare_view(ins, switched, lang="en"):
     if switched is None or switched.original is not ins:
-        return ('<div class="heads-note">Choose heads above and press <b>Translate again with these heads off'
-                '</b>: the new translation appears here beside this one.</div>')
-    return comparison_html(switched.original, switched.changed)
+        button = f"<b>{html.escape(text(lang, 'ui.heads.run'))}</b>"
+        return f'<div class="heads-note">{text(lang, "heads.compare.prompt", button=button)}</div>'
+    return comparison_html(switched.original, switched.changed, lang)
 
 
-def maps_view(ins, switched, kind, layer):
+def maps_view(ins, switched, kind, layer, lang="en"):
     """All heads of one layer of the changed model's attention, the switched-off heads in grey."""
     if switched is None or switched.original is not ins:
-        return empty_figure("The attention maps with heads switched off appear here.")
+        return empty_figure(text(lang, "heads.maps.empty"))
     changed = switched.changed
     kind = kind if kind in KINDS else "cross"
     maps, q, k = attention.attention_maps(changed, kind)
-    layer, name = clamp(layer, 0, maps.size(0) - 1), KIND_LABELS[kind].long
-    fig = attention.head_grid(maps[layer], q, k, f"{name}, layer {layer}, with heads switched off (grey: off)")
+    layer = clamp(layer, 0, maps.size(0) - 1)
+    title = text(lang, "heads.maps.title", kind=kind_name(kind, lang, long=True), layer=layer)
+    fig = attention.head_grid(maps[layer], q, k, html.escape(title, quote=False), lang=lang)
     off = {h for kd, lay, h in changed.heads_off if kd == kind and lay == layer}
     for h in off:
         fig.data[h].colorscale = OFF_SCALE
-        fig.layout.annotations[h].text = f"head {h}: off"
+        fig.layout.annotations[h].text = html.escape(text(lang, "heads.maps.off", head=h), quote=False)
     return fig
 
 
-def atlas_view(measure):
-    return atlas_html(load_atlas(), measure)
+def atlas_view(measure, lang="en"):
+    return atlas_html(load_atlas(), measure, lang)
 
 
 # the views of the tab, in the order of its outputs, each reading the controls named in `uses`
-VIEWS = [View("heads/atlas", ("heads",), atlas_view, uses=("measure",), reads_translation=False),
-         View("heads/compare", ("heads",), compare_view, uses=("switched",), blank=("",)),
-         View("heads/maps", ("heads",), maps_view, uses=("switched", "map_kind", "map_layer"), blank=(None,))]
+VIEWS = [View("heads/atlas", ("heads",), atlas_view, uses=("measure", "lang"), reads_translation=False),
+         View("heads/compare", ("heads",), compare_view, uses=("switched", "lang"), blank=("",)),
+         View("heads/maps", ("heads",), maps_view, uses=("switched", "map_kind", "map_layer", "lang"), blank=(None,))]
 
 
-def show(page, ins, measure="delta_loss", map_kind="cross", map_layer=0, switched=None):
+def show(page, ins, measure="delta_loss", map_kind="cross", map_layer=0, switched=None, lang="en"):
     """The tab's views for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS, dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched))
+    return refresh(page, ins, VIEWS, dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched,
+                                          lang=lang))
 
 
-def open_head(page, ins, evt: gr.SelectData):
+ATTENTION_CONTROLS = ("kind", "layer", "head")  # the Attention tab's controls a click sets
+
+
+def open_head(page, ins, evt: gr.SelectData, lang="en", controls=ATTENTION_CONTROLS):
     """A click on an atlas cell: the Attention tab opened on that head (one-head view) for the current sentence.
-    Returns the top-level tabs, the Attention tab's sub-tabs, its kind, layer and head, and its views."""
+    Returns the top-level tabs, the Attention tab's sub-tabs, its kind, layer and head, and its views (drawn
+    by its show, given its `controls` by name in its order, the page's language among them)."""
     cell = evt.value if isinstance(evt.value, dict) else {}
     cfg = get_translator().config
     kind = cell.get("kind") if cell.get("kind") in KINDS else "encoder"
     layer, head = clamp(cell.get("layer"), 0, cfg["N"] - 1), clamp(cell.get("head"), 0, cfg["h"] - 1)
     open_tab(page, ("attention", "one-head"))
+    values = dict(kind=kind, layer=layer, head=head, lang=lang)
     return (gr.Tabs(selected="attention"), gr.Tabs(selected="one-head"), kind, layer, head,
-            *attention.show(page, ins, kind, layer, head))
+            *attention.show(page, ins, *(values[name] for name in controls)))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -409,17 +429,24 @@ def build(cfg, page, state, tabs, attn, lang=None):
             map_kind = gr.Radio(KIND_CHOICES, value="cross", label=L("ui.heads.maps-of"), elem_id="off-map-kind")
             map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="off-map-layer")
         maps = gr.Plot(elem_id="off-maps")
-    controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched)
+        lang = gr.State("en") if lang is None else lang  # built alone (tests): English
+    controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched, lang=lang)
     outputs = [atlas, compare, maps]
     inputs = [page, state, *controls.values()]
     tab.select(opener(("heads",), show), inputs, outputs, api_visibility="private")
-    gr.on([measure.change, map_kind.change, map_layer.change], show, inputs, outputs, api_visibility="private")
+    gr.on([measure.change, map_kind.change, map_layer.change, lang.change], show, inputs, outputs,
+          api_visibility="private")
     for button, fn in ((add, add_head), (but, all_but)):
         button.click(fn, [chosen, kind, layer, head], chosen, api_visibility="private")
     clear.click(lambda: [], None, chosen, api_visibility="private")
-    run.click(switch_off, [state, chosen], [status, switched], concurrency_limit=1, concurrency_id="model",
+    run.click(switch_off, [state, chosen, lang], [status, switched], concurrency_limit=1, concurrency_id="model",
               api_visibility="private", show_progress_on=[status]).then(
         show, inputs, outputs, api_visibility="private")
-    atlas.select(open_head, [page, state], [tabs, attn.tabs, *attn.controls.values(), *attn.outputs],
+    order = tuple(attn.controls)  # the Attention tab's show takes its controls' values in this order
+
+    def open_head_clicked(page, ins, evt: gr.SelectData, lang="en"):
+        return open_head(page, ins, evt, lang, order)
+    atlas.select(open_head_clicked, [page, state, lang],
+                 [tabs, attn.tabs, *(attn.controls[n] for n in ATTENTION_CONTROLS), *attn.outputs],
                  api_visibility="private")
     return tab_views(show, VIEWS, controls, outputs)

@@ -21,8 +21,8 @@ from core.analysis import inside as core
 from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
-from ..common import KIND_LABELS, clamp, code_panel, kind_choices, label, md_literal, panel_grid, token_axis
-from ..i18n import DEFAULT, L, table, text
+from ..common import KIND_LABELS, clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis
+from ..i18n import DEFAULT, LANGS, L, read_lang, table, text
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -62,6 +62,22 @@ def small(x, decimals=4):
     return np.round(torch.as_tensor(x).detach().float().cpu().numpy(), decimals)
 
 
+def say(lang, key, **values):
+    """The tab's words drawn at run time (inside.<key>) in `lang`, with `values` put into their {fields}."""
+    return text(lang, f"inside.{key}", **values)
+
+
+def root_name(lang):
+    """The model itself, in the tree and the figures: "model" in the page's language."""
+    return text(lang, "ui.inside.root")
+
+
+def param_word(name, lang):
+    """A parameter's name in the page's language where it is a word (weight, bias), else as in the code (a_2)."""
+    key = f"inside.param.{name}"
+    return text(lang, key) if key in table(DEFAULT) else name
+
+
 def grid(panels, cols, title="", height=500, gap=(0.08, 0.14), **layout):
     """The tab's panel grid (app.common.panel_grid): panels of (traces, title, x-axis dict, y-axis dict)."""
     return panel_grid(panels, cols, title, height, gap, title_font=dict(size=13), **layout)
@@ -69,23 +85,24 @@ def grid(panels, cols, title="", height=500, gap=(0.08, 0.14), **layout):
 
 # ---- the modules ------------------------------------------------------------------------------------
 
-def tree_html(nodes, total):
+def tree_html(nodes, total, lang="en"):
     """The module tree as nested <details> (the top two levels open), each module with its class, its
-    parameters counted once and its share; clicking a module's name selects it."""
+    parameters counted once and its share; clicking a module's name selects it. Names from the code stay as
+    they are; the words (the root's name, weight and bias, "tied to") are in `lang`."""
     children = {}
     for n in nodes:
         children.setdefault(n.parent, []).append(n)
 
     def item(n):
-        name = escape(n.name.rpartition(".")[2] or "model")
+        name = escape(n.name.rpartition(".")[2] or root_name(lang))
         share = n.params / total
-        tied = [f'{escape(p)} tied to {escape(t)}' for p, _, _, t in n.own if t]
-        shapes = ", ".join(f"{p} {'×'.join(map(str, s))}" for p, s, _, _ in n.own)
+        tied = [escape(say(lang, "tree.tied", param=param_word(p, lang), target=t)) for p, _, _, t in n.own if t]
+        shapes = ", ".join(f"{param_word(p, lang)} {'×'.join(map(str, s))}" for p, s, _, _ in n.own)
         head = (f'<span class="mod" data-path="{escape(n.name)}">{name}</span> <i>{escape(n.cls)}</i> '
                 f'<span class="mod-n">{n.params:,} ({share:.1%})</span>'
                 f'<span class="mod-bar"><span style="width:{100 * share:.1f}%"></span></span>'
                 + (f' <span class="mod-shape">{escape(shapes)}</span>' if shapes else "")
-                + (f' <span class="mod-tied">{"; ".join(tied)}</span>' if tied else ""))
+                + (f' <span class="mod-tied">{say(lang, "sep").join(tied)}</span>' if tied else ""))
         kids = children.get(n.name, [])
         if not kids:
             return f'<div class="mod-leaf">{head}</div>'
@@ -106,42 +123,47 @@ element.addEventListener('click', (event) => {
 """
 
 
-def treemap_figure(nodes, total):
+def treemap_figure(nodes, total, lang="en"):
     """The modules as a treemap: each rectangle's area is its parameters (tied ones counted once)."""
+    root = root_name(lang)
     ids = [n.name or "model" for n in nodes]
     parents = ["" if n.parent is None else (n.parent or "model") for n in nodes]
-    labels = [f"{label(n.name.rpartition('.')[2] or 'model')} ({n.cls})" for n in nodes]
-    hover = [f"{label(n.name or 'model')}<br>{n.cls}<br>{n.params:,} parameters ({n.params / total:.1%})"
-             for n in nodes]
+    labels = [f"{label(n.name.rpartition('.')[2] or root)} ({n.cls})" for n in nodes]
+    count = say(lang, "treemap.hover")  # formatted per module below
+    hover = [f"{label(n.name or root)}<br>{n.cls}<br>"
+             + label(count.format(count=f"{n.params:,}", share=f"{n.params / total:.1%}")) for n in nodes]
     fig = go.Figure(go.Treemap(ids=ids, parents=parents, labels=labels, values=[n.params for n in nodes],
                                branchvalues="total", hovertext=hover, hoverinfo="text", maxdepth=3))
-    fig.update_layout(title="Parameters by module<br><sup>click a rectangle to zoom in, the bar above to zoom "
-                      "out</sup>",
+    fig.update_layout(title=f"{label(say(lang, 'treemap.title'))}<br><sup>{label(say(lang, 'treemap.hint'))}</sup>",
                       height=520, margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
-def model_summary(model, cfg, nodes):
+def model_summary(model, cfg, nodes, lang="en"):
     """The configuration, the parameter count and what tying saves, in Markdown."""
     groups, saved = core.tying(model)
     total = nodes[0].params
-    lines = [f"**Configuration:** N = {cfg['N']} layers per stack, d_model = {cfg['d_model']}, d_ff = {cfg['d_ff']}, "
-             f"h = {cfg['h']} heads (d_k = {cfg['d_model'] // cfg['h']}), vocabulary {cfg['tgt_vocab']:,} pieces, "
-             f"dropout {cfg['dropout']} (off at inference), {len(nodes)} modules, **{total:,} parameters**."]
+    lines = [say(lang, "summary.config", N=cfg["N"], d_model=cfg["d_model"], d_ff=cfg["d_ff"], h=cfg["h"],
+                 d_k=cfg["d_model"] // cfg["h"], vocab=f"{cfg['tgt_vocab']:,}", dropout=cfg["dropout"],
+                 modules=len(nodes), total=f"{total:,}")]
     for names, n in groups:
-        lines.append(f"**Tying:** {', '.join(f'`{p}`' for p in names)} are one {n:,}-number tensor, stored once "
-                     f"instead of {len(names)} times: tying saves **{saved:,} parameters** "
-                     f"({saved / (total + saved):.0%} of the untied model's {total + saved:,}).")
+        lines.append(say(lang, "summary.tying", names=", ".join(f"`{p}`" for p in names), n=f"{n:,}",
+                         copies=len(names), saved=f"{saved:,}", share=f"{saved / (total + saved):.0%}",
+                         untied=f"{total + saved:,}"))
     return "\n\n".join(lines)
 
 
-@lru_cache(maxsize=1)
-def modules_view():
-    """The tree, the treemap, and the model's configuration with what tying saves."""
+def modules_view(lang="en"):
+    """The tree, the treemap, and the model's configuration with what tying saves, in `lang`."""
+    return _modules_in(read_lang(lang))
+
+
+@lru_cache(maxsize=len(LANGS))
+def _modules_in(lang):
     tr = get_translator()
     nodes = list(tree_nodes().values())
-    return tree_html(nodes, nodes[0].params), treemap_figure(nodes, nodes[0].params), \
-        model_summary(tr.model, tr.config, nodes)
+    return tree_html(nodes, nodes[0].params, lang), treemap_figure(nodes, nodes[0].params, lang), \
+        model_summary(tr.model, tr.config, nodes, lang)
 
 
 def downsampled(w):
@@ -154,7 +176,7 @@ def downsampled(w):
     return pooled, (br, bc)
 
 
-def weight_figure(path, module):
+def weight_figure(path, module, lang="en"):
     """A module's weights: its first 2-D parameter as a (block-averaged) heatmap, else its 1-D parameters as
     lines, else its children's parameter counts."""
     own = dict(module.named_parameters(recurse=False))
@@ -164,19 +186,21 @@ def weight_figure(path, module):
         w = w.detach().float()
         shown, (br, bc) = downsampled(w)
         lim = float(shown.abs().max()) or 1.0
-        note = "" if br == bc == 1 else f"<br><sup>each cell the mean of a {br} × {bc} block</sup>"
+        note = "" if br == bc == 1 else f"<br><sup>{label(say(lang, 'weights.block', rows=br, cols=bc))}</sup>"
+        hover = label(say(lang, "weights.hover", row="%{y}", col="%{x}", value="%{z:.4f}")) + "<extra></extra>"
         fig = go.Figure(go.Heatmap(z=small(shown), colorscale="RdBu_r", zmid=0, zmin=-lim, zmax=lim,
-                                   hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>"))
+                                   hovertemplate=hover))
         fig.update_layout(title=f"{label(path)}.{name} {tuple(w.shape)}{note}", yaxis_autorange="reversed",
-                          xaxis_title="input (column)", yaxis_title="output (row)")
+                          xaxis_title=say(lang, "weights.input"), yaxis_title=say(lang, "weights.output"))
     elif own:
         fig = go.Figure([go.Scatter(y=small(p), mode="lines", name=n) for n, p in own.items()])
-        fig.update_layout(title=f"{label(path)}: its parameters by index", xaxis_title="index")
+        fig.update_layout(title=label(say(lang, "weights.by_index", module=path)),
+                          xaxis_title=say(lang, "weights.index"))
     else:
         kids = [(n, sum(p.numel() for p in m.parameters())) for n, m in module.named_children()]
         fig = go.Figure(go.Bar(x=[label(n) for n, _ in kids], y=[c for _, c in kids], marker_color=BLUE))
-        fig.update_layout(title=f"{label(path or 'model')}: no weights of its own; parameters of its children "
-                          "(tied ones in each)", yaxis_title="parameters")
+        fig.update_layout(title=label(say(lang, "weights.children", module=path or root_name(lang))),
+                          yaxis_title=say(lang, "weights.parameters"))
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
@@ -195,21 +219,22 @@ def histogram(tensors):
     return lo + width * (torch.arange(BINS) + 0.5), counts, width, (n, mean, math.sqrt(var))
 
 
-def distribution_figure(path, module):
+def distribution_figure(path, module, lang="en"):
     """The distribution of a module's parameters (each of its own, else all below it together)."""
     own = dict(module.named_parameters(recurse=False))
     below = list(module.parameters())
-    groups = {n: [p] for n, p in own.items()} or ({"all below": below} if below else {})
+    groups = {param_word(n, lang): [p] for n, p in own.items()} or ({say(lang, "dist.all"): below} if below else {})
     if not groups:
-        return go.Figure().update_layout(title=f"{label(path)} has no parameters", height=300)
+        return go.Figure().update_layout(title=label(say(lang, "dist.none", module=path)), height=300)
     fig = go.Figure()
     for name, tensors in groups.items():
         x, counts, width, (n, mean, std) = histogram(tensors)
         fig.add_trace(go.Bar(x=small(x, 5), y=counts.int().numpy(), width=width, opacity=0.75,
-                             name=f"{name} ({n:,}; mean {mean:.3f}, std {std:.3f})"))
-    fig.update_layout(title=f"Distribution of {label(path or 'model')}'s parameters", barmode="overlay", height=420,
-                      xaxis_title="value", yaxis_title="count", margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", y=-0.2))
+                             name=label(say(lang, "dist.legend", name=name, count=f"{n:,}", mean=f"{mean:.3f}",
+                                            std=f"{std:.3f}"))))
+    fig.update_layout(title=label(say(lang, "dist.title", module=path or root_name(lang))), barmode="overlay",
+                      height=420, xaxis_title=say(lang, "dist.value"), yaxis_title=say(lang, "dist.count"),
+                      margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.2))
     return fig
 
 
@@ -219,26 +244,26 @@ def tree_nodes():
     return {n.name: n for n in core.module_tree(get_translator().model)}
 
 
-def module_view(path):
+def module_view(path, lang="en"):
     """The selected module: what it is, its source (read from its class now), its weights and their spread."""
-    return _module_view(path if path in tree_nodes() else FIRST_MODULE)
+    return _module_view(path if path in tree_nodes() else FIRST_MODULE, read_lang(lang))
 
 
-@lru_cache(maxsize=32)
-def _module_view(path):
+@lru_cache(maxsize=32 * len(LANGS))
+def _module_view(path, lang):
     model = get_translator().model
     module = dict(model.named_modules(remove_duplicate=False))[path]
     node = tree_nodes()[path]
     total = sum(p.numel() for p in model.parameters())
-    own = "; ".join(f"`{p}` {tuple(s)} = {n:,}" + (f" (tied to `{t}`, counted there)" if t else "")
-                    for p, s, n, t in node.own) or "none of its own"
-    text = (f"**`{path or 'model'}`**: {node.cls}, {node.params:,} parameters counted here "
-            f"({node.params / total:.2%} of {total:,}). Own parameters: {own}.")
+    own = say(lang, "sep").join(f"`{p}` {tuple(s)} = {n:,}" + (say(lang, "module.tied", target=t) if t else "")
+                    for p, s, n, t in node.own) or say(lang, "module.none")
+    about = say(lang, "module.about", path=path or root_name(lang), cls=node.cls, params=f"{node.params:,}",
+                share=f"{node.params / total:.2%}", total=f"{total:,}", own=own)
     try:
         source = inspect.getsource(type(module))
     except (OSError, TypeError):
-        source = f"# the source of {type(module).__qualname__} is not available"
-    return text, source, weight_figure(path, module), distribution_figure(path, module)
+        source = "# " + say(lang, "module.no_source", cls=type(module).__qualname__)
+    return about, source, weight_figure(path, module, lang), distribution_figure(path, module, lang)
 
 
 # ---- LayerNorm -------------------------------------------------------------------------------------
@@ -257,10 +282,10 @@ def norm_place(path):
     return f"ui.inside.norm.{side}.{subs[int(parts[4])]}", {"layer": int(parts[2])}
 
 
-def norm_label(path):
-    """A LayerNorm's place in English words (for figures and notes): "encoder layer 0, before self-attention"."""
+def norm_label(path, lang=DEFAULT):
+    """A LayerNorm's place in words (for figures and notes): "encoder layer 0, before self-attention"."""
     key, values = norm_place(path)
-    return text(DEFAULT, key, **values)
+    return text(lang, key, **values)
 
 
 def norm_choices(model):
@@ -281,29 +306,30 @@ def ln_vectors(x, gain, bias, eps, undo_gain=0.0, undo_bias=0.0):
                 annotated=core.layer_norm_annotated(x, gain, bias, eps))
 
 
-def layernorm_figure(v, title):
+def layernorm_figure(v, title, lang="en"):
     """Input, normalised, and output (trained, and with the sliders' gain and bias) over the dimensions."""
     line = dict(type="scatter", mode="lines")
-    panels = [([dict(line, y=small(v["input"]), name="input x", line=dict(color=GREY))], "input x", {}, {}),
-              ([dict(line, y=small(v["normalised"]), name="normalised (x − μ) / σ", line=dict(color=BLUE))],
-               "normalised: mean 0, variance 1", {}, {}),
-              ([dict(line, y=small(v["output"]), name="output a₂ · x̂ + b₂ (trained)", line=dict(color=ORANGE)),
-                dict(line, y=small(v["moved"]), name="output with the sliders' gain and bias",
-                     line=dict(color="#2a9d4b", dash="dot")),
-                dict(line, y=small(v["input"]), name="input x (for comparison)",
-                     line=dict(color=GREY, width=1))], "output", dict(title="dimension"), {})]
+    t = {k: say(lang, f"ln.{k}") for k in ("input", "normalised", "normalised_title", "output", "moved", "compare",
+                                            "output_title")}
+    panels = [([dict(line, y=small(v["input"]), name=t["input"], line=dict(color=GREY))], t["input"], {}, {}),
+              ([dict(line, y=small(v["normalised"]), name=t["normalised"], line=dict(color=BLUE))],
+               t["normalised_title"], {}, {}),
+              ([dict(line, y=small(v["output"]), name=t["output"], line=dict(color=ORANGE)),
+                dict(line, y=small(v["moved"]), name=t["moved"], line=dict(color="#2a9d4b", dash="dot")),
+                dict(line, y=small(v["input"]), name=t["compare"], line=dict(color=GREY, width=1))],
+               t["output_title"], dict(title=say(lang, "dimension")), {})]
     return grid(panels, 1, title, height=640, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08))
 
 
-def forms_figure(v, title):
+def forms_figure(v, title, lang="en"):
     """The Annotated Transformer's LayerNorm minus ours on the same vector, per dimension."""
-    trace = dict(type="scatter", y=small(v["annotated"] - v["output"], 6), mode="lines", name="annotated − ours",
+    trace = dict(type="scatter", y=small(v["annotated"] - v["output"], 6), mode="lines", name=say(lang, "ln.minus"),
                  line=dict(color="#7b3fa0"))
-    return go.Figure([trace], dict(title=title, height=300, xaxis=dict(title="dimension"),
-                                   yaxis=dict(title="difference"), margin=dict(l=10, r=10, t=50, b=10)))
+    return go.Figure([trace], dict(title=title, height=300, xaxis=dict(title=say(lang, "dimension")),
+                                   yaxis=dict(title=say(lang, "ln.difference")), margin=dict(l=10, r=10, t=50, b=10)))
 
 
-def layernorm_view(ins, path, token, undo_gain, undo_bias):
+def layernorm_view(ins, path, token, undo_gain, undo_bias, lang="en"):
     """One token's vector through one LayerNorm (chosen by path and position), the sliders' gain and bias,
     and the Annotated Transformer's form on the same vector and through the whole model."""
     model = get_translator().model
@@ -315,43 +341,44 @@ def layernorm_view(ins, path, token, undo_gain, undo_bias):
     g, b = clamp(undo_gain, 0.0, 1.0, float), clamp(undo_bias, 0.0, 1.0, float)
     x = rec.norms[path][0][pos]
     v = ln_vectors(x, ln.a_2.detach().float(), ln.b_2.detach().float(), ln.eps, g, b)
-    where = f"{norm_label(path)}, position {pos} {label(tokens[pos])}"
-    fig = layernorm_figure(v, f"LayerNorm: {where} (sliders: gain {g:.2f}, bias {b:.2f})")
+    place = norm_label(path, lang)
+    where = say(lang, "ln.where", place=place, pos=pos, token=label(tokens[pos]))  # plotly text: the token escaped
+    fig = layernorm_figure(v, say(lang, "ln.title", where=where, gain=f"{g:.2f}", bias=f"{b:.2f}"), lang)
     delta, changed = derived(ins, "annotated", core.annotated_norm_effect)
     n = x.numel()
-    forms = forms_figure(v, f"The Annotated Transformer's LayerNorm minus ours, same vector and weights "
-                            f"(largest {float((v['annotated'] - v['output']).abs().max()):.2e})")
-    note = (f"**{md_literal(norm_label(path))}, position {pos} ({md_literal(tokens[pos])})**: mean μ = "
-            f"{float(v['mean']):.3f}, σ = √(var + ε) = {float(v['sigma']):.3f}. Sliders at {g:.2f} (gain) and "
-            f"{b:.2f} (bias): largest |output − input| = {float((v['moved'] - x).abs().max()):.2e}; at 1 and 1 "
-            "the gain is σ and the bias μ and the input comes back, so normalising takes nothing away that the "
-            f"layer cannot learn back.\n\nOurs divides by √(var + ε) with the biased variance (÷ n, as Ba et al. "
-            f"and `torch.nn.LayerNorm`); The Annotated Transformer divides by (std + ε) with the unbiased std "
-            f"(÷ n − 1): its x̂ is smaller by a factor of about √(n / (n − 1)) = {math.sqrt(n / (n - 1)):.5f} for "
-            f"n = {n}. With all {len(norms)} LayerNorms of this model in that form, the output log-probabilities of "
-            f"this sentence move by at most {delta:.3f} and the top token changes at "
-            f"{len(changed)} of {len(ins.tgt_tokens)} positions (one pass, float32 model).")
+    forms = forms_figure(v, say(lang, "ln.forms", largest=f"{float((v['annotated'] - v['output']).abs().max()):.2e}"),
+                         lang)
+    note = (say(lang, "ln.note", place=md_literal(place), pos=pos, token=md_literal(tokens[pos]),
+                mean=f"{float(v['mean']):.3f}", sigma=f"{float(v['sigma']):.3f}", gain=f"{g:.2f}", bias=f"{b:.2f}",
+                gap=f"{float((v['moved'] - x).abs().max()):.2e}") + "\n\n"
+            + say(lang, "ln.forms_note", factor=f"{math.sqrt(n / (n - 1)):.5f}", n=n, norms=len(norms),
+                  delta=f"{delta:.3f}", changed=len(changed), positions=len(ins.tgt_tokens)))
     return fig, forms, note
 
 
-@lru_cache(maxsize=1)
-def ln_params_figure():
+def ln_params_figure(lang="en"):
     """Every LayerNorm's trained gain a_2 and bias b_2, dimension by dimension (no sentence needed)."""
+    return _ln_params_in(read_lang(lang))
+
+
+@lru_cache(maxsize=len(LANGS))
+def _ln_params_in(lang):
     norms = core.layer_norms(get_translator().model)
-    names = [norm_label(p) for p in norms]
+    names = [norm_label(p, lang) for p in norms]
     gains = torch.stack([m.a_2.detach().float() for m in norms.values()])
     biases = torch.stack([m.b_2.detach().float() for m in norms.values()])
     ticks = dict(type="category", autorange="reversed")
     panels = []
-    for z, name, scale in ((gains, "gain a₂", "Viridis"), (biases, "bias b₂", "RdBu_r")):
-        hover = "%{y}, dim %{x}: " + name + " %{z:.3f}<extra></extra>"
+    for z, what, scale in ((gains, "gain", "Viridis"), (biases, "bias", "RdBu_r")):
+        name = say(lang, f"ln.{what}")
+        hover = say(lang, "ln.hover", norm="%{y}", dim="%{x}", what=name, value="%{z:.3f}") + "<extra></extra>"
         trace = dict(type="heatmap", z=small(z, 3), y=names, colorscale=scale, hovertemplate=hover,
-                     colorbar=dict(x=1.0 if name.startswith("bias") else 0.46, len=0.9),
-                     **({"zmid": 0} if name.startswith("bias") else {}))
-        panels.append(([trace], f"{name}: mean {float(z.mean()):.3f}, range {float(z.min()):.2f} to "
-                       f"{float(z.max()):.2f}", dict(title="dimension"), ticks if not panels else
-                       dict(ticks, showticklabels=False)))
-    return grid(panels, 2, "The trained gains and biases of every LayerNorm", height=520, gap=(0.1, 0),
+                     colorbar=dict(x=1.0 if what == "bias" else 0.46, len=0.9),
+                     **({"zmid": 0} if what == "bias" else {}))
+        panels.append(([trace], say(lang, "ln.params", name=name, mean=f"{float(z.mean()):.3f}",
+                                    lo=f"{float(z.min()):.2f}", hi=f"{float(z.max()):.2f}"),
+                       dict(title=say(lang, "dimension")), ticks if not panels else dict(ticks, showticklabels=False)))
+    return grid(panels, 2, say(lang, "ln.params_title"), height=520, gap=(0.1, 0),
                 margin=dict(l=230, r=40, t=80, b=40))
 
 
@@ -364,42 +391,46 @@ def scale_data(rec, kind, layer, head):
                 scaled=core.softmax_stats(raw / math.sqrt(dk), mask))
 
 
-def scale_figure(d, q_tokens, title):
+def scale_figure(d, q_tokens, title, lang="en"):
     """Scores with and without the scale, and per query: the largest weight, the entropy, the Jacobian norm."""
     mask, s = d["mask"], math.sqrt(d["dk"])
     hist = dict(type="histogram", opacity=0.7, nbinsx=40)
-    axis = token_axis(q_tokens, title="query")
+    axis = token_axis(q_tokens, title=say(lang, "scale.query"))
     lines = []
     for name, color in (("plain", ORANGE), ("scaled", BLUE)):
         lines.append([dict(type="scatter", mode="lines+markers", y=small(d[name][j]), line=dict(color=color),
                            name="QKᵀ" if name == "plain" else "QKᵀ/√d_k", showlegend=False, legendgroup=name)
                       for j in (1, 2, 3)])
-    panels = [([dict(hist, x=small(d["raw"][mask], 3), name="QKᵀ (no scale)", marker_color=ORANGE, legendgroup="plain"),
+    panels = [([dict(hist, x=small(d["raw"][mask], 3), name=say(lang, "scale.no_scale"), marker_color=ORANGE,
+                     legendgroup="plain"),
                 dict(hist, x=small(d["raw"][mask] / s, 3), name=f"QKᵀ/√{d['dk']}", marker_color=BLUE,
-                     legendgroup="scaled")], "scores of the allowed pairs", dict(title="score"), {})]
-    for j, name in enumerate(("largest softmax weight", "entropy (nats)", "‖Jacobian of the softmax‖")):
-        panels.append(([lines[0][j], lines[1][j]], name, axis, {}))
+                     legendgroup="scaled")], say(lang, "scale.scores"), dict(title=say(lang, "scale.score")), {})]
+    for j, name in enumerate(("largest", "entropy", "jacobian")):
+        panels.append(([lines[0][j], lines[1][j]], say(lang, f"scale.{name}"), axis, {}))
     return grid(panels, 2, title, height=620, barmode="overlay", legend=dict(orientation="h", y=1.08, x=0))
 
 
-@lru_cache(maxsize=1)
-def sweep_figure():
+def sweep_figure(lang="en"):
     """The same statistics for random unit-variance queries and keys (16 keys) as d_k grows from 4 to 512."""
+    return _sweep_in(read_lang(lang))
+
+
+@lru_cache(maxsize=len(LANGS))
+def _sweep_in(lang):
     r = core.random_scale_sweep()
     x = dict(type="log", title="d_k", tickvals=r["dk"], ticktext=[str(d) for d in r["dk"]])
     panels = []
-    for key, name in (("std", "std of the scores"), ("max", "mean largest weight"), ("entropy", "mean entropy (nats)"),
-                      ("grad", "mean ‖Jacobian‖")):
+    for key in ("std", "max", "entropy", "grad"):
+        name = say(lang, f"sweep.{key}")
         panels.append(([dict(type="scatter", mode="lines+markers", x=r["dk"], y=np.round(r[f"plain_{key}"], 4),
                              name="q·k", line=dict(color=ORANGE), legendgroup="p", showlegend=not panels),
                         dict(type="scatter", mode="lines+markers", x=r["dk"], y=np.round(r[f"scaled_{key}"], 4),
                              name="q·k/√d_k", line=dict(color=BLUE), legendgroup="s", showlegend=not panels)],
                        name, x, {}))
-    return grid(panels, 2, "Random queries and keys (unit-variance components, 16 keys, 256 queries)", height=560,
-                legend=dict(orientation="h", y=1.1, x=0))
+    return grid(panels, 2, say(lang, "sweep.title"), height=560, legend=dict(orientation="h", y=1.1, x=0))
 
 
-def scale_view(ins, kind, layer, head):
+def scale_view(ins, kind, layer, head, lang="en"):
     """The 1/sqrt(d_k) scale on the trained model's own queries and keys for this sentence."""
     kind = kind if kind in KIND_LABELS else "encoder"
     rec = recorded(ins)
@@ -407,21 +438,33 @@ def scale_view(ins, kind, layer, head):
     layer, head = clamp(layer, 0, layers - 1), clamp(head, 0, heads - 1)
     d = scale_data(rec, kind, layer, head)
     q_tokens = ins.src_tokens if kind == "encoder" else ins.tgt_tokens
-    fig = scale_figure(d, q_tokens, f"{KIND_LABELS[kind].long}, layer {layer}, head {head}: d_k = {d['dk']}")
+    title = say(lang, "scale.title", kind=kind_name(kind, lang, long=True), layer=layer, head=head, dk=d["dk"])
+    fig = scale_figure(d, q_tokens, title, lang)
     p, ps = d["plain"], d["scaled"]
-    note = (f"Without the scale the scores spread {float(d['raw'][d['mask']].std()):.2f} (std) instead of "
-            f"{float(d['raw'][d['mask']].std() / math.sqrt(d['dk'])):.2f}; the softmax's largest weight averages "
-            f"{float(p[1].mean()):.2f} instead of {float(ps[1].mean()):.2f}, its entropy {float(p[2].mean()):.2f} "
-            f"instead of {float(ps[2].mean()):.2f} nats, and the gradient it passes back (the Jacobian's norm) "
-            f"{float(p[3].mean()):.3f} instead of {float(ps[3].mean()):.3f} (the paper's \"extremely small gradients\" "
-            "of a saturated softmax). The model was trained with the scale: "
-            "its weights with the scale are the attention the Attention tab shows.")
+    std = d["raw"][d["mask"]].std()
+    note = say(lang, "scale.note", std=f"{float(std):.2f}", std_scaled=f"{float(std / math.sqrt(d['dk'])):.2f}",
+               top=f"{float(p[1].mean()):.2f}", top_scaled=f"{float(ps[1].mean()):.2f}",
+               entropy=f"{float(p[2].mean()):.2f}", entropy_scaled=f"{float(ps[2].mean()):.2f}",
+               grad=f"{float(p[3].mean()):.3f}", grad_scaled=f"{float(ps[3].mean()):.3f}")
     return fig, note
 
 
 # ---- residual stream, feed-forward, logit lens ------------------------------------------------------
 
-def residual_figure(rec, ins):
+# the residual stream's stages (core.analysis.inside.stage_names) by the key of their words
+STAGES = {"embedding + PE": "embedding", "final LayerNorm": "final", "self-attention": "self-attn",
+          "cross-attention": "cross-attn", "FFN": "ffn"}
+
+
+def stage_label(stage, lang="en"):
+    """A stage of the residual stream in words: "layer 0 self-attention", "embedding + PE", ..."""
+    if stage.startswith("layer "):
+        _, layer, sub = stage.split(" ", 2)
+        return say(lang, "stage.layer", layer=layer, sub=say(lang, f"stage.{STAGES[sub]}"))
+    return say(lang, f"stage.{STAGES[stage]}")
+
+
+def residual_figure(rec, ins, lang="en"):
     """Each token's norm after every stage, and each stage's relative change, for both stacks."""
     panels = []
     for what in ("norm", "change"):
@@ -429,24 +472,23 @@ def residual_figure(rec, ins):
             norms, change = core.stream_norms(rec, side)
             stages = rec.stages[side] if what == "norm" else rec.stages[side][1:]
             z = norms if what == "norm" else change
-            hover = "%{y}<br>token %{x}: " + ("‖x‖ = %{z:.2f}" if what == "norm" else "‖Δx‖ / ‖x‖ = %{z:.3f}")
-            trace = dict(type="heatmap", z=small(z, 3), y=stages, colorscale="Viridis" if what == "norm" else "Magma",
+            hover = "%{y}<br>" + say(lang, "res.hover", token="%{x}",
+                                     value="‖x‖ = %{z:.2f}" if what == "norm" else "‖Δx‖ / ‖x‖ = %{z:.3f}")
+            trace = dict(type="heatmap", z=small(z, 3), y=[stage_label(s, lang) for s in stages],
+                         colorscale="Viridis" if what == "norm" else "Magma",
                          hovertemplate=hover + "<extra></extra>", showscale=False)
-            name = f"{side}: {'‖x‖ after each stage' if what == 'norm' else 'relative change by each stage'}"
-            panels.append(([trace], name, token_axis(tokens, tickangle=-60),
-                           dict(autorange="reversed", type="category")))
-    return grid(panels, 2, "The residual stream: the norm of each token's vector, and what each sub-layer adds",
-                height=820, gap=(0.18, 0.16), margin=dict(l=180, r=10, t=80, b=60))
+            panels.append(([trace], say(lang, f"res.{what}", side=say(lang, f"side.{side}")),
+                           token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
+    return grid(panels, 2, say(lang, "res.title"), height=820, gap=(0.18, 0.16), margin=dict(l=180, r=10, t=80, b=60))
 
 
-def residual_view(ins):
+def residual_view(ins, lang="en"):
     rec = recorded(ins)
     norms, change = core.stream_norms(rec, "decoder")
     big = int(change.mean(-1).argmax())
-    note = (f"Each sub-layer adds to the stream: x + Sublayer(LayerNorm(x)). The decoder's largest mean change is "
-            f"made by {md_literal(rec.stages['decoder'][big + 1])} ({float(change[big].mean()):.2f} of the vector's "
-            f"norm). The last row is the final LayerNorm's output, the vector the output projection reads.")
-    return residual_figure(rec, ins), note
+    note = say(lang, "res.note", stage=md_literal(stage_label(rec.stages["decoder"][big + 1], lang)),
+               change=f"{float(change[big].mean()):.2f}")
+    return residual_figure(rec, ins, lang), note
 
 
 def ffn_choices(n_layers):
@@ -455,99 +497,101 @@ def ffn_choices(n_layers):
             for i in range(n_layers)]
 
 
-def ffn_figures(rec, ins, side, layer, top=24):
+def ffn_figures(rec, ins, side, layer, top=24, lang="en"):
     """How many units fire per token and layer (both stacks), and the most often firing units of one layer."""
     panels = []
     for s, tokens in (("encoder", ins.src_tokens), ("decoder", ins.tgt_tokens)):
         count, _ = core.ffn_firing(rec, s)
         d_ff = rec.ffn[s].size(-1)
-        trace = dict(type="heatmap", z=count.numpy(), y=[f"layer {i}" for i in range(count.size(0))], zmin=0,
-                     zmax=d_ff, colorscale="Blues", showscale=s == "decoder",
-                     hovertemplate="%{y}, token %{x}: %{z} of " + str(d_ff) + " units fire<extra></extra>")
-        panels.append(([trace], f"{s}: units firing per token (of {d_ff})", token_axis(tokens, tickangle=-60),
-                       dict(autorange="reversed", type="category")))
-    firing = grid(panels, 2, "Position-wise FFN: how many ReLU units fire (output > 0)", height=360,
-                  margin=dict(l=70, r=10, t=80, b=60))
+        hover = say(lang, "ffn.hover", at=say(lang, "at_token", what="%{y}", token="%{x}"), count="%{z}", d_ff=d_ff)
+        trace = dict(type="heatmap", z=count.numpy(), y=[say(lang, "layer", layer=i) for i in range(count.size(0))],
+                     zmin=0, zmax=d_ff, colorscale="Blues", showscale=s == "decoder",
+                     hovertemplate=hover + "<extra></extra>")
+        panels.append(([trace], say(lang, "ffn.panel", side=say(lang, f"side.{s}"), d_ff=d_ff),
+                       token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
+    firing = grid(panels, 2, say(lang, "ffn.title"), height=360, margin=dict(l=70, r=10, t=80, b=60))
     tokens = ins.src_tokens if side == "encoder" else ins.tgt_tokens
     act = rec.ffn[side][layer]  # (L, d_ff)
     fires = (act > 0).sum(0)
     order = np.lexsort((-act.mean(0).numpy(), -fires.numpy()))[:top].tolist()  # most tokens, then mean
-    trace = dict(type="heatmap", z=small(act[:, order].T, 3), y=[f"unit {u}" for u in order], colorscale="Oranges",
-                 hovertemplate="%{y}, token %{x}: %{z:.3f}<extra></extra>")
+    trace = dict(type="heatmap", z=small(act[:, order].T, 3), y=[say(lang, "ffn.unit", unit=u) for u in order],
+                 colorscale="Oranges",
+                 hovertemplate=say(lang, "ffn.unit_hover", at=say(lang, "at_token", what="%{y}", token="%{x}"),
+                                   value="%{z:.3f}") + "<extra></extra>")
     units = go.Figure([trace], dict(
-        title=f"{side} layer {layer}: the {top} units that fire for the most tokens (ReLU output)",
+        title=say(lang, "ffn.units", where=text(lang, f"ui.inside.layer.{side}", layer=layer), top=top),
         height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-60),
         yaxis=dict(autorange="reversed", type="category"), margin=dict(l=80, r=10, t=50, b=60)))
     return firing, units, fires
 
 
-def ffn_view(ins, which):
+def ffn_view(ins, which, lang="en"):
     rec = recorded(ins)
     side, _, layer = str(which).partition("/")
     side = side if side in ("encoder", "decoder") else "encoder"
     layer = clamp(layer, 0, rec.ffn[side].size(0) - 1)
-    firing, units, fires = ffn_figures(rec, ins, side, layer)
+    firing, units, fires = ffn_figures(rec, ins, side, layer, lang=lang)
     on = (rec.ffn[side][layer] > 0).float().sum(-1)
     d_ff = rec.ffn[side].size(-1)
-    note = (f"**{side} layer {layer}:** {float(on.mean()):.0f} of {d_ff} units fire for a token on average "
-            f"({float(on.mean()) / d_ff:.0%}); {int((fires == on.numel()).sum())} fire for every token of the "
-            f"sentence and {int((fires == 0).sum())} for none.")
+    note = say(lang, "ffn.note", where=text(lang, f"ui.inside.layer.{side}", layer=layer),
+               mean=f"{float(on.mean()):.0f}", d_ff=d_ff, share=f"{float(on.mean()) / d_ff:.0%}",
+               all=int((fires == on.numel()).sum()), none=int((fires == 0).sum()))
     return firing, units, note
 
 
-def lens_figure(top_i, top_p, p_chosen, ins, piece):
+def lens_figure(top_i, top_p, p_chosen, ins, piece, lang="en"):
     """Rows: decoder layers; columns: output positions; each cell the token the output projection would choose
     from that layer's state, coloured by its probability."""
     L, T = top_i.shape
-    text = [[label(piece(i)) for i in row] for row in top_i.tolist()]
-    hover = [[f"after {label(ins.tgt_tokens[t])}: {text[l][t]} p = {top_p[l, t]:.3f}<br>p(the model's choice "
-              f"{label(ins.out_tokens[t])}) = {p_chosen[l, t]:.3f}" for t in range(T)] for l in range(L)]
-    trace = dict(type="heatmap", z=small(top_p, 3), text=text, texttemplate="%{text}", hovertext=hover,
-                 hoverinfo="text", colorscale="Greens", zmin=0, zmax=1, y=[f"layer {l}" for l in range(L)],
+    tops = [[label(piece(i)) for i in row] for row in top_i.tolist()]
+    after, choice = say(lang, "lens.after"), say(lang, "lens.choice")  # formatted per cell below
+    hover = [[after.format(token=label(ins.tgt_tokens[t]), top=tops[l][t], p=f"{top_p[l, t]:.3f}") + "<br>"
+              + choice.format(token=label(ins.out_tokens[t]), p=f"{p_chosen[l, t]:.3f}") for t in range(T)]
+             for l in range(L)]
+    trace = dict(type="heatmap", z=small(top_p, 3), text=tops, texttemplate="%{text}", hovertext=hover,
+                 hoverinfo="text", colorscale="Greens", zmin=0, zmax=1, y=[say(lang, "layer", layer=l) for l in range(L)],
                  colorbar=dict(title="p"))
     return go.Figure([trace], dict(
-        title="Logit lens: the token each decoder layer's state would give (final LayerNorm and output "
-              "projection applied)", height=180 + 70 * L,
-        xaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], tickangle=-60, title="decoder input"),
+        title=say(lang, "lens.title"), height=180 + 70 * L,
+        xaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], tickangle=-60, title=say(lang, "lens.input")),
         yaxis=dict(type="category"), margin=dict(l=70, r=10, t=60, b=80)))
 
 
-def lens_view(ins):
+def lens_view(ins, lang="en"):
     top_i, top_p, p_chosen = derived(ins, "lens", core.logit_lens)
     piece = get_translator().tokenizer.id_to_piece
     agree = sum(piece(i) == t for i, t in zip(top_i[-1].tolist(), ins.out_tokens))
-    note = (f"At the last layer the lens is the model's own output: its top token is the translation's at {agree} "
-            f"of {len(ins.out_tokens)} positions (all of them for greedy decoding by the float32 model; beam search "
-            "and sampling need not take the top token, and the app decodes one sentence with a float16 decoder). "
-            "Earlier rows show how the answer forms through the stack.")
-    return lens_figure(top_i, top_p, p_chosen, ins, piece), note
+    note = say(lang, "lens.note", agree=agree, positions=len(ins.out_tokens))
+    return lens_figure(top_i, top_p, p_chosen, ins, piece, lang), note
 
 
 # the views of the tab, in the order of its outputs, each reading the controls named in `uses`
-VIEWS = [View("inside/modules", ("inside", "modules"), modules_view, outputs=3, reads_translation=False),
-         View("inside/module", ("inside", "modules"), module_view, outputs=4, uses=("module",),
+# (each draws its words in the page's language, "lang", the last control it reads)
+VIEWS = [View("inside/modules", ("inside", "modules"), modules_view, outputs=3, uses=("lang",),
+              reads_translation=False),
+         View("inside/module", ("inside", "modules"), module_view, outputs=4, uses=("module", "lang"),
               reads_translation=False),
          View("inside/layernorm", ("inside", "layernorm"), layernorm_view, outputs=3,
-              uses=("norm", "token", "gain", "bias"), blank=(None, None, WAIT)),
-         View("inside/ln-params", ("inside", "layernorm"), ln_params_figure, reads_translation=False),
-         View("inside/scale", ("inside", "scale"), scale_view, outputs=2, uses=("kind", "layer", "head"),
+              uses=("norm", "token", "gain", "bias", "lang"), blank=(None, None, WAIT)),
+         View("inside/ln-params", ("inside", "layernorm"), ln_params_figure, uses=("lang",), reads_translation=False),
+         View("inside/scale", ("inside", "scale"), scale_view, outputs=2, uses=("kind", "layer", "head", "lang"),
               blank=(None, WAIT)),
-         View("inside/sweep", ("inside", "scale"), sweep_figure, reads_translation=False),
-         View("inside/residual", ("inside", "residual"), residual_view, outputs=2, blank=(None, WAIT)),
-         View("inside/ffn", ("inside", "ffn"), ffn_view, outputs=3, uses=("ffn",), blank=(None, None, WAIT)),
-         View("inside/lens", ("inside", "lens"), lens_view, outputs=2, blank=(None, WAIT))]
+         View("inside/sweep", ("inside", "scale"), sweep_figure, uses=("lang",), reads_translation=False),
+         View("inside/residual", ("inside", "residual"), residual_view, outputs=2, uses=("lang",), blank=(None, WAIT)),
+         View("inside/ffn", ("inside", "ffn"), ffn_view, outputs=3, uses=("ffn", "lang"), blank=(None, None, WAIT)),
+         View("inside/lens", ("inside", "lens"), lens_view, outputs=2, uses=("lang",), blank=(None, WAIT))]
 
 
-# the controls' first values, by name, in the order `show` takes them
+# the controls' first values, by name, in the order `show` takes them (the page's language last)
 DEFAULTS = {"module": FIRST_MODULE, "norm": "encoder.layers.0.sublayer.0.norm", "token": 1, "gain": 0.0, "bias": 0.0,
-            "kind": "encoder", "layer": 0, "head": 0, "ffn": "encoder/0"}
+            "kind": "encoder", "layer": 0, "head": 0, "ffn": "encoder/0", "lang": DEFAULT}
 
 
 def show(page, ins, *controls):
     """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared.
     A view that does not read the translation is refreshed as if there were none, so that a new translation
-    does not draw it again. `controls` are the values of those of DEFAULTS, in order; those not given take their
-    first values."""
+    does not draw it again. `controls` are the values of those of DEFAULTS, in order (the page's language
+    last); those not given take their first values."""
     controls = {**DEFAULTS, **dict(zip(DEFAULTS, controls))}
     out = []
     for v in VIEWS:
@@ -660,7 +704,8 @@ def build(cfg, page, state, lang=None):
             subtabs, which, stream_out = _stream_tabs(cfg)
         code_panel(L("ui.inside.code"), LayerNorm, attention, core.recording_hooks, core.logit_lens)
     subtabs.update(modules=modules_tab, layernorm=ln_tab, scale=scale_tab)
-    named = dict(module=module, **ln_controls, **scale_controls, ffn=which)
+    lang = gr.State(DEFAULT) if lang is None else lang  # the page's language radio (app/i18n.py switch)
+    named = dict(module=module, **ln_controls, **scale_controls, ffn=which, lang=lang)
     controls = {name: named[name] for name in DEFAULTS}  # in the order `show` takes them
     outputs = [*mod_out, *ln_out, *scale_out, *stream_out]
     inputs = [page, state, *controls.values()]
@@ -669,5 +714,6 @@ def build(cfg, page, state, lang=None):
     for sub, subtab in subtabs.items():
         subtab.select(opener(("inside", sub), show), inputs, outputs, api_visibility="private",
                       concurrency_limit=1, concurrency_id="model")
+    # a control moved, or the page's language switched: the views on screen that read it are drawn again
     gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
     return tab_views(show, VIEWS, controls, outputs)

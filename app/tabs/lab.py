@@ -28,6 +28,8 @@ from core.lab import (
     BREAKS,
     BUDGET,
     DEEP,
+    DEEP_RUNS,
+    EXTRA,
     FIRST,
     SIZE,
     TASKS,
@@ -38,73 +40,26 @@ from core.lab import (
 from core.model import make_model
 
 from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
-from ..i18n import L, choices
+from ..i18n import L, choices, text
 from ..views import View, opener, refresh, tab_views
 
-# One sentence per break: what the shipped runs (assets/lab.json) show, written from their measured results.
-# Differences of a few points are noise: where a run stops matters that much (the intact copy model's exact
-# match moves between 96 % and 99.8 % over its last 100 steps).
-READINGS = {
-    "shared_layers": "Harmless here: one layer's weights used at both depths (half the parameters) still learn "
-                     "every task, so `[layer] * N` costs capacity these small tasks do not need, which is how the "
-                     "bug goes unnoticed.",
-    "plain_list": "Only the embeddings, the final norms and the output bias (590 of 43,342 parameters) are trained: "
-                  "the layers keep their random weights, unseen by `parameters()`, the optimizer and "
-                  "`state_dict()`, so copy and reverse fail and sort gets what trained embeddings around frozen "
-                  "random layers can give.",
-    "no_subsequent_mask": "Each position can read the token it must predict one place ahead, so the loss under "
-                          "teacher forcing is even lower than the intact model's, but greedy decoding, where that "
-                          "token does not exist yet, fails: at most a fifth of the copies, none of the reversals "
-                          "or sorts.",
-    "no_padding_mask": "Harmless here: padding is one token, always at the end of the source, which the model can "
-                       "treat as one more learnt symbol, and on the target side the subsequent mask already hides "
-                       "it (padding comes after the words); the mask matters once results must not depend on how "
-                       "much padding a batch happens to have.",
-    "no_positional_encoding": "Copy and reverse fail, because the encoder's output is then a bag of digits that "
-                              "do not know their places, while sort, whose answer does not depend on the input's "
-                              "order, is still mostly learnt.",
-    "no_scale": "Nearly harmless at d_k = 8, where the scores grow only √8 ≈ 2.8 times; at the paper's d_k = 64 "
-                "they would grow 8 times, enough to push the softmax towards one-hot weights and vanishing "
-                "gradients.",
-    "no_warmup": "A constant rate at the schedule's peak still learns these tasks, slightly worse or noisier: a "
-                 "model this small and shallow does not need warm-up's gentle first steps, and without the decay "
-                 "the last steps stay large.",
-    "high_lr": "Ten times the rate wrecks copy and reverse (the loss stalls near 1) and costs sort a sixth of "
-               "its sequences.",
-    "post_norm": "Harmless at N = 2 (a few points either way: slightly worse on copy and sort, better on "
-                 "reverse): with two layers few normalised sums stand between the loss and the first layer; "
-                 "post-norm's trouble needs depth (the @6 rows).",
-    "default_init": "PyTorch's defaults train badly (copy and reverse fail, sort loses a fifth): nn.Embedding "
-                    "draws N(0, 1), which the √d_model scale makes about 5.7 a coordinate, and the output layer "
-                    "tied to it starts with huge logits; Xavier's small tied matrix is what lets the scale and the "
-                    "tying work together.",
-    "no_embedding_scale": "Harmless here, better on copy and reverse: the small Xavier embeddings (about 1.2 "
-                          "long) are then dominated by the positional encoding (about 4), and those two tasks are "
-                          "about positions (sort, about the digits, gains nothing); the scale is there so that "
-                          "words are not drowned by positions.",
-    "untied": "Nearly harmless: three matrices in place of one add 896 parameters, each trained by only its "
-              "own use of the vocabulary.",
-    "no_warmup+post_norm": "Post-norm without warm-up ends a few points below pre-norm without warm-up on copy "
-                           "and reverse: at N = 2, a mild trace of the instability warm-up was brought in for "
-                           "(at N = 6 it does not train at all: the last row).",
-    # the deep runs, N = 6 layers in each stack (128,846 parameters), each with the same budget as intact@6
-    "intact@6": "The model as the code writes it, six layers in each stack, with the same steps: it learns every "
-                "task, though at this depth the last steps swing more than at N = 2, so compare rows by their gap, "
-                "not by a point or two.",
-    "post_norm@6": "With warm-up, post-norm at N = 6 still learns, but more slowly and less steadily than "
-                   "pre-norm, so where it stops matters: evaluated every 10 steps over the last 100, copy stays "
-                   "between 53 % and 84 % (pre-norm: 78 % to 99 %), reverse holds 93 % to 98 % from step 650 to "
-                   "690 before its very last update throws it down (held-out loss from 0.04 to 1.2), and sort is "
-                   "only slightly behind (78 % to 99 % against 79 % to 99.8 %); with every residual sum normalised "
-                   "there is no identity path from the loss to the lower layers, and the top layers' gradients "
-                   "start large (Xiong et al., 2020), which the rate must stay small for.",
-    "no_warmup@6": "Pre-norm needs no warm-up even at N = 6: a constant rate at the schedule's peak learns every "
-                   "task as well as the intact schedule does (within its swings).",
-    "no_warmup+post_norm@6": "Post-norm without warm-up barely trains at N = 6: its loss creeps down and not one "
-                             "held-out sequence of any task comes out right, where pre-norm without warm-up "
-                             "learns them all. This is what warm-up was brought in for, and why the code's "
-                             "pre-norm can do without it.",
-}
+
+def _t(lang, key, **values):
+    """The tab's text `lab.<key>` in `lang` (app/locale/<lang>.json)."""
+    return text(lang, f"lab.{key}", **values)
+
+
+# One reading per break (and per combination and deep run the Lab ships): what the shipped runs
+# (assets/lab.json) show, written from their measured results, in the tables under lab.reading.<row name>
+# (core.lab.row_name). Differences of a few points are noise: where a run stops matters that much (the intact
+# copy model's exact match moves between 96 % and 99.8 % over its last 100 steps).
+READING_ROWS = (*BREAKS, *("+".join(b) for b in EXTRA), *(row_name(b, DEEP) for b in DEEP_RUNS))
+READINGS = {name: text("en", f"lab.reading.{name}") for name in READING_ROWS}  # English (tools.lab_table)
+
+
+def reading(name, lang="en"):
+    """What the shipped runs of the row `name` show, in `lang`; None for a row without a reading."""
+    return _t(lang, f"reading.{name}") if name in READINGS else None
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,12 +128,12 @@ def _thin(xs, ys, points=300):
     return xs[::k], ys[::k]
 
 
-def curve_figure(curve, intact, title):
+def curve_figure(curve, intact, title, lang="en"):
     """Training loss (log scale) and learning rate per optimizer step, the run beside the intact model's."""
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38],
-                        subplot_titles=("training loss per token", "learning rate"))
-    for run, name, style in ((intact, "intact", dict(color="#9aa3ad", dash="dot")),
-                             (curve, "this run", dict(color="#e4572e"))):
+                        subplot_titles=(_t(lang, "curve.loss"), _t(lang, "curve.lr")))
+    for run, name, style in ((intact, _t(lang, "intact"), dict(color="#9aa3ad", dash="dot")),
+                             (curve, _t(lang, "this"), dict(color="#e4572e"))):
         if run is None or not run["step"]:
             continue
         for col, field in ((1, "loss"), (2, "lr")):
@@ -187,13 +142,13 @@ def curve_figure(curve, intact, title):
                                      legendgroup=name), row=1, col=col)
     fig.update_yaxes(type="log", exponentformat="e", row=1, col=1)
     fig.update_yaxes(exponentformat="e", row=1, col=2)
-    fig.update_xaxes(title_text="optimizer step")
+    fig.update_xaxes(title_text=_t(lang, "curve.step"))
     fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=60, b=10),
                       legend=dict(x=0.6, xanchor="right", y=0.98, yanchor="top"))
     return fig
 
 
-def attention_figure(att, kind):
+def attention_figure(att, kind, lang="en"):
     """One example's attention, layers down, heads across: cross-attention (decoder inputs x source) or the
     decoder's self-attention (decoder inputs x decoder inputs), in percent."""
     maps = att[kind]
@@ -201,11 +156,10 @@ def attention_figure(att, kind):
     cols = [str(t) for t in att["input"]] if kind == "cross" else rows
     axis = dict(tickfont=dict(size=9))
     panels = [([dict(type="heatmap", z=head, zmin=0, zmax=100, colorscale="Blues", showscale=False,
-                     hovertemplate="%{z}%<extra></extra>")], f"layer {i + 1}, head {j + 1}",
+                     hovertemplate="%{z}%<extra></extra>")], _t(lang, "attention.panel", layer=i + 1, head=j + 1),
                token_axis(cols, **axis), token_axis(rows, autorange="reversed", **axis))
               for i, layer in enumerate(maps) for j, head in enumerate(layer)]
-    what = "cross-attention: decoder inputs (down) over the source (across)" if kind == "cross" else \
-        "decoder self-attention: decoder inputs over decoder inputs (above the diagonal: later positions)"
+    what = _t(lang, f"attention.{'cross' if kind == 'cross' else 'decoder'}")
     return panel_grid(panels, len(maps[0]), what, 180 + 190 * len(maps), gap=(0.03, 0.08), title_font=dict(size=16),
                       margin=dict(l=10, r=10, t=70, b=10))
 
@@ -221,8 +175,9 @@ def token_text(t):
     return SPECIAL.get(t, str(t))
 
 
-def examples_html(examples):
-    """Inputs, expected answers and the model's outputs; a wrong, missing or extra token is marked."""
+def examples_html(examples, lang="en"):
+    """Inputs, expected answers and the model's outputs; a wrong, missing or extra token is marked (the words in
+    `lang`)."""
     rows = []
     for ex in examples:
         target, output = ex["target"], ex["output"]
@@ -230,68 +185,70 @@ def examples_html(examples):
         for i in range(max(len(target), len(output))):
             got = token_text(output[i]) if i < len(output) else "·"
             ok = i < len(output) and i < len(target) and output[i] == target[i]
-            tip = "" if ok else f' title="expected {html.escape(str(target[i]) if i < len(target) else "end")}"'
+            want = str(target[i]) if i < len(target) else _t(lang, "examples.end")
+            tip = "" if ok else f' title="{html.escape(_t(lang, "examples.tip", token=want))}"'
             cells.append(f'<span style="{TOKEN_STYLE}{"" if ok else WRONG_STYLE}"{tip}>{html.escape(got)}</span>')
         mark = "✓" if output == target else "✗"
         rows.append(f'<tr><td>{html.escape(" ".join(map(str, ex["input"])))}</td>'
                     f'<td>{html.escape(" ".join(map(str, target)))}</td><td>{"".join(cells)} {mark}</td></tr>')
-    return ('<table class="lab-ex" style="font-family:ui-monospace, monospace"><tr><th>input</th><th>expected</th><th>model (greedy)</th></tr>'
+    head = "".join(f"<th>{html.escape(_t(lang, f'examples.{k}'))}</th>" for k in ("input", "expected", "model"))
+    return (f'<table class="lab-ex" style="font-family:ui-monospace, monospace"><tr>{head}</tr>'
             + "".join(rows) + "</table>")
 
 
-def result_markdown(run, intact, cfg):
+def result_markdown(run, intact, cfg, lang="en"):
     """Exact match, losses and parameter counts beside the intact model's, and what the break shows."""
     def pct(r):
         return f"{r['exact_match']:.1%}"
-    cpu = f" ({run['cpu_seconds']:.1f} s of CPU)" if "cpu_seconds" in run else ""
-    lines = [f"**{html.escape(run_name(cfg))}**, N = {cfg.layers} layers a stack, ε = {cfg.smoothing:g}, "
-             f"{cfg.accum} micro-batch(es) a step: "
-             f"{run['steps']} steps in {run['seconds']:.1f} s{cpu}.",
-             "", f"| | this run | intact (N = {cfg.layers}) |", "|---|---|---|",
-             f"| exact match (500 held-out, greedy) | {pct(run)} | {pct(intact)} |",
-             f"| final training loss | {run['train_loss']:.4f} | {intact['train_loss']:.4f} |",
-             f"| held-out loss (teacher forcing) | {run['held_out_loss']:.3f} | {intact['held_out_loss']:.3f} |",
-             f"| parameters registered (what the optimizer sees) | {run['params_registered']:,} | "
-             f"{intact['params_registered']:,} |",
-             f"| parameters held (walking the layers) | {run['params_held']:,} | {intact['params_held']:,} |"]
-    reading = READINGS.get(row_name(cfg.breaks, cfg.layers))
-    if reading and cfg.smoothing == 0 and cfg.accum == 1:
-        lines += ["", f"*What it shows:* {reading}"]
+
+    def row(key, a, b):
+        return f"| {_t(lang, f'result.{key}')} | {a} | {b} |"
+    cpu = _t(lang, "result.cpu", s=f"{run['cpu_seconds']:.1f}") if "cpu_seconds" in run else ""
+    lines = [_t(lang, "result.head", name=html.escape(run_name(cfg)), layers=cfg.layers, eps=f"{cfg.smoothing:g}",
+                accum=cfg.accum, steps=run["steps"], seconds=f"{run['seconds']:.1f}", cpu=cpu),
+             "", f"| | {_t(lang, 'this')} | {_t(lang, 'result.intact', layers=cfg.layers)} |", "|---|---|---|",
+             row("exact", pct(run), pct(intact)),
+             row("train", f"{run['train_loss']:.4f}", f"{intact['train_loss']:.4f}"),
+             row("held", f"{run['held_out_loss']:.3f}", f"{intact['held_out_loss']:.3f}"),
+             row("registered", f"{run['params_registered']:,}", f"{intact['params_registered']:,}"),
+             row("params_held", f"{run['params_held']:,}", f"{intact['params_held']:,}")]
+    shows = reading(row_name(cfg.breaks, cfg.layers), lang)
+    if shows and cfg.smoothing == 0 and cfg.accum == 1:
+        lines += ["", f"*{_t(lang, 'result.shows')}* {shows}"]
     check = run.get("gradient_check")
     if check:
-        lines += ["", f"Gradient accumulation: {check['accum']} micro-batches of {check['micro_batch']} against one "
-                  f"batch of {check['batch']}: largest gradient difference {check['max_abs_diff']:.1e} "
-                  f"({check['max_rel_diff']:.1e} of the largest gradient); activations kept for backward at their "
-                  f"peak {check['activation_bytes_accumulated'] / 1e6:.2f} MB against "
-                  f"{check['activation_bytes_one_batch'] / 1e6:.2f} MB."]
+        lines += ["", _t(lang, "result.check", accum=check["accum"], micro=check["micro_batch"], batch=check["batch"],
+                         diff=f"{check['max_abs_diff']:.1e}", rel=f"{check['max_rel_diff']:.1e}",
+                         acc=f"{check['activation_bytes_accumulated'] / 1e6:.2f}",
+                         one=f"{check['activation_bytes_one_batch'] / 1e6:.2f}")]
     return "\n".join(lines)
 
 
-def outputs_for(run, cfg):
+def outputs_for(run, cfg, lang="en"):
     """The tab's five outputs for a finished run: curves, result, examples, the two attention figures."""
     intact = intact_of(cfg)
-    title = f"{run_name(cfg)}: exact match {run['exact_match']:.1%} (intact {intact['exact_match']:.1%})"
-    return (curve_figure(run["curve"], intact["curve"], title), result_markdown(run, intact, cfg),
-            examples_html(run["examples"]), attention_figure(run["attention"], "cross"),
-            attention_figure(run["attention"], "decoder"))
+    title = _t(lang, "title.done", name=run_name(cfg), run=f"{run['exact_match']:.1%}",
+               intact=f"{intact['exact_match']:.1%}")
+    return (curve_figure(run["curve"], intact["curve"], title, lang), result_markdown(run, intact, cfg, lang),
+            examples_html(run["examples"], lang), attention_figure(run["attention"], "cross", lang),
+            attention_figure(run["attention"], "decoder", lang))
 
 
 # ---- callbacks -----------------------------------------------------------------------------------------
 
-def lab_view(task, breaks, smoothing, accum, layers=None):
+def lab_view(task, breaks, smoothing, accum, layers=None, lang="en"):
     """The chosen configuration's result when it was trained already, else the intact model's curve (at the
-    same depth) and what to do; the tab's five outputs."""
+    same depth) and what to do; the tab's five outputs, their words in `lang`."""
     cfg = config_from(task, breaks, smoothing, accum, layers)
     run = cached(cfg)
     if run is not None:
-        return outputs_for(run, cfg)
+        return outputs_for(run, cfg, lang)
     intact = intact_of(cfg)
-    note = (f"**{html.escape(run_name(cfg))}** (ε = {cfg.smoothing:g}, accumulation {cfg.accum}) has not been "
-            f"trained yet: press **Train** (at most {cfg.steps} steps or {cfg.seconds:g} s, then the evaluation). "
-            f"The dotted curve is the intact model's at N = {cfg.layers}.")
-    blank = empty_figure("Train this configuration to see its attention")
-    return (curve_figure(None, intact["curve"], f"{run_name(Config(cfg.task, layers=cfg.layers))}: the intact model"),
-            note, "", blank, blank)
+    note = _t(lang, "untrained", name=html.escape(run_name(cfg)), eps=f"{cfg.smoothing:g}", accum=cfg.accum,
+              steps=cfg.steps, seconds=f"{cfg.seconds:g}", layers=cfg.layers)
+    blank = empty_figure(_t(lang, "blank"))
+    title = _t(lang, "title.intact", name=run_name(Config(cfg.task, layers=cfg.layers)))
+    return curve_figure(None, intact["curve"], title, lang), note, "", blank, blank
 
 
 def lab_command(cfg):
@@ -329,40 +286,45 @@ def run_lab(cfg):
         proc.wait()
 
 
-def train_run(task, breaks, smoothing, accum, layers=None, steps=None):
+def train_run(task, breaks, smoothing, accum, layers=None, steps=None, lang="en"):
     """Press Train: a configuration trained already answers at once; otherwise it trains, its curve redrawn
-    beside the intact model's (at the same depth) as it goes, then its results. `steps` (tests) can lower the
-    budget, not raise it."""
+    beside the intact model's (at the same depth) as it goes, then its results, in `lang`. `steps` (tests) can
+    lower the budget, not raise it."""
     cfg = config_from(task, breaks, smoothing, accum, layers, steps)
     run = cached(cfg)
     if run is not None:
-        yield outputs_for(run, cfg)
+        yield outputs_for(run, cfg, lang)
         return
     intact = intact_of(cfg)
     skip = (gr.skip(),) * 3
-    started = time.time()
-    yield (curve_figure(None, intact["curve"], f"{run_name(cfg)}: starting"),
-           f"Starting **{html.escape(run_name(cfg))}** (at most {cfg.steps} steps or {cfg.seconds:g} s) ...", *skip)
+    started, name = time.time(), run_name(cfg)
+    yield (curve_figure(None, intact["curve"], _t(lang, "title.starting", name=name), lang),
+           _t(lang, "status.starting", name=html.escape(name), steps=cfg.steps, seconds=f"{cfg.seconds:g}"), *skip)
     for msg in run_lab(cfg):
         if "exact_match" in msg:
             keep(cfg, msg)
-            yield outputs_for(msg, cfg)
+            yield outputs_for(msg, cfg, lang)
             return
-        status = f"Training **{html.escape(run_name(cfg))}**: step {msg['step'][-1]} of {cfg.steps}, " \
-                 f"loss {msg['loss'][-1]:.4f}, {time.time() - started:.0f} s."
-        yield (curve_figure(msg, intact["curve"], f"{run_name(cfg)}: training"), status, *skip)
-    yield (gr.skip(), "The run stopped without a result (it was cut off at the server's time limit); "
-           "try again when the queue is shorter.", *skip)
+        status = _t(lang, "status.training", name=html.escape(name), step=msg["step"][-1], steps=cfg.steps,
+                    loss=f"{msg['loss'][-1]:.4f}", seconds=f"{time.time() - started:.0f}")
+        yield (curve_figure(msg, intact["curve"], _t(lang, "title.training", name=name), lang), status, *skip)
+    yield (gr.skip(), _t(lang, "status.stopped"), *skip)
+
+
+def train_clicked(task, breaks, smoothing, accum, layers, lang="en"):
+    """The Train button's event: train_run for the controls' values (the page's language last)."""
+    yield from train_run(task, breaks, smoothing, accum, layers, lang=lang)
 
 
 # the tab's one view: the chosen configuration's result (shipped, or trained here), drawn from the controls
-VIEWS = [View("lab", ("lab",), lab_view, outputs=5, uses=("task", "breaks", "smoothing", "accum", "layers"),
-              reads_translation=False)]
+VIEWS = [View("lab", ("lab",), lab_view, outputs=5,
+              uses=("task", "breaks", "smoothing", "accum", "layers", "lang"), reads_translation=False)]
 
 
-def show(page, task, breaks, smoothing, accum, layers):
+def show(page, task, breaks, smoothing, accum, layers, lang="en"):
     """The tab's view for the page as it is (app/views.py): drawn when shown and its controls changed."""
-    return refresh(page, None, VIEWS, dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers))
+    return refresh(page, None, VIEWS, dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers,
+                                           lang=lang))
 
 
 # ---- layout and events -----------------------------------------------------------------------------------
@@ -401,9 +363,10 @@ def build(page, lang=None):
     """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time)."""
     with gr.Tab(L("ui.tab.lab"), id="lab") as tab:
         outputs, controls, train = _layout()
+    controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
     inputs = [page, *controls.values()]
     tab.select(opener(("lab",), show), inputs, outputs, api_visibility="private")
     gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
-    train.click(train_run, list(controls.values()), outputs, api_visibility="private", concurrency_limit=1,
+    train.click(train_clicked, list(controls.values()), outputs, api_visibility="private", concurrency_limit=1,
                 concurrency_id="lab")
     return tab_views(show, VIEWS, controls, outputs)

@@ -15,8 +15,8 @@ from plotly.subplots import make_subplots
 from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_stats
 from core.model import subsequent_mask
 
-from ..common import KIND_LABELS, MASK_SCALE, clamp, code_panel, empty_figure, md_literal, token_axis
-from ..i18n import L, choices
+from ..common import MASK_SCALE, clamp, code_panel, empty_figure, kind_name, md_literal, token_axis
+from ..i18n import L, choices, text
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, opener, refresh, tab_views
 
@@ -24,19 +24,24 @@ DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nE
 DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman reads."
 
 
-def parse_pairs(german, english, min_pairs=2, max_pairs=4, max_chars=300):
-    """Sentence pairs from two texts, one sentence a line; raises ValueError with a readable message."""
+def _t(lang, key, **values):
+    """The tab's text `masks.<key>` in `lang` (app/locale/<lang>.json)."""
+    return text(lang, f"masks.{key}", **values)
+
+
+def parse_pairs(german, english, min_pairs=2, max_pairs=4, max_chars=300, lang="en"):
+    """Sentence pairs from two texts, one sentence a line; raises ValueError with a readable message (in `lang`)."""
     german, english = str(german or ""), str(english or "")
+    limits = dict(lo=min_pairs, hi=max_pairs, chars=max_chars)
     if max(len(german), len(english)) > max_pairs * (max_chars + 1):
-        raise ValueError(f"Give between {min_pairs} and {max_pairs} sentence pairs of under {max_chars} characters "
-                         f"each (one per line); that text has {max(len(german), len(english)):,} characters.")
+        raise ValueError(_t(lang, "error.long", n=f"{max(len(german), len(english)):,}", **limits))
     de, en = nonblank_lines(german), nonblank_lines(english)
     if len(de) != len(en):
-        raise ValueError(f"{len(de)} German lines but {len(en)} English lines: give one translation per sentence.")
+        raise ValueError(_t(lang, "error.lines", de=len(de), en=len(en)))
     if not min_pairs <= len(de) <= max_pairs:
-        raise ValueError(f"Give between {min_pairs} and {max_pairs} sentence pairs (one per line); got {len(de)}.")
+        raise ValueError(_t(lang, "error.count", n=len(de), **limits))
     if any(len(s) > max_chars for s in de + en):
-        raise ValueError(f"Keep each sentence under {max_chars} characters.")
+        raise ValueError(_t(lang, "error.chars", chars=max_chars))
     return list(zip(de, en))
 
 
@@ -63,36 +68,38 @@ def ids_table_html(tokenizer, ids, title):
             f'<table>{"".join(rows)}</table></div>')
 
 
-def shift_table_html(tokenizer, batch, i):
+def shift_table_html(tokenizer, batch, i, lang="en"):
     """Teacher forcing for sentence i: the decoder input tgt[:, :-1] above the target tgt[:, 1:]."""
     inp = batch.tgt[i].tolist()
     out = batch.tgt_y[i].tolist()
     head = "".join(f"<th>{t}</th>" for t in range(len(inp)))
     row_in = "".join(_cell(tokenizer.id_to_piece(t), t) for t in inp)
     row_out = "".join(_cell(tokenizer.id_to_piece(t), t) for t in out)
-    return (f'<div class="mtable"><b>Teacher forcing, sentence {i}</b>: position t reads the input and must '
-            f'predict the target<table><tr><th>t</th>{head}</tr><tr><th>decoder input tgt[:, :-1]</th>{row_in}</tr>'
-            f'<tr><th>target tgt[:, 1:]</th>{row_out}</tr></table></div>')
+    words = {k: html.escape(_t(lang, f"shift.{k}", i=i)) for k in ("title", "note", "input", "target")}
+    return (f'<div class="mtable"><b>{words["title"]}</b>{words["note"]}<table><tr><th>t</th>{head}</tr>'
+            f'<tr><th>{words["input"]} tgt[:, :-1]</th>{row_in}</tr>'
+            f'<tr><th>{words["target"]} tgt[:, 1:]</th>{row_out}</tr></table></div>')
 
 
-def mask_panels(batch, i, src_pieces, tgt_pieces):
+def mask_panels(batch, i, src_pieces, tgt_pieces, lang="en"):
     """The four masks of sentence i: source padding, subsequent, target padding, and their & ."""
     T = batch.tgt.size(1)
     tgt_pad = (batch.tgt[i] != PAD).unsqueeze(0).expand(T, T)
     sub = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    panels = [("source padding mask (1 × S)", batch.src_mask[i].float(), ["query"], src_pieces),
-              ("subsequent mask (T × T)", sub.float(), tgt_pieces, tgt_pieces),
-              ("target padding mask (T × T)", tgt_pad.float(), tgt_pieces, tgt_pieces),
-              ("padding & subsequent = tgt_mask", batch.tgt_mask[i].float(), tgt_pieces, tgt_pieces)]
+    panels = [(_t(lang, "panel.source"), batch.src_mask[i].float(), [_t(lang, "panel.query")], src_pieces),
+              (_t(lang, "panel.subsequent"), sub.float(), tgt_pieces, tgt_pieces),
+              (_t(lang, "panel.target"), tgt_pad.float(), tgt_pieces, tgt_pieces),
+              (_t(lang, "panel.both"), batch.tgt_mask[i].float(), tgt_pieces, tgt_pieces)]
+    hover = _t(lang, "panel.hover", row="%{y}", column="%{x}", value="%{z}") + "<extra></extra>"
     fig = make_subplots(rows=1, cols=4, subplot_titles=[p[0] for p in panels], horizontal_spacing=0.05,
                         column_widths=[0.28, 0.24, 0.24, 0.24])
     for c, (_, m, rows, cols) in enumerate(panels, 1):
         fig.add_trace(go.Heatmap(z=m.numpy(), zmin=0, zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=1, ygap=1,
-                                 hovertemplate="row %{y}, column %{x}: %{z}<extra></extra>"), row=1, col=c)
+                                 hovertemplate=hover), row=1, col=c)
         fig.update_xaxes(token_axis(cols, tickangle=-90, automargin=False), row=1, col=c)
         fig.update_yaxes(token_axis(rows, autorange="reversed", showticklabels=c in (1, 2), automargin=False), row=1, col=c)
     fig.update_layout(height=max(330, 140 + 22 * T), margin=dict(l=90, r=10, t=60, b=90),
-                      title=f"Sentence {i}: 1 = may attend (blue), 0 = masked")
+                      title=_t(lang, "panel.title", i=i))
     return fig
 
 
@@ -122,13 +129,14 @@ def scores_at_work(model, batch, i, kind, layer, head):
     return raw, masked, masked.softmax(-1), m
 
 
-def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
+def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title, lang="en"):
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06, subplot_titles=(
-        "scores QKᵀ/√d_k", "after masked_fill(mask == 0, -1e9)", "softmax: exactly 0 where masked"))
+        _t(lang, "scores.raw"), _t(lang, "scores.masked"), _t(lang, "scores.softmax")))
+    masked_cell = _t(lang, "scores.cell")
     shown = masked.clone().masked_fill(mask == 0, float("nan"))  # -1e9 drawn as empty cells
     for c, (z, scale, label) in enumerate(((raw, "RdBu_r", "score"), (shown, "RdBu_r", "score"),
                                            (weights, "Blues", "weight")), 1):
-        text = [[("−1e9 (masked)" if (c == 2 and not mask[r, col]) else f"{z[r, col].item():.3f}")
+        text = [[(masked_cell if (c == 2 and not mask[r, col]) else f"{z[r, col].item():.3f}")
                  for col in range(z.size(1))] for r in range(z.size(0))]
         fig.add_trace(go.Heatmap(z=z.numpy(), colorscale=scale, showscale=False, text=text,
                                  zmid=0 if c < 3 else None, zmin=0 if c == 3 else None, zmax=1 if c == 3 else None,
@@ -145,24 +153,23 @@ def load_batching_stats():
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def batching_figure(stats, user_examples):
+def batching_figure(stats, user_examples, lang="en"):
     """Padding fraction of fixed sentence-count batches vs token-based batches on the training set (shipped
     figures), beside the user's own batch as given and sorted by length."""
     names, pads, tokens, sds = [], [], [], []
     if stats:
-        for key, label in (("sentence_count", f"{stats['batch_size']} sentences a batch"),
-                           ("token_based", f"≤ {stats['max_tokens']} tokens a batch, by length")):
-            names.append(f"training set:<br>{label}")
+        for key, label in (("sentence_count", _t(lang, "batching.sentences", n=stats["batch_size"])),
+                           ("token_based", _t(lang, "batching.tokens", n=stats["max_tokens"]))):
+            names.append(f"{_t(lang, 'batching.training')}<br>{label}")
             pads.append(stats[key]["padding_fraction"])
             tokens.append(stats[key]["tokens_per_batch_mean"])
             sds.append(stats[key]["tokens_per_batch_std"])
     mine = padding_stats(user_examples, [list(range(len(user_examples)))])
-    names.append("your batch")
+    names.append(_t(lang, "batching.yours"))
     pads.append(mine["padding_fraction"])
     tokens.append(mine["tokens_per_batch_mean"])
     sds.append(0)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("padding fraction (source + target)",
-                                                         "real tokens per batch (mean ± sd)"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(_t(lang, "batching.padding"), _t(lang, "batching.real")))
     fig.add_trace(go.Bar(x=names, y=pads, text=[f"{p:.1%}" for p in pads], textposition="auto",
                          marker_color="#4a7dc9", showlegend=False), row=1, col=1)
     fig.add_trace(go.Bar(x=names, y=tokens, error_y=dict(type="data", array=sds), marker_color="#7bb36b",
@@ -174,11 +181,11 @@ def batching_figure(stats, user_examples):
 
 # ---- callback --------------------------------------------------------------------------------------
 
-def masks_view(german, english, sentence, kind, layer, head):
-    """Tokenization, padded ids, the masks of one sentence, teacher forcing, and a mask at work."""
+def masks_view(german, english, sentence, kind, layer, head, lang="en"):
+    """Tokenization, padded ids, the masks of one sentence, teacher forcing, and a mask at work (words in `lang`)."""
     tr = get_translator()
     try:
-        pairs = parse_pairs(german, english)
+        pairs = parse_pairs(german, english, lang=lang)
     except ValueError as e:
         msg = str(e)
         return f"**{md_literal(msg)}**", "", empty_figure(msg), "", empty_figure(msg), empty_figure(msg)
@@ -187,33 +194,34 @@ def masks_view(german, english, sentence, kind, layer, head):
     piece = tr.tokenizer.id_to_piece
     src_p = [piece(t) for t in batch.src[i].tolist()]
     tgt_p = [piece(t) for t in batch.tgt[i].tolist()]
-    ids = (ids_table_html(tr.tokenizer, batch.src, "source ids (German), padded") +
-           ids_table_html(tr.tokenizer, batch.tgt, "decoder input ids tgt[:, :-1] (English), padded"))
+    ids = (ids_table_html(tr.tokenizer, batch.src, _t(lang, "ids.source")) +
+           ids_table_html(tr.tokenizer, batch.tgt, _t(lang, "ids.target")))
     kind = kind if kind in ("encoder", "decoder") else "decoder"
     layer = clamp(layer, 0, tr.config["N"] - 1)
     head = clamp(head, 0, tr.config["h"] - 1)
     with MODEL_LOCK:
         raw, masked, weights, m = scores_at_work(tr.model, batch, i, kind, layer, head)
     q = src_p if kind == "encoder" else tgt_p
-    title = f"{KIND_LABELS[kind].short}, layer {layer}, head {head}, sentence {i}"
-    scores = scores_figure(raw, masked, weights, m, q, q, title)
+    title = _t(lang, "scores.title", kind=kind_name(kind, lang), layer=layer, head=head, i=i)
+    scores = scores_figure(raw, masked, weights, m, q, q, title, lang)
     n_pad = int((batch.src == 0).sum() + (batch.tgt == 0).sum())
-    summary = (f"Batch of {len(pairs)} pairs: source {tuple(batch.src.shape)}, decoder input "
-               f"{tuple(batch.tgt.shape)}, {n_pad} padding positions. Showing sentence {i}.")
-    return (summary, ids, mask_panels(batch, i, src_p, tgt_p), shift_table_html(tr.tokenizer, batch, i),
-            scores, batching_figure(load_batching_stats(), examples))
+    summary = _t(lang, "summary", n=len(pairs), src=tuple(batch.src.shape), tgt=tuple(batch.tgt.shape), pads=n_pad,
+                 i=i)
+    return (summary, ids, mask_panels(batch, i, src_p, tgt_p, lang), shift_table_html(tr.tokenizer, batch, i, lang),
+            scores, batching_figure(load_batching_stats(), examples, lang))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
 
 # the tab's one view (every output together), drawn from its controls alone
-VIEWS = [View("masks", ("masks",), masks_view, outputs=6, uses=("de", "en", "sentence", "kind", "layer", "head"),
-              reads_translation=False)]
+VIEWS = [View("masks", ("masks",), masks_view, outputs=6,
+              uses=("de", "en", "sentence", "kind", "layer", "head", "lang"), reads_translation=False)]
 
 
-def show(page, de, en, sentence, kind, layer, head):
+def show(page, de, en, sentence, kind, layer, head, lang="en"):
     """The tab's view for the page as it is (app/views.py): drawn when shown and its controls changed."""
-    return refresh(page, None, VIEWS, dict(de=de, en=en, sentence=sentence, kind=kind, layer=layer, head=head))
+    return refresh(page, None, VIEWS, dict(de=de, en=en, sentence=sentence, kind=kind, layer=layer, head=head,
+                                           lang=lang))
 
 
 def _layout(cfg):
@@ -245,6 +253,7 @@ def build(cfg, page, lang=None):
     """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.masks"), id="masks") as tab:
         outputs, controls = _layout(cfg)
+    controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
     inputs = [page, *controls.values()]
     # the batch runs the model: these events queue with the translations (app/ui.py)
     tab.select(opener(("masks",), show), inputs, outputs, api_visibility="private",

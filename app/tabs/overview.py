@@ -4,7 +4,7 @@ from html import escape
 
 import gradio as gr
 
-from ..i18n import L
+from ..i18n import L, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
 
@@ -13,14 +13,14 @@ TAB_ATTENTION, TAB_MASKS, TAB_PE, TAB_TRAIN, TAB_TRANSLATE = ("attention", "mask
                                                               "translate")
 
 
-def _box(x, y, w, h, title, lines, tab, fill):
+def _box(x, y, w, h, title, lines, tab, fill, lang="en"):
     out = [f'<g class="blk" data-tab="{escape(tab)}" style="cursor:pointer">',
            f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="10" fill="{fill}" stroke="#333" stroke-width="1.2"/>',
            f'<text x="{x + w / 2}" y="{y + 20}" text-anchor="middle" font-weight="bold" font-size="14">{escape(title)}</text>']
     for i, line in enumerate(lines):
         out.append(f'<text x="{x + w / 2}" y="{y + 40 + 17 * i}" text-anchor="middle" font-size="12.5">{escape(line)}</text>')
     out.append(f'<text x="{x + w - 8}" y="{y + h - 7}" text-anchor="end" font-size="11" fill="#1f5fa8">'
-               f'explore in {escape(tab)} →</text></g>')
+               f'{escape(text(lang, f"overview.explore.{tab}"))}</text></g>')
     return "".join(out)
 
 
@@ -31,46 +31,51 @@ def _arrow(x1, y1, x2, y2, label="", dx=8):
             f'marker-end="url(#arrow)"/>{lab}')
 
 
-def architecture_svg(config, src_len=None, tgt_len=None):
-    """SVG of the encoder-decoder; shapes use the current sentence's lengths (S, T) when given."""
+def architecture_svg(config, src_len=None, tgt_len=None, lang="en"):
+    """SVG of the encoder-decoder, its words in `lang`; shapes use the current sentence's lengths (S, T) when
+    given."""
     N, D, H, F, V = config["N"], config["d_model"], config["h"], config["d_ff"], config["tgt_vocab"]
     S = src_len if src_len else "S"
     T = tgt_len if tgt_len else "T"
     dk = D // H
+
+    def t(key, **values):
+        return text(lang, f"overview.{key}", **values)
+
+    def box(x, y, w, h, title, lines, tab, fill):
+        return _box(x, y, w, h, title, lines, tab, fill, lang)
+
     p = ['<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 900 640" width="100%" style="max-width:900px" '
-         'font-family="sans-serif" role="img" aria-label="Transformer architecture">',
+         f'font-family="sans-serif" role="img" aria-label="{escape(t("aria"))}">',
          '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
          'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>']
     # encoder column (left), bottom to top
-    p.append(_box(40, 560, 320, 60, "Source: German pieces", [f"SentencePiece ids, 1 × {S}"], TAB_TRANSLATE, "#fff"))
+    p.append(box(40, 560, 320, 60, t("source"), [t("source-ids", S=S)], TAB_TRANSLATE, "#fff"))
     p.append(_arrow(200, 560, 200, 522, f"1 × {S}"))
-    p.append(_box(40, 440, 320, 80, "Embedding × √d_model + positional encoding",
-                  [f"shared {V} × {D} table, scaled by √{D}", "sinusoids added, then dropout"], TAB_PE, "#fdf1d6"))
+    p.append(box(40, 440, 320, 80, t("embedding"), [t("embedding-table", V=V, D=D), t("embedding-sinusoids")],
+                 TAB_PE, "#fdf1d6"))
     p.append(_arrow(200, 440, 200, 372, f"1 × {S} × {D}"))
-    p.append(_box(40, 210, 320, 160, f"Encoder × {N}",
-                  [f"multi-head self-attention: {H} heads × {S} × {S}", f"d_k = {D} / {H} = {dk}",
-                   f"source padding mask: 1 × 1 × {S}", f"feed-forward {D} → {F} → {D}",
-                   "residual + LayerNorm around each"], TAB_ATTENTION, "#dbe9f8"))
-    p.append(f'<text x="212" y="186" font-size="12" fill="#a33" font-family="monospace">memory 1 × {S} × {D}</text>')
+    p.append(box(40, 210, 320, 160, t("encoder", N=N),
+                 [t("encoder-attention", H=H, S=S), f"d_k = {D} / {H} = {dk}", t("encoder-mask", S=S),
+                  t("ffn", D=D, F=F), t("residual")], TAB_ATTENTION, "#dbe9f8"))
+    p.append(f'<text x="212" y="186" font-size="12" fill="#a33" font-family="monospace">{escape(t("memory", S=S, D=D))}'
+             '</text>')
     p.append('<path d="M200,210 L200,195 L470,195" fill="none" stroke="#333" stroke-width="1.5" '
              'marker-end="url(#arrow)"/>')
     # decoder column (right)
-    p.append(_box(520, 560, 340, 60, "Decoder input: English so far",
-                  [f"<s> y1 … (shifted right), 1 × {T}"], TAB_MASKS, "#fff"))
+    p.append(box(520, 560, 340, 60, t("decoder-input"), [t("decoder-input-line", bos="<s>", T=T)], TAB_MASKS, "#fff"))
     p.append(_arrow(690, 560, 690, 522, f"1 × {T}"))
-    p.append(_box(520, 440, 340, 80, "Embedding × √d_model + positional encoding",
-                  ["the same table as the encoder's", "positions counted from 0 again"], TAB_PE, "#fdf1d6"))
+    p.append(box(520, 440, 340, 80, t("embedding"), [t("embedding-same"), t("embedding-positions")], TAB_PE,
+                 "#fdf1d6"))
     p.append(_arrow(690, 440, 690, 372, f"1 × {T} × {D}"))
-    p.append(_box(470, 160, 390, 210, f"Decoder × {N}",
-                  [f"masked self-attention: {H} heads × {T} × {T}", f"mask = padding & subsequent: {T} × {T}",
-                   f"cross-attention: {H} heads × {T} × {S}", "queries from the decoder, keys/values from memory",
-                   f"feed-forward {D} → {F} → {D}", "residual + LayerNorm around each",
-                   "cached keys/values: one new position per step"], TAB_ATTENTION, "#e3f1df"))
+    p.append(box(470, 160, 390, 210, t("decoder", N=N),
+                 [t("decoder-attention", H=H, T=T), t("decoder-mask", T=T), t("cross", H=H, T=T, S=S), t("cross-qkv"),
+                  t("ffn", D=D, F=F), t("residual"), t("cache")], TAB_ATTENTION, "#e3f1df"))
     p.append(_arrow(665, 160, 665, 122, f"1 × {T} × {D}"))
-    p.append(_box(470, 70, 390, 50, "Linear (tied to the embedding) + softmax", [], TAB_TRAIN, "#f3e1f3"))
+    p.append(box(470, 70, 390, 50, t("generator"), [], TAB_TRAIN, "#f3e1f3"))
     p.append(_arrow(665, 70, 665, 32, f"1 × {T} × {V}"))
-    p.append('<text x="665" y="22" text-anchor="middle" font-size="13" fill="#444">next-token probabilities</text>')
-    p.append('<text x="40" y="30" font-size="12" fill="#666">trained with label smoothing and the Noam schedule</text>')
+    p.append(f'<text x="665" y="22" text-anchor="middle" font-size="13" fill="#444">{escape(t("next-token"))}</text>')
+    p.append(f'<text x="40" y="30" font-size="12" fill="#666">{escape(t("trained"))}</text>')
     p.append("</svg>")
     return "".join(p)
 
@@ -84,22 +89,23 @@ element.addEventListener('click', (event) => {
 """
 
 
-def overview_svg(ins):
-    """The architecture diagram with the shapes of the last translation (S and T before the first)."""
+def overview_svg(ins, lang="en"):
+    """The architecture diagram with the shapes of the last translation (S and T before the first), its words
+    in `lang`."""
     cfg = get_translator().config
     if ins is None:
-        return architecture_svg(cfg)
-    return architecture_svg(cfg, len(ins.src_tokens), len(ins.tgt_tokens))
+        return architecture_svg(cfg, lang=lang)
+    return architecture_svg(cfg, len(ins.src_tokens), len(ins.tgt_tokens), lang)
 
 
-# the tab's one view: the diagram with the translation's shapes; cleared back to S and T when it is hidden and a
-# new translation comes
-VIEWS = [View("overview/diagram", ("overview",), overview_svg, blank=lambda: (overview_svg(None),))]
+# the tab's one view: the diagram with the translation's shapes, in the page's language; cleared back to S and T
+# when it is hidden and a new translation comes (drawn again in the page's language when the tab opens)
+VIEWS = [View("overview/diagram", ("overview",), overview_svg, uses=("lang",), blank=lambda: (overview_svg(None),))]
 
 
-def show(page, ins):
+def show(page, ins, lang="en"):
     """The tab's view for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS)
+    return refresh(page, ins, VIEWS, dict(lang=lang))
 
 
 def build(cfg, page, state, lang=None):
@@ -109,5 +115,8 @@ def build(cfg, page, state, lang=None):
         gr.Markdown(L("ui.overview.model", layers=cfg["N"], d_model=cfg["d_model"], heads=cfg["h"],
                       d_ff=cfg["d_ff"], vocab=cfg["src_vocab"]))
         diagram = gr.HTML(overview_svg(None), js_on_load=DIAGRAM_JS, elem_id="diagram")
-    tab.select(opener(("overview",), show), [page, state], diagram, api_visibility="private")
-    return tab_views(show, VIEWS, {}, [diagram])
+    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
+    inputs = [page, state, lang]
+    tab.select(opener(("overview",), show), inputs, diagram, api_visibility="private")
+    lang.change(show, inputs, diagram, api_visibility="private")
+    return tab_views(show, VIEWS, dict(lang=lang), [diagram])

@@ -14,9 +14,14 @@ from plotly.subplots import make_subplots
 from core.model import Embeddings, PositionalEncoding
 
 from ..common import clamp, code_panel, empty_figure, md_literal
-from ..i18n import L
+from ..i18n import L, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
+
+
+def _t(lang, key, **values):
+    """The tab's text `positional.<key>` in `lang` (app/locale/<lang>.json)."""
+    return text(lang, f"positional.{key}", **values)
 
 
 def encoding(d_model, positions):
@@ -27,49 +32,51 @@ def encoding(d_model, positions):
 MAX_DIMS_CHARS = 200  # the dimensions box: a dozen numbers need far less
 
 
-def parse_dims(text, d_model, default=(4, 5, 6, 7)):
-    """Dimensions to plot from text like "4, 5, 6 7"; raises ValueError with a readable message."""
-    text = str(text or "")
-    if len(text) > MAX_DIMS_CHARS:
-        raise ValueError(f"That is {len(text):,} characters; give up to 12 dimensions, e.g. 4, 5, 6, 7.")
-    parts = text.replace(",", " ").split()
+def parse_dims(typed, d_model, default=(4, 5, 6, 7), lang="en"):
+    """Dimensions to plot from text like "4, 5, 6 7"; raises ValueError with a readable message (in `lang`)."""
+    typed = str(typed or "")
+    if len(typed) > MAX_DIMS_CHARS:
+        raise ValueError(_t(lang, "error.long", n=f"{len(typed):,}"))
+    parts = typed.replace(",", " ").split()
     if not parts:
         return [d for d in default if d < d_model]
     try:
         dims = [int(p) for p in parts]
     except ValueError:
-        raise ValueError(f"Dimensions must be whole numbers, e.g. 4, 5, 6, 7 (got {text!r}).")
+        raise ValueError(_t(lang, "error.number", got=repr(typed)))
     bad = [d for d in dims if not 0 <= d < d_model]
     if bad:
         shown = ", ".join(map(str, bad[:5])) + (" ..." if len(bad) > 5 else "")
-        raise ValueError(f"Dimensions must lie in 0..{d_model - 1}; {shown} do not.")
+        raise ValueError(_t(lang, "error.range", hi=d_model - 1, bad=shown))
     return dims[:12]
 
 
-def curves_figure(pe, dims):
+def curves_figure(pe, dims, lang="en"):
     fig = go.Figure()
     for d in dims:
         kind = "sin" if d % 2 == 0 else "cos"
-        fig.add_trace(go.Scatter(y=pe[:, d].numpy(), mode="lines", name=f"dim {d} ({kind}, i = {d // 2})"))
-    fig.update_layout(title="PE(pos, dim) over positions", xaxis_title="position", yaxis_title="value",
-                      height=360, margin=dict(l=10, r=10, t=50, b=10))
+        fig.add_trace(go.Scatter(y=pe[:, d].numpy(), mode="lines", name=_t(lang, "curves.dim", d=d, kind=kind,
+                                                                             i=d // 2)))
+    fig.update_layout(title=_t(lang, "curves.title"), xaxis_title=_t(lang, "position"),
+                      yaxis_title=_t(lang, "curves.value"), height=360, margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
-def heatmap_figure(pe):
-    fig = go.Figure(go.Heatmap(z=pe.numpy(), colorscale="RdBu", zmin=-1, zmax=1,
-                               hovertemplate="position %{y}, dim %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_layout(title="Position × dimension", xaxis_title="dimension", yaxis_title="position",
-                      yaxis_autorange="reversed", height=420, margin=dict(l=10, r=10, t=50, b=10))
+def heatmap_figure(pe, lang="en"):
+    hover = _t(lang, "heatmap.hover", pos="%{y}", dim="%{x}", value="%{z:.3f}") + "<extra></extra>"
+    fig = go.Figure(go.Heatmap(z=pe.numpy(), colorscale="RdBu", zmin=-1, zmax=1, hovertemplate=hover))
+    fig.update_layout(title=_t(lang, "heatmap.title"), xaxis_title=_t(lang, "dimension"),
+                      yaxis_title=_t(lang, "position"), yaxis_autorange="reversed", height=420,
+                      margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
-def similarity_figure(pe):
+def similarity_figure(pe, lang="en"):
     sim = pe @ pe.T  # (P, P): depends only on |pos_a - pos_b|
     fig = go.Figure(go.Heatmap(z=sim.numpy(), colorscale="Viridis",
                                hovertemplate="PE(%{y}) · PE(%{x}) = %{z:.2f}<extra></extra>"))
-    fig.update_layout(title="Dot product of every pair of positions", xaxis_title="position",
-                      yaxis_title="position", yaxis_autorange="reversed", height=420,
+    fig.update_layout(title=_t(lang, "similarity.title"), xaxis_title=_t(lang, "position"),
+                      yaxis_title=_t(lang, "position"), yaxis_autorange="reversed", height=420,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
@@ -95,20 +102,20 @@ def relative_residual(pe, k):
     return (target - pred).abs().max(dim=1).values
 
 
-def relative_figure(pe, k):
+def relative_figure(pe, k, lang="en"):
     M = rotation(pe.size(1), k)
     res32 = relative_residual(pe.float(), k)
     res64 = relative_residual(encoding_f64(pe.size(1), pe.size(0)), k)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6], subplot_titles=(
-        f"M_k for k = {k} (first 16 dimensions)", "max |PE(pos + k) − M_k PE(pos)| over dimensions"))
+        _t(lang, "relative.m", k=k), _t(lang, "relative.residual")))
     n = min(16, M.size(0))
     fig.add_trace(go.Heatmap(z=M[:n, :n].numpy(), colorscale="RdBu", zmin=-1, zmax=1, showscale=False,
                              hovertemplate="M[%{y}, %{x}] = %{z:.3f}<extra></extra>"), row=1, col=1)
     fig.update_yaxes(autorange="reversed", row=1, col=1)
-    fig.add_trace(go.Scatter(y=res32.numpy(), mode="lines", name="float32 buffer (the model's)"), row=1, col=2)
+    fig.add_trace(go.Scatter(y=res32.numpy(), mode="lines", name=_t(lang, "relative.float32")), row=1, col=2)
     fig.add_trace(go.Scatter(y=res64.numpy(), mode="lines", name="float64"), row=1, col=2)
     fig.update_yaxes(type="log", row=1, col=2, exponentformat="e")
-    fig.update_xaxes(title_text="pos", row=1, col=2)
+    fig.update_xaxes(title_text=_t(lang, "relative.pos"), row=1, col=2)
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(x=0.99, xanchor="right", y=0.5, yanchor="middle"))
     return fig, res32.max().item(), res64.max().item()
@@ -124,7 +131,7 @@ def encoding_f64(d_model, positions):
     return pe
 
 
-def scale_figure(model):
+def scale_figure(model, lang="en"):
     """Norms of the trained token embeddings, raw and times sqrt(d_model), beside the PE norm."""
     emb = model.src_embed[0]
     w = emb.lut.weight.detach().float()
@@ -132,54 +139,55 @@ def scale_figure(model):
     scaled = raw * math.sqrt(emb.d_model)
     pe_norm = math.sqrt(emb.d_model / 2)  # each (sin, cos) pair has unit norm
     fig = go.Figure()
-    fig.add_trace(go.Histogram(x=raw.numpy(), name="‖embedding‖", opacity=0.75, nbinsx=60))
-    fig.add_trace(go.Histogram(x=scaled.numpy(), name=f"‖embedding × √{emb.d_model}‖", opacity=0.75, nbinsx=60))
+    fig.add_trace(go.Histogram(x=raw.numpy(), name=_t(lang, "scale.raw"), opacity=0.75, nbinsx=60))
+    fig.add_trace(go.Histogram(x=scaled.numpy(), name=_t(lang, "scale.scaled", d=emb.d_model), opacity=0.75,
+                               nbinsx=60))
     fig.add_vline(x=pe_norm, line=dict(color="#e4572e", width=3, dash="dash"),
                   annotation_text=f"‖PE(pos)‖ = √(d/2) = {pe_norm:.1f}")
-    fig.update_layout(barmode="overlay", title=f"Trained embeddings of all {w.size(0)} pieces vs the encoding",
-                      xaxis_title="L2 norm", yaxis_title="pieces", height=360, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(barmode="overlay", title=_t(lang, "scale.title", n=w.size(0)), xaxis_title=_t(lang, "scale.norm"),
+                      yaxis_title=_t(lang, "scale.pieces"), height=360, margin=dict(l=10, r=10, t=50, b=10))
     stats = {"raw_median": raw.median().item(), "scaled_median": scaled.median().item(), "pe_norm": pe_norm}
     return fig, stats
 
 
 # ---- callbacks -------------------------------------------------------------------------------------
 
-def positional_view(d_model, positions, dims, k):
-    """The curves of the chosen dimensions, the encoding and its similarities, and M_k for offset k."""
+def positional_view(d_model, positions, dims, k, lang="en"):
+    """The curves of the chosen dimensions, the encoding and its similarities, and M_k for offset k (words in
+    `lang`)."""
     d_model = clamp(d_model, 4, 1024)
     d_model -= d_model % 2
     positions = clamp(positions, 2, 1000)
     k = clamp(k, 1, positions - 1)
     try:
-        dims = parse_dims(dims, d_model)
+        dims = parse_dims(dims, d_model, lang=lang)
     except ValueError as e:
         msg = str(e)
         return empty_figure(msg), empty_figure(msg), empty_figure(msg), empty_figure(msg), f"**{md_literal(msg)}**"
     pe = encoding(d_model, positions)
-    rel, res32, res64 = relative_figure(pe, k)
-    note = (f"For k = {k}, M_k reproduces PE(pos + k) from PE(pos) at every position: largest residual "
-            f"{res32:.1e} with the model's float32 buffer, {res64:.1e} in float64.")
-    return curves_figure(pe, dims), heatmap_figure(pe), similarity_figure(pe), rel, note
+    rel, res32, res64 = relative_figure(pe, k, lang)
+    note = _t(lang, "relative.note", k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}")
+    return curves_figure(pe, dims, lang), heatmap_figure(pe, lang), similarity_figure(pe, lang), rel, note
 
 
-def embedding_scale():
-    fig, s = scale_figure(get_translator().model)
-    note = (f"Median norm of a trained embedding: {s['raw_median']:.2f} as stored, {s['scaled_median']:.1f} after "
-            f"× √d_model; every positional encoding has norm {s['pe_norm']:.1f}. Without the factor the position "
-            "signal would dominate the word signal.")
+def embedding_scale(lang="en"):
+    fig, s = scale_figure(get_translator().model, lang)
+    note = _t(lang, "scale.note", raw=f"{s['raw_median']:.2f}", scaled=f"{s['scaled_median']:.1f}",
+              pe=f"{s['pe_norm']:.1f}")
     return fig, note
 
 
 # the tab's views, in the order of its outputs: the encoding drawn from the controls (d_model, positions,
 # dimensions, k), and the trained model's scales, drawn once
-VIEWS = [View("positional", ("positional",), positional_view, outputs=5, uses=("d_model", "positions", "dims", "k"),
-              reads_translation=False),
-         View("positional/scale", ("positional",), embedding_scale, outputs=2, reads_translation=False)]
+VIEWS = [View("positional", ("positional",), positional_view, outputs=5,
+              uses=("d_model", "positions", "dims", "k", "lang"), reads_translation=False),
+         View("positional/scale", ("positional",), embedding_scale, outputs=2, uses=("lang",),
+              reads_translation=False)]
 
 
-def show(page, d_model, positions, dims, k):
+def show(page, d_model, positions, dims, k, lang="en"):
     """The tab's views for the page as it is (app/views.py): drawn when shown and their controls changed."""
-    return refresh(page, None, VIEWS, dict(d_model=d_model, positions=positions, dims=dims, k=k))
+    return refresh(page, None, VIEWS, dict(d_model=d_model, positions=positions, dims=dims, k=k, lang=lang))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -209,6 +217,7 @@ def build(cfg, page, lang=None):
     """Lay out the tab and wire its controls; its views are first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.positional"), id="positional") as tab:
         outputs, controls = _layout(cfg)
+    controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
     inputs = [page, *controls.values()]
     tab.select(opener(("positional",), show), inputs, outputs, api_visibility="private")
     gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")

@@ -18,12 +18,17 @@ from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
 from ..common import clamp, code_panel, empty_figure
-from ..i18n import L
+from ..i18n import L, text
 from ..shared import model_dir
 from ..views import View, opener, refresh, tab_views
 
 ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
+
+
+def _t(lang, key, **values):
+    """The tab's text `training.<key>` in `lang` (app/locale/<lang>.json)."""
+    return text(lang, f"training.{key}", **values)
 
 
 def read_log(path):
@@ -56,40 +61,39 @@ def _smooth(values, window=25):
     return out
 
 
-def replay_figure(steps, epochs, step):
+def replay_figure(steps, epochs, step, lang="en"):
     """Learning rate, training loss, and validation metrics of the run up to optimizer step `step`."""
     step = max(1, min(step, len(steps)))
     shown = steps[:step]
     xs = [r["step"] for r in shown]
-    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.1, subplot_titles=(
-        "learning rate (Noam)", "training loss per token (label-smoothed)", "validation perplexity",
-        "validation BLEU (greedy)"))
+    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.1, subplot_titles=tuple(
+        _t(lang, f"replay.{k}") for k in ("lr", "loss", "ppl", "bleu")))
     all_x = [r["step"] for r in steps]
     fig.add_trace(go.Scatter(x=all_x, y=[r["lr"] for r in steps], mode="lines", line=dict(color="#ccc"),
-                             name="whole run", showlegend=False, hoverinfo="skip"), row=1, col=1)
+                             name=_t(lang, "replay.whole"), showlegend=False, hoverinfo="skip"), row=1, col=1)
     fig.add_trace(go.Scatter(x=xs, y=[r["lr"] for r in shown], mode="lines", line=dict(color="#2f6db5"),
                              name="lr", showlegend=False), row=1, col=1)
-    fig.add_trace(go.Scatter(x=[xs[-1]], y=[shown[-1]["lr"]], mode="markers", name="now",
+    fig.add_trace(go.Scatter(x=[xs[-1]], y=[shown[-1]["lr"]], mode="markers", name=_t(lang, "replay.now"),
                              marker=dict(size=12, color="#e4572e"), showlegend=False), row=1, col=1)
     fig.add_trace(go.Scatter(x=xs, y=[r["loss"] for r in shown], mode="lines", line=dict(color="#bbb", width=1),
-                             name="loss", showlegend=False), row=1, col=2)
-    fig.add_trace(go.Scatter(x=xs, y=_smooth([r["loss"] for r in shown]), mode="lines",
-                             line=dict(color="#2f6db5"), name="loss (25-step mean)", showlegend=False), row=1, col=2)
+                             name=_t(lang, "replay.raw"), showlegend=False), row=1, col=2)
+    fig.add_trace(go.Scatter(x=xs, y=_smooth([r["loss"] for r in shown]), mode="lines", line=dict(color="#2f6db5"),
+                             name=_t(lang, "replay.mean", n=25), showlegend=False), row=1, col=2)
     done = [e for e in epochs if e["step"] <= step]
     if done:
         ex = [e["step"] for e in done]
         fig.add_trace(go.Scatter(x=ex, y=[e["val_ppl"] for e in done], mode="lines+markers", showlegend=False,
-                                 name="val ppl", line=dict(color="#7a3e9d")), row=2, col=1)
+                                 name=_t(lang, "replay.val_ppl"), line=dict(color="#7a3e9d")), row=2, col=1)
         with_bleu = [e for e in done if "val_bleu" in e]
         fig.add_trace(go.Scatter(x=[e["step"] for e in with_bleu], y=[e["val_bleu"] for e in with_bleu],
-                                 mode="lines+markers", name="val BLEU", showlegend=False,
+                                 mode="lines+markers", name=_t(lang, "replay.val_bleu"), showlegend=False,
                                  line=dict(color="#2e9c57")), row=2, col=2)
     last = all_x[-1]
     for r, c in ((1, 1), (1, 2), (2, 1), (2, 2)):
         fig.update_xaxes(range=[0, last * 1.02], row=r, col=c)
     fig.update_yaxes(type="log", row=2, col=1)
     fig.update_layout(height=560, margin=dict(l=10, r=10, t=50, b=10),
-                      title=f"step {step} of {len(steps)} · epoch {shown[-1]['epoch'] + 1}")
+                      title=_t(lang, "replay.title", step=step, n=len(steps), epoch=shown[-1]["epoch"] + 1))
     return fig
 
 
@@ -99,20 +103,23 @@ def probe_sentences():
     return tuple(nonblank_lines((ASSETS / "probes.txt").read_text(encoding="utf-8")))
 
 
-def probes_html(epochs, step, probes_de):
-    """The probe sentences' translations at the last evaluation at or before `step` (escaped)."""
+def probes_html(epochs, step, probes_de, lang="en"):
+    """The probe sentences' translations at the last evaluation at or before `step` (escaped); the words around
+    them in `lang`."""
     done = [e for e in epochs if e["step"] <= step and e.get("probes")]
     if not done:
-        return "<p><i>No evaluation yet at this step: the first comes at the end of epoch 1.</i></p>"
+        return f"<p><i>{html.escape(_t(lang, 'probes.none'))}</i></p>"
     e = done[-1]
     rows = "".join(f"<tr><td>{html.escape(de)}</td><td>{html.escape(en)}</td></tr>"
                    for de, en in zip(probes_de, e["probes"]))
-    return (f"<p><b>Probe sentences after epoch {e['epoch']}</b> (step {e['step']}, "
-            f"val BLEU {e.get('val_bleu', float('nan')):.1f})</p>"
-            f'<table class="probes"><tr><th>German</th><th>model output</th></tr>{rows}</table>')
+    head, where = (html.escape(_t(lang, f"probes.{k}", epoch=e["epoch"], step=e["step"],
+                                  bleu=f"{e.get('val_bleu', float('nan')):.1f}")) for k in ("title", "where"))
+    german, output = (html.escape(_t(lang, f"probes.{k}")) for k in ("german", "output"))
+    return (f"<p><b>{head}</b>{where}</p>"
+            f'<table class="probes"><tr><th>{german}</th><th>{output}</th></tr>{rows}</table>')
 
 
-def noam_figure(d_model, factor, warmup, run=None, steps=20000):
+def noam_figure(d_model, factor, warmup, run=None, steps=20000, lang="en"):
     """The user's schedule, the Annotated Transformer's three example schedules, and the shipped run."""
     xs = list(range(1, steps + 1, 20))
     fig = go.Figure()
@@ -120,35 +127,38 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000):
         fig.add_trace(go.Scatter(x=xs, y=[rate(s, d, f, w) for s in xs], mode="lines", name=f"{d}:{w}",
                                  line=dict(dash="dot")))
     fig.add_trace(go.Scatter(x=xs, y=[rate(s, d_model, factor, warmup) for s in xs], mode="lines",
-                             name=f"yours: d={d_model}, warmup={warmup}, factor={factor:g}",
+                             name=_t(lang, "noam.yours", d=d_model, warmup=warmup, factor=f"{factor:g}"),
                              line=dict(width=3, color="#e4572e")))
     if run:
         args, run_steps = run
         fig.add_trace(go.Scatter(x=[r["step"] for r in run_steps], y=[r["lr"] for r in run_steps], mode="lines",
-                                 name=f"shipped run (logged): d={args['d_model']}, warmup={args['warmup']}, "
-                                      f"factor={args['factor']:g}", line=dict(width=3, color="#2e9c57")))
-    fig.update_layout(title="lrate = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)",
-                      xaxis_title="step", yaxis_title="learning rate", height=400, margin=dict(l=10, r=10, t=50, b=10))
+                                 name=_t(lang, "noam.shipped", d=args["d_model"], warmup=args["warmup"],
+                                         factor=f"{args['factor']:g}"), line=dict(width=3, color="#2e9c57")))
+    fig.update_layout(title=_t(lang, "noam.title"),
+                      xaxis_title=_t(lang, "noam.step"), yaxis_title=_t(lang, "noam.rate"), height=400,
+                      margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
-def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5):
+def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, lang="en"):
     """The smoothed target distribution for a few target tokens over a small vocabulary (0 is padding)."""
     crit = LabelSmoothing(vocab, 0, eps)
     crit(torch.zeros(len(targets), vocab), torch.tensor(targets))
     td = crit.true_dist
+    hover = _t(lang, "smoothing.hover", target="%{y}", token="%{x}", value="%{z:.3f}") + "<extra></extra>"
     fig = go.Figure(go.Heatmap(z=td.numpy(), zmin=0, zmax=1, colorscale="Blues",
                                text=[[f"{v:.3f}" for v in row] for row in td.tolist()], texttemplate="%{text}",
-                               hovertemplate="target %{y}, token %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=f"Smoothed targets, ε = {eps:g} (token 0 = padding)",
-                      xaxis=dict(title="vocabulary token", tickmode="array", tickvals=list(range(vocab))),
-                      yaxis=dict(title="example (its target)", tickmode="array", tickvals=list(range(len(targets))),
-                                 ticktext=[f"target {t}" for t in targets], autorange="reversed"),
+                               hovertemplate=hover))
+    fig.update_layout(title=_t(lang, "smoothing.title", eps=f"{eps:g}"),
+                      xaxis=dict(title=_t(lang, "smoothing.token"), tickmode="array", tickvals=list(range(vocab))),
+                      yaxis=dict(title=_t(lang, "smoothing.example"), tickmode="array",
+                                 tickvals=list(range(len(targets))), autorange="reversed",
+                                 ticktext=[_t(lang, "smoothing.target", t=t) for t in targets]),
                       height=330, margin=dict(l=10, r=10, t=50, b=10))
     return fig, td
 
 
-def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5):
+def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5, lang="en"):
     """Loss against the model's probability for the right token, the rest spread evenly: with smoothing
     the loss rises again as the model becomes over-confident."""
     ps = [i / 200 for i in range(2, 200)] + [0.999, 0.9999]
@@ -161,8 +171,9 @@ def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5):
             x = torch.tensor([[1e-12, p] + [rest] * (vocab - 2)]).log()
             losses.append(crit(x, torch.tensor([1])).item())
         fig.add_trace(go.Scatter(x=ps, y=losses, mode="lines", name=f"ε = {eps:g}"))
-    fig.update_layout(title="Loss vs the model's confidence in the right token", xaxis_title="p(right token)",
-                      yaxis_title="KL loss", yaxis_range=[0, 4], height=380, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(title=_t(lang, "penalization.title"), xaxis_title=_t(lang, "penalization.p"),
+                      yaxis_title=_t(lang, "penalization.loss"), yaxis_range=[0, 4], height=380,
+                      margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
@@ -171,9 +182,9 @@ def ablation_runs():
     return {label: read_log(p) for label, p in ABLATION.items() if p.exists()}
 
 
-def ablation_figure(runs):
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("validation perplexity", "validation BLEU (greedy)",
-                                                         "mean confidence in its top token"))
+def ablation_figure(runs, lang="en"):
+    fig = make_subplots(rows=1, cols=3, subplot_titles=tuple(
+        _t(lang, k) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
     colors = {"ε = 0": "#e4572e", "ε = 0.1": "#2f6db5"}
     for label, (_, _, epochs) in runs.items():
         ep = [e["epoch"] for e in epochs]
@@ -181,7 +192,7 @@ def ablation_figure(runs):
             fig.add_trace(go.Scatter(x=ep, y=[e.get(key) for e in epochs], mode="lines+markers", name=label,
                                      legendgroup=label, showlegend=c == 1,
                                      line=dict(color=colors.get(label))), row=1, col=c)
-    fig.update_xaxes(title_text="epoch")
+    fig.update_xaxes(title_text=_t(lang, "ablation.epoch"))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
@@ -192,10 +203,10 @@ def replay_length():
     return len(shipped_log()[1])
 
 
-def replay_view(step):
+def replay_view(step, lang="en"):
     _, steps, epochs = shipped_log()
     step = clamp(step, 1, len(steps))
-    return replay_figure(steps, epochs, step), probes_html(epochs, step, probe_sentences())
+    return replay_figure(steps, epochs, step, lang), probes_html(epochs, step, probe_sentences(), lang)
 
 
 def replay_tick(step, playing):
@@ -216,42 +227,50 @@ def replay_toggle(playing, step):
             gr.Slider(value=start))
 
 
-def noam_view(d_model, factor, warmup):
+def noam_view(d_model, factor, warmup, lang="en"):
     config, steps, _ = shipped_log()
     run = (config["args"], steps) if config else None
-    return noam_figure(clamp(d_model, 8, 4096), clamp(factor, 0.01, 10.0, float), clamp(warmup, 1, 100000), run)
+    return noam_figure(clamp(d_model, 8, 4096), clamp(factor, 0.01, 10.0, float), clamp(warmup, 1, 100000), run,
+                       lang=lang)
 
 
-def smoothing_view(eps):
-    fig, _ = smoothing_figure(clamp(eps, 0.0, 0.9, float))
+def smoothing_view(eps, lang="en"):
+    fig, _ = smoothing_figure(clamp(eps, 0.0, 0.9, float), lang=lang)
     return fig
 
 
-def ablation_view():
-    """The label-smoothing ablation, and a sentence stating what its logs show."""
+def ablation_view(lang="en"):
+    """The label-smoothing ablation, and a sentence stating what its logs show (in `lang`)."""
     runs = ablation_runs()
     if len(runs) < 2:
-        return empty_figure("The ablation logs are not in assets/."), ""
+        return empty_figure(_t(lang, "ablation.missing")), ""
     last = {label: r[2][-1] for label, r in runs.items()}
     a, b = last["ε = 0"], last["ε = 0.1"]
-    text = (f"After {a['epoch']} epochs each on the same budget: ε = 0 reaches validation perplexity "
-            f"{a['val_ppl']:.2f}, BLEU {a.get('val_bleu', float('nan')):.1f}, mean top-token confidence "
-            f"{a['val_confidence']:.2f}; ε = 0.1 reaches perplexity {b['val_ppl']:.2f}, BLEU "
-            f"{b.get('val_bleu', float('nan')):.1f}, confidence {b['val_confidence']:.2f}.")
-    return ablation_figure(runs), text
+    note = _t(lang, "ablation.note", epochs=a["epoch"], ppl0=f"{a['val_ppl']:.2f}",
+              bleu0=f"{a.get('val_bleu', float('nan')):.1f}", conf0=f"{a['val_confidence']:.2f}",
+              ppl1=f"{b['val_ppl']:.2f}", bleu1=f"{b.get('val_bleu', float('nan')):.1f}",
+              conf1=f"{b['val_confidence']:.2f}")
+    return ablation_figure(runs, lang), note
 
 
 # the tab's views, in the order of its outputs, each reading the controls named in `uses`
-VIEWS = [View("training/replay", ("training",), replay_view, outputs=2, uses=("step",), reads_translation=False),
-         View("training/noam", ("training",), noam_view, uses=("d_model", "factor", "warmup"), reads_translation=False),
-         View("training/smoothing", ("training",), smoothing_view, uses=("eps",), reads_translation=False),
-         View("training/penalization", ("training",), penalization_figure, reads_translation=False),
-         View("training/ablation", ("training",), ablation_view, outputs=2, reads_translation=False)]
+def penalization_view(lang="en"):
+    return penalization_figure(lang=lang)
 
 
-def show(page, step, d_model, factor, warmup, eps):
+VIEWS = [View("training/replay", ("training",), replay_view, outputs=2, uses=("step", "lang"),
+              reads_translation=False),
+         View("training/noam", ("training",), noam_view, uses=("d_model", "factor", "warmup", "lang"),
+              reads_translation=False),
+         View("training/smoothing", ("training",), smoothing_view, uses=("eps", "lang"), reads_translation=False),
+         View("training/penalization", ("training",), penalization_view, uses=("lang",), reads_translation=False),
+         View("training/ablation", ("training",), ablation_view, outputs=2, uses=("lang",), reads_translation=False)]
+
+
+def show(page, step, d_model, factor, warmup, eps, lang="en"):
     """The tab's views for the page as it is (app/views.py): drawn when shown and their controls changed."""
-    return refresh(page, None, VIEWS, dict(step=step, d_model=d_model, factor=factor, warmup=warmup, eps=eps))
+    return refresh(page, None, VIEWS, dict(step=step, d_model=d_model, factor=factor, warmup=warmup, eps=eps,
+                                           lang=lang))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -299,7 +318,8 @@ def build(page, lang=None):
         noam, noam_controls = _noam()
         smoothing, eps = _smoothing()
         code_panel(None, rate, LabelSmoothing)
-    outputs, controls = [*replay, noam, *smoothing], dict(step=step, **noam_controls, eps=eps)
+    # its words are drawn in the page's language: redrawn when it changes
+    outputs, controls = [*replay, noam, *smoothing], dict(step=step, **noam_controls, eps=eps, lang=lang)
     inputs = [page, *controls.values()]
     tab.select(opener(("training",), show), inputs, outputs, api_visibility="private")
     gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")

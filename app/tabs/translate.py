@@ -3,7 +3,9 @@ the decoding replayed one step at a time.
 
 `translate` keeps the Inspection of the translation (every attention map, every step's candidates) in the
 session's state; every view draws from it, when it is shown (app/views.py). This tab's views are the token
-strip, drawn with each translation beside the English, and the step replay, drawn when the tab is on screen.
+strip and the status line, drawn with each translation beside the English, and the step replay, drawn when the
+tab is on screen; their words are in the page's language. `translate` is also the public /translate API, whose
+status line stays English: the status view writes it again in the page's language.
 """
 import html
 import itertools
@@ -35,19 +37,21 @@ def token_probs_html(ins, lang="en"):
     return token_strip(ins.out_tokens, ins.token_probs, legend=token_legend(lang))
 
 
-def decoder_input_html(ins, step):
-    """Decoder input at `step` (what the decoder has seen so far) and the token it produces."""
+def decoder_input_html(ins, step, lang="en"):
+    """Decoder input at `step` (what the decoder has seen so far) and the token it produces, in `lang`."""
     seen = " ".join(html.escape(t) for t in ins.tgt_tokens[:step + 1])
     out = html.escape(ins.out_tokens[step])
-    return (f'<div class="step"><b>decoder input</b> <code>{seen}</code> &nbsp;→&nbsp; '
-            f'<b>next token</b> <code class="chosen">{out}</code> '
+    words = {k: html.escape(text(lang, f"translate.{k}")) for k in ("decoder-input", "next-token")}
+    return (f'<div class="step"><b>{words["decoder-input"]}</b> <code>{seen}</code> &nbsp;→&nbsp; '
+            f'<b>{words["next-token"]}</b> <code class="chosen">{out}</code> '
             f'(p = {ins.token_probs[step]:.3f})</div>')
 
 
-def mask_svg(mask, row_tokens, col_tokens, title="", highlight_row=None):
+def mask_svg(mask, row_tokens, col_tokens, title="", highlight_row=None, lang="en"):
     """A boolean mask (rows x cols) as an SVG grid: blue where a row may attend to a column, grey where it is
-    masked; the tokens label the rows and columns, `highlight_row` is outlined. Each row's allowed runs are one
-    rectangle each (a subsequent mask is one per row), so the drawing grows with its rows, not its cells."""
+    masked; the tokens label the rows and columns, `highlight_row` is outlined; each row's hover in `lang`. Each
+    row's allowed runs are one rectangle each (a subsequent mask is one per row), so the drawing grows with its
+    rows, not its cells."""
     m = mask.bool().cpu().tolist()
     R, C = len(row_tokens), len(col_tokens)
     assert len(m) == R and all(len(r) == C for r in m), (len(m), R, C)
@@ -58,9 +62,9 @@ def mask_svg(mask, row_tokens, col_tokens, title="", highlight_row=None):
            f'font-family="sans-serif" font-size="{min(12, c)}" role="img" aria-label="{html.escape(title)}">',
            f'<rect x="{left}" y="{top}" width="{C * c}" height="{R * c}" fill="{MASK_SCALE[0][1]}"/>']
     for i, row in enumerate(m):
-        out.append(f'<g><title>row {i} ({html.escape(row_tokens[i])}) may attend to {sum(row)} of {C} columns'
-                   f'</title><text x="{left - 6}" y="{top + i * c + c * 0.7}" text-anchor="end">'
-                   f'{html.escape(row_tokens[i])}</text>')
+        hover = text(lang, "translate.mask-row", row=i, token=row_tokens[i], n=sum(row), cols=C)
+        out.append(f'<g><title>{html.escape(hover)}</title><text x="{left - 6}" y="{top + i * c + c * 0.7}" '
+                   f'text-anchor="end">{html.escape(row_tokens[i])}</text>')
         j = 0
         for allowed, run in itertools.groupby(row):
             n = len(list(run))
@@ -82,9 +86,9 @@ def mask_svg(mask, row_tokens, col_tokens, title="", highlight_row=None):
     return f'<div class="mask-svg"><div class="mask-title">{html.escape(title)}</div>{"".join(out)}</div>'
 
 
-def step_candidates(ins, step):
+def step_candidates(ins, step, lang="en"):
     """The top candidates for the token at decoding step `step` as bars of their probability, best first, the
-    chosen one in red (HTML: the page draws it at once, and every token is escaped)."""
+    chosen one in red (HTML: the page draws it at once, and every token is escaped), its title in `lang`."""
     chosen = ins.out_tokens[step]
     rows = []
     for tok, p in ins.topk[step]:
@@ -92,8 +96,8 @@ def step_candidates(ins, step):
         rows.append(f'<div class="{cls}" title="p = {p:.4f}"><span class="cand-tok">{html.escape(tok)}</span>'
                     f'<span class="cand-bar"><span style="width:{100 * p:.1f}%"></span></span>'
                     f'<span class="cand-p">{p:.1%}</span></div>')
-    return (f'<div class="cands"><div class="cands-title">Step {step + 1}: next-token candidates '
-            f'(chosen in red)</div>{"".join(rows)}</div>')
+    title = html.escape(text(lang, "translate.candidates", step=step + 1))
+    return f'<div class="cands"><div class="cands-title">{title}</div>{"".join(rows)}</div>'
 
 
 # ---- callbacks -------------------------------------------------------------------------------------
@@ -111,18 +115,50 @@ def decoding_settings(values, default_alpha):
             for name, v in values.items()}
 
 
+def input_problem(typed, lang="en"):
+    """What is wrong with the German typed, in `lang`: nothing typed, or too long for the demo; else None."""
+    typed = (typed or "").strip()
+    if not typed:
+        return text(lang, "translate.status.empty")
+    if len(typed) > MAX_CHARS:
+        return text(lang, "translate.status.too-long", n=f"{len(typed):,}", max=f"{MAX_CHARS:,}")
+    return None
+
+
+def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, lang="en"):
+    """A translation's status line in Markdown, in `lang`: how it was decoded (`settings`, as translate() hands
+    them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
+    notice where the input was cut to `cut_to` pieces, and one where the output reached the maximum length."""
+    method = settings.get("method", DEFAULT_METHOD)
+    decoding = text(lang, f"translate.status.{method}", beam=settings.get("beam"),
+                    alpha=f"{settings.get('alpha', 0):g}", temperature=f"{settings.get('temperature', 1):g}",
+                    top_k=settings.get("top_k", 0))
+    parts = [decoding, text(lang, "translate.status.pieces", src=src_pieces, out=out_pieces)]
+    if ms is not None:
+        parts.append(text(lang, "translate.status.time", ms=f"{ms:.0f}"))
+    status = " · ".join(parts)
+    notice = f"\n\n**{text(lang, 'translate.status.notice')}** "
+    if cut_to is not None:
+        status += notice + text(lang, "translate.status.cut", n=cut_to)
+    if out_pieces > settings.get("max_len", out_pieces):  # max_len decoded tokens, none of them </s> (appended after)
+        status += notice + text(lang, "translate.status.max-len")
+    return status
+
+
+_SERVER_MS = "server_ms"  # the attribute where translate() notes an Inspection's time on the server, in ms
+
+
 def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=None, top_k=None, max_len=None,
               previous=None):
     """Translate one German sentence and keep everything the other tabs show (returned as state). The settings
     are kept to DECODING_LIMITS, as the sliders are; one not given takes its first value.
 
-    Returns (English translation, a status line in Markdown, the Inspection to keep)."""
-    text = (text or "").strip()
-    if not text:
-        return "", "Type a German sentence (or pick an example) and press Translate.", previous
-    if len(text) > MAX_CHARS:
-        return "", (f"That input has {len(text):,} characters; this demo takes up to {MAX_CHARS:,}. "
-                    "Try a single sentence."), previous
+    Returns (English translation, a status line in Markdown (in English: the page's status view writes it again
+    in the page's language), the Inspection to keep)."""
+    problem = input_problem(text)
+    if problem:
+        return "", problem, previous
+    text = text.strip()
     method = method if method in METHODS else DEFAULT_METHOD
     tr = get_translator()
     sampling = dict(temperature=temperature, top_k=top_k) if method == "sample" else {}
@@ -132,15 +168,9 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     with MODEL_LOCK:
         ins = tr.inspect(text, **settings)
     ms = (time.perf_counter() - t0) * 1e3
-    decoding = {"greedy": "greedy", "beam": f"beam search (k = {settings['beam']}, α = {settings['alpha']:g})",
-             "sample": f"sampling (T = {settings.get('temperature', 1):g}, top-k = {settings.get('top_k', 0)})"}[method]
-    status = (f"{decoding} · {len(ins.src_tokens)} source pieces → {len(ins.out_tokens)} output pieces · "
-              f"{ms:.0f} ms on the server, attention maps included")
-    if ins.truncated:
-        status += (f"\n\n**Notice:** the input was longer than the model's limit and was cut to its first "
-                   f"{tr.max_src_tokens - 2} pieces.")
-    if len(ins.out_tokens) > settings["max_len"]:  # max_len decoded tokens, none of them </s> (appended after)
-        status += "\n\n**Notice:** the output reached the maximum length before the end-of-sentence token."
+    setattr(ins, _SERVER_MS, ms)  # for its status line in another language (status_view)
+    status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
+                         tr.max_src_tokens - 2 if ins.truncated else None)
     return ins.translation, status, ins
 
 
@@ -152,8 +182,15 @@ def export_json(ins):
     return gr.update(value=export_file(ins.to_json(), "translation", ".json"), visible=True)
 
 
-def token_probs(ins):
-    return token_probs_html(ins) if ins is not None else ""
+def token_probs(ins, lang="en"):
+    return token_probs_html(ins, lang) if ins is not None else ""
+
+
+def status_view(ins, lang="en"):
+    """The status line of the kept translation in `lang` (translate() returns it in English, for its API)."""
+    cut = get_translator().max_src_tokens - 2 if ins.truncated else None
+    return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), getattr(ins, _SERVER_MS, None), cut,
+                       lang)
 
 
 def step_slider(ins):
@@ -162,49 +199,69 @@ def step_slider(ins):
                      label=L("ui.translate.step"))  # its range shows the steps
 
 
-def decoding_step(ins, step):
-    """What the decoder saw and chose at step `step` (1-based): input so far, mask in effect, candidates."""
+def decoding_step(ins, step, lang="en"):
+    """What the decoder saw and chose at step `step` (1-based): input so far, mask in effect, candidates; their
+    words in `lang`."""
     if ins is None:
-        return "", "", '<div class="cands-title">Translate a sentence to replay its decoding.</div>'
+        return "", "", f'<div class="cands-title">{html.escape(text(lang, "translate.replay-first"))}</div>'
     t = clamp(step, 1, len(ins.out_tokens)) - 1
     seen = ins.tgt_tokens[:t + 1]
     mask = subsequent_mask(len(seen))[0]
-    mask_view = mask_svg(mask, seen, seen, title=f"Subsequent mask in effect ({t + 1} × {t + 1}); "
-                         "the last row is this step's query", highlight_row=t)
-    return decoder_input_html(ins, t), mask_view, step_candidates(ins, t)
+    mask_view = mask_svg(mask, seen, seen, title=text(lang, "translate.mask-title", n=t + 1), highlight_row=t,
+                         lang=lang)
+    return decoder_input_html(ins, t, lang), mask_view, step_candidates(ins, t, lang)
 
 
-def _step_by(ins, step, delta):
+def _step_by(ins, step, delta, lang="en"):
     """The replay moved one step back or forward, kept within 1..n: the slider's value and that step's views."""
     if ins is None:
-        return 1, *decoding_step(None, 1)
+        return 1, *decoding_step(None, 1, lang)
     k = clamp(clamp(step, 1, len(ins.out_tokens)) + delta, 1, len(ins.out_tokens))
-    return k, *decoding_step(ins, k)
+    return k, *decoding_step(ins, k, lang)
 
 
-def previous_step(ins, step):
-    return _step_by(ins, step, -1)
+def previous_step(ins, step, lang="en"):
+    return _step_by(ins, step, -1, lang)
 
 
-def next_step(ins, step):
-    return _step_by(ins, step, +1)
+def next_step(ins, step, lang="en"):
+    return _step_by(ins, step, +1, lang)
 
 
-def replay_start(ins):
+def replay_start(ins, lang="en"):
     """The step replay of a new translation, at step 1: the slider's range, then the step's views."""
-    return (step_slider(ins), *decoding_step(ins, 1))
+    return (step_slider(ins), *decoding_step(ins, 1, lang))
 
 
-# the views of the tab, in the order of its outputs: the token strip is drawn with every translation (it sits
-# beside the English), the step replay when the tab is on screen
-VIEWS = [View("translate/tokens", (), token_probs, blank=("",)),
-         View("translate/replay", ("translate",), replay_start, outputs=4,
+# the views of the tab, in the order of its outputs: the token strip and the status line are drawn with every
+# translation (they sit beside the English), the step replay when the tab is on screen; all in the page's language
+VIEWS = [View("translate/tokens", (), token_probs, uses=("lang",), blank=("",)),
+         View("translate/status", (), status_view, uses=("lang",), blank=("",)),
+         View("translate/replay", ("translate",), replay_start, outputs=4, uses=("lang",),
               blank=lambda: (step_slider(None), "", "", ""))]
+REPLAY = 2  # where the replay's outputs start, after the token strip's and the status line's
 
 
-def show(page, ins):
+def show(page, ins, lang="en"):
     """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
-    return refresh(page, ins, VIEWS)
+    return refresh(page, ins, VIEWS, dict(lang=lang))
+
+
+def relabel(page, ins, step, lang="en"):
+    """The tab's views once the page's language changes: as `show` draws them, but a replay of this translation
+    drawn again stays at its step (`replay_start` would take it back to step 1)."""
+    last = page["drawn"].get(VIEWS[-1].name)
+    out = list(show(page, ins, lang))
+    if ins is not None and last is not None and last[0] is ins and out[REPLAY] != gr.skip():
+        out[REPLAY:] = [gr.skip(), *decoding_step(ins, step, lang)]  # the slider keeps its range and value
+    return tuple(out)
+
+
+def input_notice(typed, lang="en"):
+    """After a press of Translate: the status line's message about the German typed, in `lang`, where there is one
+    (translate() wrote it in English); else nothing sent."""
+    problem = input_problem(typed, lang)
+    return gr.skip() if problem is None else problem
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -269,17 +326,23 @@ def build(demo, page, state, default_alpha, lang=None):
     with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
         src, settings, go_btn, out, status, probs, (export, exported) = _layout(default_alpha)
         step, prev_btn, next_btn, step_views = _step_replay()
-    outputs = [probs, step, *step_views]
+    outputs = [probs, status, step, *step_views]
+    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
-    tab.select(opener(("translate",), show), [page, state], outputs, api_visibility="private")
+    # the public API's status line is English; a problem with the input is said again in the page's language (a
+    # translation's status line is, by its view)
+    translated.then(input_notice, [src, lang], status, api_visibility="private")
+    tab.select(opener(("translate",), show), [page, state, lang], outputs, api_visibility="private")
+    lang.change(relabel, [page, state, step, lang], outputs, api_visibility="private")
     export.click(export_json, [state], exported, api_visibility="private")
     # the slider's own event fires on the user's input only: a new translation and the buttons send the step's
     # views with the slider's new value, so nothing is drawn twice
-    step.input(decoding_step, [state, step], step_views, trigger_mode="always_last", api_visibility="private")
+    step.input(decoding_step, [state, step, lang], step_views, trigger_mode="always_last", api_visibility="private")
     for button, move in ((prev_btn, previous_step), (next_btn, next_step)):
         # a click while the last one runs waits for it, then moves on from the step it reached
-        button.click(move, [state, step], [step, *step_views], trigger_mode="always_last",
+        button.click(move, [state, step, lang], [step, *step_views], trigger_mode="always_last",
                      api_visibility="private")
-    return tab_views(show, VIEWS, {}, outputs, translated=translated, inputs=[src, *settings], results=[out, status])
+    return tab_views(show, VIEWS, dict(lang=lang), outputs, translated=translated, inputs=[src, *settings],
+                     results=[out, status])

@@ -15,12 +15,18 @@ from core.decode import DECODING_LIMITS
 
 from ..cache import PerTranslation
 from ..common import clamp, empty_figure, export_file, label, token_strip, within
-from ..i18n import L
+from ..i18n import L, text
 from ..shared import MODEL_LOCK, get_translator
-from ..views import View, opener, refresh, tab_views
+from ..views import View, opener, refresh, shown, tab_views
 from .translate import MAX_CHARS
 
-NOT_YET = "Translate a sentence first (Translate tab): its beam search will be drawn here."
+
+def not_yet(lang="en"):
+    """What the tab says before a translation."""
+    return text(lang, "whatif.not-yet")
+
+
+NOT_YET = not_yet()
 BEAM = DECODING_LIMITS["beam"]  # the tree's beam size: the same range as the Translate tab's
 COLORS = {"kept": "#4a7dc9", "pruned": "#c9ced6", "finished": "#55a868", "returned": "#e4572e", "root": "#333"}
 
@@ -59,7 +65,7 @@ def _layout(tree):
     return pos
 
 
-def tree_figure(tree, piece, beam):
+def tree_figure(tree, piece, beam, lang="en"):
     """The search as a tree: a node per candidate (x: step, y: rank by log P at that step), edges to its
     parent; pruned ones faded, finished ones green, the returned translation red. A hover gives the whole
     hypothesis, the token's log-probability, log P and (finished) log P / lp."""
@@ -78,8 +84,9 @@ def tree_figure(tree, piece, beam):
         nodes = [n for n in tree.nodes if n.status == status]
         if not nodes:
             continue
-        hover = [label(f"{' '.join(piece(t) for t in tree.path(n.id)) or '<s>'}") +
-                 f"<br>log p(token) {n.logp:.3f} · log P {n.score:.3f}" +
+        name = label(text(lang, f"whatif.status.{status}"))
+        hover = [label(f"{' '.join(piece(t) for t in tree.path(n.id)) or '<s>'}") + "<br>" +
+                 label(text(lang, "whatif.hover", logp=f"{n.logp:.3f}", score=f"{n.score:.3f}")) +
                  (f" · log P / lp {n.norm:.3f}" if n.norm is not None else "") for n in nodes]
         fig.add_trace(go.Scatter(
             x=[pos[n.id][0] for n in nodes], y=[pos[n.id][1] for n in nodes], mode="markers+text",
@@ -87,13 +94,13 @@ def tree_figure(tree, piece, beam):
             textfont=dict(size=10, color="#999" if status == "pruned" else "#222"),
             marker=dict(size=12 if status == "returned" else 8, color=COLORS[status],
                         opacity=0.5 if status == "pruned" else 1),
-            name=status, hovertext=hover, hovertemplate="%{hovertext}<extra>" + status + "</extra>"))
+            name=name, hovertext=hover, hovertemplate="%{hovertext}<extra>" + name + "</extra>"))
     steps = max(n.step for n in tree.nodes)
-    fig.update_yaxes(autorange="reversed", title="rank by log P at the step", dtick=1)
-    fig.update_xaxes(title="step (tokens after <s>)", dtick=1)
+    fig.update_yaxes(autorange="reversed", title=label(text(lang, "whatif.rank")), dtick=1)
+    fig.update_xaxes(title=label(text(lang, "whatif.step", bos="<s>")), dtick=1)
     fig.update_layout(height=380 + 14 * beam, margin=dict(l=60, r=10, t=50, b=50), hovermode="closest",
-                      title=dict(text=f"Beam search, beam size {beam}: {len(tree.nodes) - 1} candidates over "
-                                      f"{steps} steps", font=dict(size=14)),
+                      title=dict(text=label(text(lang, "whatif.title", beam=beam, candidates=len(tree.nodes) - 1,
+                                                 steps=steps)), font=dict(size=14)),
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
     return fig
 
@@ -108,15 +115,15 @@ def _tokens_html(title, scored):
             f'</div>{strip}</div>')
 
 
-def compare(ins, title, english):
+def compare(ins, title, english, lang="en"):
     """The model's translation beside `english`, both scored by the model (teacher-forced, float32)."""
     tr = get_translator()
     with MODEL_LOCK:
         ours, other = tr.score([source_text(ins)] * 2, [ins.translation, english])
     diff = other[0] - ours[0]
-    verdict = (f"The model finds {'this' if diff > 0 else 'its own translation'} more probable, by a factor of "
-               f"{math.exp(abs(diff)):.3g} (log P differs by {abs(diff):.2f}).")
-    return (_tokens_html("the model's translation", ours) + _tokens_html(title, other) +
+    verdict = text(lang, f"whatif.verdict.{'other' if diff > 0 else 'own'}", factor=f"{math.exp(abs(diff)):.3g}",
+                   delta=f"{abs(diff):.2f}")
+    return (_tokens_html(text(lang, "whatif.ours"), ours) + _tokens_html(title, other) +
             f'<div class="whatif-verdict">{html.escape(verdict)}</div>')
 
 
@@ -130,61 +137,61 @@ def _continue(ins, prefix):
                             prefix=prefix)
 
 
-def swap_word(ins, position, candidate):
+def swap_word(ins, position, candidate, lang="en"):
     """Replace the output token at `position` by another of the candidates the model scored there, and let the
     model continue; the result beside the original."""
     if ins is None:
-        return NOT_YET
+        return not_yet(lang)
     T = len(ins.out_tokens)
     position = clamp(position, 0, T - 1)
     choices = [p for p, _ in ins.topk[position]]
     if candidate not in choices:
-        return "Pick one of the candidates listed for that position."
+        return text(lang, "whatif.pick")
     tok = get_translator().tokenizer
     prefix = tok.decode([tok.piece_to_id(p) for p in ins.tgt_tokens[1:position + 1] + [candidate]])
     english = _continue(ins, prefix)
-    return compare(ins, f"with “{candidate}” at position {position + 1}, continued by the model", english)
+    return compare(ins, text(lang, "whatif.swapped", candidate=candidate, position=position + 1), english, lang)
 
 
-def _typed(ins, text, name, ask):
-    """What is wrong with English the user typed (`name` is what it is called, `ask` what to ask for when it is
-    empty), or None when it can be used."""
+def _typed(ins, typed, what, lang="en"):
+    """What is wrong with English the user typed (`what`: "prefix" or "translation"), or None when it can be
+    used: a line in `lang` that asks for it when it is empty, or says it is too long."""
     if ins is None:
-        return NOT_YET
-    if not text:
-        return ask
-    if len(text) > MAX_CHARS:
-        return f"That {name} has {len(text):,} characters; this demo takes up to {MAX_CHARS:,}."
+        return not_yet(lang)
+    if not typed:
+        return text(lang, f"whatif.ask.{what}")
+    if len(typed) > MAX_CHARS:
+        return text(lang, f"whatif.too-long.{what}", count=f"{len(typed):,}", most=f"{MAX_CHARS:,}")
     return None
 
 
-def force_prefix(ins, prefix):
+def force_prefix(ins, prefix, lang="en"):
     """The model continues after an English prefix the user wrote."""
     prefix = (prefix or "").strip()
-    wrong = _typed(ins, prefix, "prefix", "Write the start of an English translation, for example “A woman”.")
-    return wrong or compare(ins, "after your prefix, continued by the model", _continue(ins, prefix))
+    wrong = _typed(ins, prefix, "prefix", lang)
+    return wrong or compare(ins, text(lang, "whatif.after-prefix"), _continue(ins, prefix), lang)
 
 
-def score_mine(ins, english):
+def score_mine(ins, english, lang="en"):
     """The model's probability of a whole English translation the user wrote, token by token."""
     english = (english or "").strip()
-    wrong = _typed(ins, english, "translation", "Write your own English translation of the sentence.")
-    return wrong or compare(ins, "your translation", english)
+    wrong = _typed(ins, english, "translation", lang)
+    return wrong or compare(ins, text(lang, "whatif.yours"), english, lang)
 
 
 # ---- views ---------------------------------------------------------------------------------------------
 
-def tree_view(ins, beam):
+def tree_view(ins, beam, lang="en"):
     beam = within(BEAM, beam)
     tok = get_translator().tokenizer
-    return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam)
+    return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam, lang)
 
 
-def tree_file(ins, beam):
+def tree_file(ins, beam, lang="en"):
     """The search tree of the translation as one self-contained HTML file (plotly.js inside it) to download."""
     if ins is None:
         return gr.update(value=None, visible=False)
-    page = tree_view(ins, beam).to_html(include_plotlyjs=True, full_html=True)
+    page = tree_view(ins, beam, lang).to_html(include_plotlyjs=True, full_html=True)
     return gr.update(value=export_file(page, "beam-search", ".html"), visible=True)
 
 
@@ -202,18 +209,22 @@ def candidates_update(ins, position):
     return gr.update(choices=choices, value=choices[1][1] if len(choices) > 1 else None)
 
 
-def _blank():
-    return empty_figure(NOT_YET)
+def _blank(lang="en"):
+    return empty_figure(not_yet(lang))
 
 
-VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam",), blank=lambda: (_blank(),)),
+VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam", "lang"), blank=lambda: (_blank(),)),
          View("whatif/positions", ("whatif",), positions_view, outputs=3,
               blank=(gr.update(choices=[], value=None), gr.update(choices=[], value=None), ""))]
 
 
-def show(page, ins, beam=BEAM.default):
-    """The tab's views for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS, dict(beam=beam))
+def show(page, ins, beam=BEAM.default, lang="en"):
+    """The tab's views for the page as it is (app/views.py); before a translation, the tree's placeholder in the
+    page's language."""
+    out = refresh(page, ins, VIEWS, dict(beam=beam, lang=lang))
+    if ins is None and shown(page, VIEWS[0].where):
+        out = (_blank(lang), *out[1:])
+    return out
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -241,14 +252,14 @@ def build(page, state, lang=None):
             mine = gr.Textbox(label=L("ui.whatif.mine"), max_lines=2, elem_id="whatif-mine")
             go_mine = gr.Button(L("ui.whatif.go-mine"), elem_id="whatif-go-mine")
         result = gr.HTML(elem_id="whatif-result")
+        lang = gr.State("en") if lang is None else lang  # built alone (tests): English
     outputs = [tree, position, candidate, result]
-    tab.select(opener(("whatif",), show), [page, state, beam], outputs, api_visibility="private",
-               concurrency_id="model")
-    beam.change(show, [page, state, beam], outputs, api_visibility="private", concurrency_id="model")
-    save_tree.click(tree_file, [state, beam], tree_html, api_visibility="private", concurrency_id="model")
-    position.input(candidates_update, [state, position], candidate, api_visibility="private")
     model = dict(api_visibility="private", concurrency_id="model")
-    swap.click(swap_word, [state, position, candidate], result, **model)
-    gr.on([go_prefix.click, prefix.submit], force_prefix, [state, prefix], result, **model)
-    gr.on([go_mine.click, mine.submit], score_mine, [state, mine], result, **model)
-    return tab_views(show, VIEWS, dict(beam=beam), outputs)
+    tab.select(opener(("whatif",), show), [page, state, beam, lang], outputs, **model)
+    gr.on([beam.change, lang.change], show, [page, state, beam, lang], outputs, **model)
+    save_tree.click(tree_file, [state, beam, lang], tree_html, **model)
+    position.input(candidates_update, [state, position], candidate, api_visibility="private")
+    swap.click(swap_word, [state, position, candidate, lang], result, **model)
+    gr.on([go_prefix.click, prefix.submit], force_prefix, [state, prefix, lang], result, **model)
+    gr.on([go_mine.click, mine.submit], score_mine, [state, mine, lang], result, **model)
+    return tab_views(show, VIEWS, dict(beam=beam, lang=lang), outputs)

@@ -15,12 +15,18 @@ from core.analysis.attribution import attribute
 
 from ..cache import PerTranslation
 from ..common import clamp, code_panel, empty_figure, label, md_literal
-from ..i18n import L
+from ..i18n import L, text
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 from .attention import positions, rounded
 
 NOT_YET = "Translate a sentence first (Translate tab): its output tokens will be listed here."
+MEASURES = ("attention", "gradient", "occlusion")  # the three readings of a token, as the figure shows them (why.<m>)
+
+
+def _t(lang, key, **values):
+    """The Why tab's string `key` in `lang`."""
+    return text(lang, f"why.{key}", **values)
 
 
 # ---- the attribution of one token, kept ----------------------------------------------------------------
@@ -59,57 +65,61 @@ def _bars(fig, row, col, values, names, color, hover):
     fig.add_trace(go.Bar(x=names, y=v, marker_color=colors, hovertemplate=hover, showlegend=False), row=row, col=col)
 
 
-def source_figure(ins, att, position):
+def _hover(lang, key, decimals):
+    """A bar's hover: its piece, then the name of what it measures (why.<key>) and its value."""
+    return f"%{{x}}<br>{_t(lang, key)} %{{y:.{decimals}f}}<extra></extra>"
+
+
+def source_figure(ins, att, position, lang="en"):
     """Over the source pieces: every head's cross-attention for this output position (layers × heads rows),
-    their average, then gradient x input and occlusion, on one shared axis."""
+    their average, then gradient x input and occlusion, on one shared axis; its words in `lang`."""
     src = positions(ins.src_tokens)
     maps = ins.cross[:, :, position]                        # (L, H, S)
     L, H, S = maps.shape
     heads = rounded(maps.reshape(L * H, S))
+    titles = (_t(lang, "source.heads"), _t(lang, "source.average"), _t(lang, "gradient"),
+              _t(lang, "source.occlusion", unk=label("<unk>")))
     fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.04, row_heights=[0.4, 0.2, 0.2, 0.2],
-                        subplot_titles=("cross-attention of every head (layer.head)", "average over heads",
-                                        "gradient × input", "occlusion: drop in p when replaced by <unk>"))
+                        subplot_titles=titles)
     fig.add_trace(go.Heatmap(z=heads, x=src, y=[f"{lay}.{h}" for lay in range(L) for h in range(H)],
                              colorscale="Blues", zmin=0, zmax=1, showscale=False,
-                             hovertemplate="layer.head %{y} → %{x}<br>weight %{z:.3f}<extra></extra>"), row=1, col=1)
-    _bars(fig, 2, 1, maps.mean(dim=(0, 1)), src, "#4a7dc9", "%{x}<br>mean weight %{y:.3f}<extra></extra>")
-    _bars(fig, 3, 1, att.grad_src, src, "#55a868", "%{x}<br>gradient × input %{y:.4f}<extra></extra>")
-    _bars(fig, 4, 1, att.occl_src, src, "#8172b2", "%{x}<br>drop in p %{y:.4f}<extra></extra>")
+                             hovertemplate=f"{_t(lang, 'hover.layer-head')} %{{y}} → %{{x}}<br>"
+                                           f"{_t(lang, 'hover.weight')} %{{z:.3f}}<extra></extra>"), row=1, col=1)
+    _bars(fig, 2, 1, maps.mean(dim=(0, 1)), src, "#4a7dc9", _hover(lang, "hover.mean-weight", 3))
+    _bars(fig, 3, 1, att.grad_src, src, "#55a868", _hover(lang, "gradient", 4))
+    _bars(fig, 4, 1, att.occl_src, src, "#8172b2", _hover(lang, "hover.drop", 4))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
-    fig.update_layout(height=620, margin=dict(l=50, r=10, t=60, b=60), title=dict(
-        text=f"Why “{label(ins.out_tokens[position])}” (output {position + 1}, p = {att.probability:.3f}): the source",
-        font=dict(size=14)))
+    title = _t(lang, "source.title", token=label(ins.out_tokens[position]), n=position + 1, p=f"{att.probability:.3f}")
+    fig.update_layout(height=620, margin=dict(l=50, r=10, t=60, b=60), title=dict(text=title, font=dict(size=14)))
     return fig
 
 
-def target_figure(ins, att, position):
+def target_figure(ins, att, position, lang="en"):
     """Over the English pieces before the token: decoder self-attention averaged over heads, gradient x input,
-    occlusion (<s> is never replaced)."""
+    occlusion (<s> is never replaced); its words in `lang`."""
     tgt = positions(ins.tgt_tokens[:position + 1])
     self_avg = ins.decoder[:, :, position, :position + 1].mean(dim=(0, 1))
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06,
-                        subplot_titles=("decoder self-attention, average", "gradient × input", "occlusion"))
-    _bars(fig, 1, 1, self_avg, tgt, "#4a7dc9", "%{x}<br>mean weight %{y:.3f}<extra></extra>")
-    _bars(fig, 1, 2, att.grad_tgt, tgt, "#55a868", "%{x}<br>gradient × input %{y:.4f}<extra></extra>")
-    _bars(fig, 1, 3, att.occl_tgt, tgt, "#8172b2", "%{x}<br>drop in p %{y:.4f}<extra></extra>")
+                        subplot_titles=(_t(lang, "target.average"), _t(lang, "gradient"), _t(lang, "occlusion")))
+    _bars(fig, 1, 1, self_avg, tgt, "#4a7dc9", _hover(lang, "hover.mean-weight", 3))
+    _bars(fig, 1, 2, att.grad_tgt, tgt, "#55a868", _hover(lang, "gradient", 4))
+    _bars(fig, 1, 3, att.occl_tgt, tgt, "#8172b2", _hover(lang, "hover.drop", 4))
     fig.update_layout(height=300, margin=dict(l=40, r=10, t=50, b=80),
-                      title=dict(text="… and the English before it", font=dict(size=14)))
+                      title=dict(text=_t(lang, "target.title"), font=dict(size=14)))
     return fig
 
 
-def reading(ins, att, position):
-    """One line per measure: the source piece it ranks first, and whether the three agree, from the numbers."""
+def reading(ins, att, position, lang="en"):
+    """One line per measure: the source piece it ranks first, and whether the three agree, from the numbers; in
+    `lang`."""
     src = ins.src_tokens
     avg = ins.cross[:, :, position].mean(dim=(0, 1))
-    top = {name: int(np.argmax(np.asarray(v))) for name, v in
-           (("attention", avg), ("gradient × input", att.grad_src), ("occlusion", att.occl_src))}
-    lines = [f"- **{name}** ranks `{md_literal(src[j])}` (source position {j}) first" for name, j in top.items()]
-    same = len(set(top.values())) == 1
-    verdict = ("All three point at the same piece." if same else
-               "They disagree: the piece attention favours is not the one the probability depends on most."
-               if top["attention"] not in (top["gradient × input"], top["occlusion"]) else
-               "Attention agrees with one attribution but not the other.")
-    return "\n".join(lines) + f"\n\n{verdict}"
+    top = {m: int(np.argmax(np.asarray(v))) for m, v in zip(MEASURES, (avg, att.grad_src, att.occl_src))}
+    lines = [f"- **{_t(lang, m)}** " + _t(lang, "ranks", token=f"`{md_literal(src[j])}`", position=j)
+             for m, j in top.items()]
+    verdict = ("same" if len(set(top.values())) == 1 else
+               "disagree" if top["attention"] not in (top["gradient"], top["occlusion"]) else "one")
+    return "\n".join(lines) + f"\n\n{_t(lang, 'verdict.' + verdict)}"
 
 
 # ---- views --------------------------------------------------------------------------------------------
@@ -119,24 +129,27 @@ def tokens_view(ins):
     return gr.update(choices=token_choices(ins), value=default_position(ins))
 
 
-def why_view(ins, position):
+def why_view(ins, position, lang="en"):
     T = len(ins.out_tokens)
     position = default_position(ins) if position is None else clamp(position, 0, T - 1)
     att = attribution(ins, position)
-    return source_figure(ins, att, position), target_figure(ins, att, position), reading(ins, att, position)
+    return (source_figure(ins, att, position, lang), target_figure(ins, att, position, lang),
+            reading(ins, att, position, lang))
 
 
 def _blank_why():
     return empty_figure(NOT_YET), empty_figure(NOT_YET), ""
 
 
+# the token menu (its choices are the output tokens, in no language) and the token's figures and reading, in the
+# page's language
 VIEWS = [View("why/tokens", ("why",), tokens_view, blank=(gr.update(choices=[], value=None),)),
-         View("why/attribution", ("why",), why_view, outputs=3, uses=("position",), blank=_blank_why)]
+         View("why/attribution", ("why",), why_view, outputs=3, uses=("position", "lang"), blank=_blank_why)]
 
 
-def show(page, ins, position=None):
+def show(page, ins, position=None, lang="en"):
     """The tab's views for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS, dict(position=position))
+    return refresh(page, ins, VIEWS, dict(position=position, lang=lang))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -152,7 +165,9 @@ def build(page, state, lang=None):
         gr.Markdown(L("ui.why.reading"))
         code_panel(None, attribute)
     outputs = [token, src_fig, tgt_fig, note]
-    inputs = [page, state, token]
+    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
+    inputs = [page, state, token, lang]
     tab.select(opener(("why",), show), inputs, outputs, api_visibility="private", concurrency_id="model")
-    token.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
-    return tab_views(show, VIEWS, dict(position=token), outputs)
+    for control in (token, lang):
+        control.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
+    return tab_views(show, VIEWS, dict(position=token, lang=lang), outputs)
