@@ -688,9 +688,14 @@ LABELS_JS = """(panel) => [...panel.querySelectorAll(
   .filter(e => e.offsetWidth > 0).map(e => e.innerText.trim()).filter(t => t)"""
 
 
+TITLED_PLOTS = {"attention": "heatmap", "why": "why-source", "whatif": "whatif-tree", "inside": "in-treemap",
+                "masks": "m-masks", "positional": "pe-curves", "training": "r-fig", "lab": "lab-curve"}
+
+
 def test_every_tab_in_chinese_shows_its_labels_in_chinese(app, browser):
     """Each top-level tab opened on a zh-CN page on a phone: none of its labels is one of the page's English
-    strings, no key is shown in place of a label, and nothing scrolls sideways."""
+    strings, no key is shown in place of a label, its first figure is titled in Chinese, and nothing scrolls
+    sideways."""
     from app.i18n import table
     from tools.i18n_report import english
     en, zh = table("en"), table("zh-CN")
@@ -713,6 +718,9 @@ def test_every_tab_in_chinese_shows_its_labels_in_chinese(app, browser):
             left = [t for t in labels if t in english_labels]
             assert left == [], (tab, left)
             assert not [t for t in labels if "__i18n__" in t], tab
+            if tab in TITLED_PLOTS:  # a figure drawn at run time, its title in the page's language
+                wait_until(page, "/[\\u4e00-\\u9fff]/.test(plot(arg)?.querySelector('.gtitle')?.textContent ?? '')",
+                           TITLED_PLOTS[tab], what=f"the {tab} tab's figure titled in Chinese")
             wide = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
             assert wide <= 0, f"the {tab} tab scrolls {wide} px sideways on a phone"
         assert "__i18n__" not in page.locator("body").inner_text()
