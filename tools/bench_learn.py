@@ -7,7 +7,9 @@ forwards and back `clicks` times (every step change is a measured click). A chan
 the new step, the figure is a new one (its title changed) and no event that writes to it is pending; times are taken
 inside the page (tools.bench_browser.measure). Beside them, measured in the same run: the server's own work for a
 step (app.tabs.learn.render in this process, on the sentence the page translates on load), and a trivial Gradio
-event (the echo page of tools.bench_browser).
+event (the echo page of tools.bench_browser). Then the language switch, clicked ten times (中文 and English in
+turn): from the click to the step on screen redrawn in the other language, while every tab's views on screen
+redraw too.
 """
 import statistics
 import time
@@ -52,6 +54,27 @@ def walk(page, net, clicks):
     return out
 
 
+SWITCHED = ("text('#learn-head').includes(arg.heading) && plot('learn-figure')?.layout?.title?.text !== arg.title "
+            "&& settled('learn-figure') && settled('learn-head')")
+
+
+def switch_language(page, net, times_):
+    """The language switch clicked `times_` times, 中文 and English in turn, on the Learn tab: [ms] from the click
+    to the step's text and figure redrawn in the other language (every tab's views on screen redraw with it)."""
+    from app.i18n import LANGS, text
+    from app.tabs.learn import STEPS
+    out, k = [], int(page.evaluate("document.querySelector('#learn-path .learn-path')?.dataset.step ?? '1'"))
+    for i in range(times_):
+        lang = LANGS[i % 2]
+        title = page.evaluate("document.querySelector('#learn-figure .js-plotly-plot')?.layout?.title?.text")
+        heading = text(lang, "learn.step", k=k, n=len(STEPS))
+        click = f"document.querySelector('#lang input[value=\"{lang}\"]').click()"
+        times, _ = measure(page, net, click, {"drawn": SWITCHED}, {"heading": heading, "title": title},
+                           f"the switch to {lang}")
+        out.append(times["drawn"])
+    return out
+
+
 def run(clicks=2):
     from playwright.sync_api import sync_playwright
 
@@ -63,17 +86,21 @@ def run(clicks=2):
         page.wait_for_function("() => document.querySelector('#learn-figure .js-plotly-plot')", timeout=120_000)
         walk(page, net, 1)  # the first visit of each step records what later visits reuse: not counted
         rows = walk(page, net, clicks)
+        switches = switch_language(page, net, 10)
         echo = run_echo(browser, 5)
         browser.close()
-    report(rows, floor, echo)
+    report(rows, floor, echo, switches)
 
 
-def report(rows, floor, echo):
+def report(rows, floor, echo, switches):
     ms = [t for _, t in rows]
     q = statistics.quantiles(ms, n=10)
     print(f"{'step change (click → figure drawn)':40s} {'median':>8s} {'p90':>8s} {'max':>8s}")
     print(f"{'every step, ' + str(len(ms)) + ' clicks (ms)':40s} {statistics.median(ms):8.0f} {q[-1]:8.0f} "
           f"{max(ms):8.0f}")
+    q = statistics.quantiles(switches, n=10)
+    print(f"{'language switch, ' + str(len(switches)) + ' clicks (ms)':40s} {statistics.median(switches):8.0f} "
+          f"{q[-1]:8.0f} {max(switches):8.0f}")
     print(f"{'reference: trivial Gradio event (ms)':40s} {echo['echo_ms']:8.0f}")
     print(f"{'reference: render of a step, server (ms)':40s} {statistics.median(floor.values()):8.1f} "
           f"{'':8s} {max(floor.values()):8.1f}")
