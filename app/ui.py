@@ -6,7 +6,8 @@ What crosses tabs is passed by hand, here: the state (the Inspection of this ses
 the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
 tab whose components another tab's event must reach returns them (the Heads tab opens a head in the
 Attention tab). After each translation, one event draws it in the views on screen and clears the others, in
-every tab that shows a translation (wired here, once every tab is built, from what their build() returned).
+every tab that shows a translation; after a change of language, one event draws the views on screen again (both
+wired here, once every tab is built, from what their build() returned).
 """
 import gradio as gr
 
@@ -14,7 +15,7 @@ from . import links, tabs
 from .bertviz_views import STATIC_FILES
 from .i18n import L, switch
 from .shared import free_closed_sessions, get_translator
-from .views import ROOT, page_state, translation_shower
+from .views import ROOT, language_shower, page_state, translation_shower
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
 # queue is full and to try again; two events run at once (the machine has 2 cores), and of those that run the
@@ -49,6 +50,11 @@ def build_demo():
         for event in (translation.translated, tabs.learn.translates(learn, translation, state), linked):
             event.then(show, [page, state, *controls], [o for t in shown for o in t.outputs], api_visibility="private",
                        show_progress_on=translation.outputs[0])
+        # a new language: one event redraws the views on screen of every tab but two, which redraw themselves
+        # (the Learn path's step, and the Translate tab's replay, which keeps its step)
+        relang = [t for t in built if t is not learn and t is not translation]
+        lang.change(language_shower(relang), [page, state, *(c for t in relang for c in t.controls.values())],
+                    [o for t in relang for o in t.outputs], api_visibility="private", concurrency_id="model")
         demo.tab_views = built  # each tab's views and controls (tools.i18n_report draws them)
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -110,3 +110,24 @@ def opener(where, show):
         return show(page, *inputs)
     opened.__name__ = f"open_{'_'.join(where)}".replace("-", "_")
     return opened
+
+
+def control_changes(controls):
+    """The change events of a tab's controls (by name), the page's language left out: app/ui.py redraws every
+    tab for a new language in one event (`language_shower`)."""
+    return [c.change for name, c in controls.items() if name != "lang"]
+
+
+def language_shower(tabs):
+    """The callback of the page's language switch: every tab's views on screen drawn again in the new language
+    (their language is one of their controls), in one event rather than one a tab. It takes the page, the
+    Inspection, then each tab's controls in turn, as `translation_shower` does; a view in a hidden tab is left,
+    and drawn in the new language when its tab is next opened."""
+    def show_language(page, ins, *controls):
+        out = []
+        for tab in tabs:
+            n = len(tab.controls)
+            out += tab.show(page, ins, *controls[:n]) if tab.shows_translation else tab.show(page, *controls[:n])
+            controls = controls[n:]
+        return tuple(out)
+    return show_language

@@ -213,6 +213,38 @@ def test_each_tab_names_the_controls_its_views_read(monkeypatch):
         assert len(event.outputs) == sum(len(t.outputs) for t in shown)
 
 
+def language_callback(demo):
+    """The callback of the page's language switch (app/ui.py) and its event."""
+    (event,) = [d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_language"]
+    return event.fn, event
+
+
+def test_one_event_redraws_every_tab_in_a_new_language(demo, two):
+    """A change of language is one event for every tab but Learn and Translate (which redraw themselves): it
+    reaches every other tab's outputs, draws what is on screen in the new language, and sends nothing else."""
+    lang = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang")
+    fn, event = language_callback(demo)
+    assert (lang._id, "change") in event.targets and event.concurrency_id == "model"
+    others = [t for t in demo.tab_views if t.show.__module__.rpartition(".")[2] not in ("learn", "translate")]
+    assert len(others) == 10 and len(event.outputs) == sum(len(t.outputs) for t in others)
+    assert [c for c in event.inputs[2:]] == [c for t in others for c in t.controls.values()]
+    # no tab wires a change of language of its own but the two
+    own = {d.fn.__name__ for d in demo.fns.values() if (lang._id, "change") in d.targets and d.fn is not None}
+    assert own == {"show_language", "render", "relabel"}, own
+    ins, _ = two
+    page = new_page("attention")
+    values = [c.value for t in others for c in t.controls.values()]
+    lang_at = [i for i, c in enumerate(event.inputs[2:]) if c is lang]
+    first = fn(page, ins, *values)  # the Attention tab's one-head view drawn in English
+    for i in lang_at:
+        values[i] = "zh-CN"
+    second = fn(page, ins, *values)
+    drawn = [i for i, v in enumerate(second) if v is not SKIP and v != SKIP]
+    assert len(drawn) == 1 and "层" in second[drawn[0]].layout.title.text  # only what is on screen, in Chinese
+    assert "layer" in first[drawn[0]].layout.title.text
+    assert all(v == SKIP for v in fn(page, ins, *values))  # drawn in that language already
+
+
 def test_the_language_switch_redraws_the_views_of_the_overview_translate_attention_and_why_tabs(demo, two):
     """Each of these tabs reads the page's language as a control: its change redraws the views on screen (in the
     Translate tab the replay stays at its step), and a view drawn in one language is drawn again in the other."""

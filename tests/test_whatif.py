@@ -140,6 +140,7 @@ def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks():
         tab = whatif.build(gr.State(), gr.State(), lang)
     assert list(tab.controls) == ["beam", "lang"]
     fns = list(demo.fns.values())
-    assert any(d.fn is whatif.show and (lang._id, "change") in d.targets and lang in d.inputs for d in fns)
+    # the tab's views read the language; the page redraws them when it changes (tests/test_views.py)
+    assert any(d.fn is whatif.show and lang in d.inputs for d in fns)
     for fn in (whatif.swap_word, whatif.force_prefix, whatif.score_mine, whatif.tree_file):
         assert all(lang in d.inputs for d in fns if d.fn is fn) and any(d.fn is fn for d in fns)

@@ -13,7 +13,7 @@ from core import model as core_model
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
 from ..common import KIND_LABELS, clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid
 from ..i18n import L, text
-from ..views import View, opener, refresh, tab_views
+from ..views import View, control_changes, opener, refresh, tab_views
 
 SCALE = "Blues"
 DECIMALS = 3  # what a colour scale can show; a hover shows the same three decimals
@@ -197,7 +197,7 @@ def build(cfg, page, state, lang=None):
     tab.select(opener(("attention",), show), inputs, outputs, api_visibility="private")
     for sub, subtab in subtabs.items():
         subtab.select(opener(("attention", sub), show), inputs, outputs, api_visibility="private")
-    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
     for button, file, view in saves:
         button.click(lambda ins, view=view: bertviz_file(ins, view), [state], file, api_visibility="private")
     return tab_views(show, VIEWS, controls, outputs, tabs=tabs)

@@ -434,7 +434,7 @@ def build(cfg, page, state, tabs, attn, lang=None):
     outputs = [atlas, compare, maps]
     inputs = [page, state, *controls.values()]
     tab.select(opener(("heads",), show), inputs, outputs, api_visibility="private")
-    gr.on([measure.change, map_kind.change, map_layer.change, lang.change], show, inputs, outputs,
+    gr.on([measure.change, map_kind.change, map_layer.change], show, inputs, outputs,
           api_visibility="private")
     for button, fn in ((add, add_head), (but, all_but)):
         button.click(fn, [chosen, kind, layer, head], chosen, api_visibility="private")

@@ -24,7 +24,7 @@ from ..cache import PerTranslation
 from ..common import KIND_LABELS, clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis
 from ..i18n import DEFAULT, LANGS, L, read_lang, table, text
 from ..shared import MODEL_LOCK, get_translator
-from ..views import View, opener, refresh, tab_views
+from ..views import View, control_changes, opener, refresh, tab_views
 
 WAIT = L("ui.inside.wait")  # shown, in the page's language, until there is a translation
 MAX_CELLS = (64, 128)  # a weight heatmap's largest size sent to the browser (rows, columns)
@@ -715,5 +715,5 @@ def build(cfg, page, state, lang=None):
         subtab.select(opener(("inside", sub), show), inputs, outputs, api_visibility="private",
                       concurrency_limit=1, concurrency_id="model")
     # a control moved, or the page's language switched: the views on screen that read it are drawn again
-    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
     return tab_views(show, VIEWS, controls, outputs)

@@ -41,7 +41,7 @@ from core.model import make_model
 
 from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
 from ..i18n import L, choices, text
-from ..views import View, opener, refresh, tab_views
+from ..views import View, control_changes, opener, refresh, tab_views
 
 
 def _t(lang, key, **values):
@@ -366,7 +366,7 @@ def build(page, lang=None):
     controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
     inputs = [page, *controls.values()]
     tab.select(opener(("lab",), show), inputs, outputs, api_visibility="private")
-    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
     train.click(train_clicked, list(controls.values()), outputs, api_visibility="private", concurrency_limit=1,
                 concurrency_id="lab")
     return tab_views(show, VIEWS, controls, outputs)

@@ -18,7 +18,7 @@ from core.model import subsequent_mask
 from ..common import MASK_SCALE, clamp, code_panel, empty_figure, kind_name, md_literal, token_axis
 from ..i18n import L, choices, text
 from ..shared import MODEL_LOCK, get_translator, model_dir
-from ..views import View, opener, refresh, tab_views
+from ..views import View, control_changes, opener, refresh, tab_views
 
 DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
 DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman reads."
@@ -258,6 +258,6 @@ def build(cfg, page, lang=None):
     # the batch runs the model: these events queue with the translations (app/ui.py)
     tab.select(opener(("masks",), show), inputs, outputs, api_visibility="private",
                concurrency_limit=1, concurrency_id="model")
-    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private",
+    gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private",
           concurrency_limit=1, concurrency_id="model")
     return tab_views(show, VIEWS, controls, outputs)

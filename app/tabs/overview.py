@@ -118,5 +118,4 @@ def build(cfg, page, state, lang=None):
     lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
     inputs = [page, state, lang]
     tab.select(opener(("overview",), show), inputs, diagram, api_visibility="private")
-    lang.change(show, inputs, diagram, api_visibility="private")
     return tab_views(show, VIEWS, dict(lang=lang), [diagram])

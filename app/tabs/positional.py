@@ -16,7 +16,7 @@ from core.model import Embeddings, PositionalEncoding
 from ..common import clamp, code_panel, empty_figure, md_literal
 from ..i18n import L, text
 from ..shared import get_translator
-from ..views import View, opener, refresh, tab_views
+from ..views import View, control_changes, opener, refresh, tab_views
 
 
 def _t(lang, key, **values):
@@ -220,5 +220,5 @@ def build(cfg, page, lang=None):
     controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
     inputs = [page, *controls.values()]
     tab.select(opener(("positional",), show), inputs, outputs, api_visibility="private")
-    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
     return tab_views(show, VIEWS, controls, outputs)

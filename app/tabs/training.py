@@ -20,7 +20,7 @@ from core.train import LabelSmoothing, rate
 from ..common import clamp, code_panel, empty_figure
 from ..i18n import L, text
 from ..shared import model_dir
-from ..views import View, opener, refresh, tab_views
+from ..views import View, control_changes, opener, refresh, tab_views
 
 ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
@@ -322,5 +322,5 @@ def build(page, lang=None):
     outputs, controls = [*replay, noam, *smoothing], dict(step=step, **noam_controls, eps=eps, lang=lang)
     inputs = [page, *controls.values()]
     tab.select(opener(("training",), show), inputs, outputs, api_visibility="private")
-    gr.on([c.change for c in controls.values()], show, inputs, outputs, api_visibility="private")
+    gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
     return tab_views(show, VIEWS, controls, outputs)

@@ -256,7 +256,7 @@ def build(page, state, lang=None):
     outputs = [tree, position, candidate, result]
     model = dict(api_visibility="private", concurrency_id="model")
     tab.select(opener(("whatif",), show), [page, state, beam, lang], outputs, **model)
-    gr.on([beam.change, lang.change], show, [page, state, beam, lang], outputs, **model)
+    beam.change(show, [page, state, beam, lang], outputs, **model)
     save_tree.click(tree_file, [state, beam, lang], tree_html, **model)
     position.input(candidates_update, [state, position], candidate, api_visibility="private")
     swap.click(swap_word, [state, position, candidate, lang], result, **model)

@@ -168,6 +168,5 @@ def build(page, state, lang=None):
     lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
     inputs = [page, state, token, lang]
     tab.select(opener(("why",), show), inputs, outputs, api_visibility="private", concurrency_id="model")
-    for control in (token, lang):
-        control.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
+    token.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
     return tab_views(show, VIEWS, dict(position=token, lang=lang), outputs)
