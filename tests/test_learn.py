@@ -1,5 +1,6 @@
 """The Learn tab (app/tabs/learn.py) and the page's two languages (app/i18n.py, app/locale/*.json): every key in
 both languages, every step drawn for two sentences in both, each step's answer against its own computation."""
+import html
 import json
 import math
 import re
@@ -198,3 +199,15 @@ def test_the_training_answers_are_computed():
     assert learn.quiz_accum(c)[1] == 1  # the same gradient, up to rounding
     res = float(learn.quiz_relative(c)[2]["res"])
     assert res < 1e-4
+
+
+def test_a_figure_title_is_cut_into_lines_a_phone_shows():
+    zh = "输出位置 1 上的生成器：概率最高的几个词元（红色为选中的词元）"
+    en = "First encoder LayerNorm on “<s>”, slider at 0.00 (first 64 dimensions)"
+    for title in (zh, en):
+        lines = learn.wrap_title(title).split("<br>")
+        width = [sum(2 if "\u3000" <= ch <= "\uffef" else 1 for ch in html.unescape(x)) for x in lines]
+        assert len(lines) == 2 and max(width) <= learn.TITLE_WIDTH, (lines, width)
+        assert "".join(html.unescape(x) for x in lines).replace(" ", "") == title.replace(" ", "")  # nothing lost
+    assert "&lt;s&gt;" in learn.wrap_title(en) and "<s>" not in learn.wrap_title(en)  # still escaped for plotly
+    assert learn.wrap_title("short") == "short"

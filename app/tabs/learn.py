@@ -9,6 +9,7 @@ Inside tab's recorded pass (kept per translation), or a tiny model from the Lab.
 """
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from types import SimpleNamespace
@@ -73,10 +74,32 @@ def _piece(t):
     return t.replace("▁", " ").strip() or t
 
 
+TITLE_WIDTH = 40  # a title line's width, in Latin letters (a Chinese character counts two): a phone's figure
+
+
+def wrap_title(title, width=TITLE_WIDTH):
+    """A figure title in lines of at most `width` (plotly does not wrap titles): broken at a space where there is
+    one, anywhere in Chinese; escaped, its lines joined by <br>."""
+    lines, line, size = [], "", 0
+    for word in re.findall(r"[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+|\s+", title):
+        wide = 2 if re.match(r"[\u3000-\u9fff\uff00-\uffef]", word) else 1
+        n = len(word) * wide
+        if line.strip() and size + n > width and not word.isspace():
+            lines.append(line.strip())
+            line, size = "", 0
+        if line or not word.isspace():
+            line, size = line + word, size + n
+    lines.append(line.strip())
+    return "<br>".join(label(x) for x in lines if x)
+
+
 def _compact(fig, title):
-    """A step's figure: short, its title the step's own, and still on a phone (a touch scrolls the page)."""
-    fig.update_layout(title=dict(text=label(title), font=dict(size=14)), height=FIGURE_HEIGHT, dragmode=False,
-                      margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=-0.18))
+    """A step's figure: short, its title the step's own (in lines a phone shows), and still on a phone (a touch
+    scrolls the page)."""
+    text = wrap_title(title)
+    fig.update_layout(title=dict(text=text, font=dict(size=14)), height=FIGURE_HEIGHT, dragmode=False,
+                      margin=dict(l=10, r=10, t=30 + 20 * (text.count("<br>") + 1), b=10),  # room for its lines
+                      legend=dict(orientation="h", y=-0.18))
     fig.update_xaxes(fixedrange=True)
     fig.update_yaxes(fixedrange=True)
     return fig
