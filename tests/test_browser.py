@@ -637,6 +637,12 @@ def test_the_learn_path_in_chinese_on_a_phone(app, browser):
         assert page.evaluate("getComputedStyle(document.querySelector('#learn-figure .nsewdrag')).pointerEvents") \
             == "none"
         walk_the_path(page, "zh-CN", phone=True)
+        # a sentence the tab cannot take is told under its box, in the page's language
+        page.locator("#learn-src textarea").fill("   ")
+        page.locator("#learn-go").click()
+        from app.i18n import text
+        wait_until(page, "text('#learn-notice').includes(arg)", text("zh-CN", "translate.status.empty"),
+                   what="the notice under the sentence box")
         assert page.errors == [], page.errors
     finally:
         context.close()

@@ -211,3 +211,12 @@ def test_a_figure_title_is_cut_into_lines_a_phone_shows():
         assert "".join(html.unescape(x) for x in lines).replace(" ", "") == title.replace(" ", "")  # nothing lost
     assert "&lt;s&gt;" in learn.wrap_title(en) and "<s>" not in learn.wrap_title(en)  # still escaped for plotly
     assert learn.wrap_title("short") == "short"
+
+
+def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
+    assert learn.sentence_notice("   ", "zh-CN") == i18n.text("zh-CN", "translate.status.empty")
+    assert "Type a German sentence" in learn.sentence_notice("", "en")
+    from app.tabs.translate import MAX_CHARS
+    assert f"{MAX_CHARS + 1:,} characters" in learn.sentence_notice("x" * (MAX_CHARS + 1), "en")
+    assert f"{MAX_CHARS:,}" in learn.sentence_notice("x" * (MAX_CHARS + 1), "zh-CN")
+    assert learn.sentence_notice("Ein Hund läuft.", "zh-CN") == ""

@@ -29,6 +29,7 @@ from ..i18n import L, read_lang, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
 from . import inside, masks, positional, training
+from .translate import input_problem
 from .translate import translate as translate_fn
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
@@ -712,6 +713,7 @@ def _layout():
     with gr.Row(equal_height=True, elem_id="learn-sentence"):
         src = gr.Textbox(label=L("ui.learn.sentence"), lines=1, max_lines=3, scale=4, elem_id="learn-src")
         go_btn = gr.Button(L("ui.learn.translate"), variant="secondary", scale=1, min_width=88, elem_id="learn-go")
+    notice = gr.Markdown(elem_id="learn-notice")  # what is wrong with the sentence typed, if anything
     path = gr.HTML(elem_id="learn-path")
     head = gr.Markdown(elem_id="learn-head")
     body = gr.Markdown(elem_id="learn-body")
@@ -732,7 +734,7 @@ def _layout():
     outputs = [path, head, body, slider, choice, figure, fact, question, answer, open_btn, where]
     parts = SimpleNamespace(src=src, go=go_btn, slider=slider, choice=choice, question=question, answer=answer,
                             check=check_btn, back=back_btn, open=open_btn, next=next_btn, fact=fact, figure=figure,
-                            path=path, where=where)
+                            path=path, where=where, notice=notice)
     return outputs, parts
 
 
@@ -755,7 +757,7 @@ def build(page, state, lang):
     return tab_views(show, VIEWS, {"progress": progress, "lang": lang}, outputs, progress=progress, parts=p)
 
 
-def translates(learn, translation, state):
+def translates(learn, translation, state, lang):
     """The tab's sentence box translated as the Translate tab translates (its settings, its results), its text
     copied into that tab's box. Returns the event, which the page follows with the new translation's views."""
     p = learn.parts
@@ -763,4 +765,11 @@ def translates(learn, translation, state):
                   [*translation.results, state], api_visibility="private", concurrency_limit=1,
                   concurrency_id="model", show_progress_on=[p.figure])
     event.then(lambda s: s, p.src, translation.inputs[0], api_visibility="private")
+    event.then(sentence_notice, [p.src, lang], p.notice, api_visibility="private")
     return event
+
+
+def sentence_notice(typed, lang="en"):
+    """Under the tab's sentence box: what is wrong with the German typed (nothing typed, too long), in `lang`; else
+    nothing. The step on screen stays with the last good translation."""
+    return input_problem(typed, lang) or ""
