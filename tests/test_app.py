@@ -410,6 +410,25 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
         assert all(v is not None for v in attention.show(page, ins, "decoder", 1, 2))
 
 
+def test_the_engineering_tables_are_in_the_pages_language():
+    """Every row the benchmark declares has its words in both tables (the English as core.bench.ROWS says it),
+    and the tab's Chinese tables name no row or decoding in English."""
+    from app.i18n import text
+    from tools.i18n_report import english
+    for row in ROWS:
+        assert text("en", f"engineering.row.{row.ours}") == row.label
+        assert text("en", f"engineering.ref.{row.ours}") == row.reference_is
+        assert text("zh-CN", f"engineering.row.{row.ours}") != row.label
+    full = {"greedy_cached_half_ms": 15.04, "greedy_uncached_ms": 48.0, "cache_speedup": 3.19}
+    (row,) = engineering.speed_table(full, "zh-CN").splitlines()[2:]
+    assert row == "| 贪心搜索，一个句子，带缓存（float16 解码器）对比不带缓存（ms） | 15.0 | 48.0 | 不带缓存的循环 | 3.19× |"
+    zh = engineering.engineering_md("zh-CN")
+    start = zh.index("|---|---|---|---|")
+    rows = zh[start:zh.index("###", start)].strip().splitlines()[1:]  # split, decoding, BLEU, chrF
+    decodings = [row.split("|")[2].strip() for row in rows]
+    assert len(rows) == 4 and "束搜索（束宽 4）" in decodings and not any(english(d) for d in decodings)
+
+
 def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     full = {"greedy_cached_half_ms": 15.04, "greedy_uncached_ms": 48.0, "cache_speedup": 3.19,
             "train_tokens_per_s_ours_bf16": 2175.4, "train_tokens_per_s_torch_bf16": 2106.3,

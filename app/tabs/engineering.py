@@ -7,19 +7,22 @@ import gradio as gr
 
 from core import decode as core_decode
 from core import model as core_model
-from core.bench import table_rows
+from core.bench import ROWS, table_rows
 
 from ..common import code_panel
-from ..i18n import L, text
+from ..i18n import DEFAULT, LANGS, L, text, written
 from ..shared import get_translator, model_dir
 from .training import shipped_log
 
 
-def _speed_section(b):
+def _speed_section(b, lang="en"):
     """The figures of `python -m core.bench` (bench.json) as a Markdown table (key, values), row by row as the
-    benchmark declares them (core.bench.ROWS); rows whose figures the file lacks (an older benchmark) are left out.
-    None when no row is left."""
-    rows = [f"| {label} | {ours} | {ref} | {ref_is} | {ratio} |" for label, ours, ref, ratio, ref_is in table_rows(b)]
+    benchmark declares them (core.bench.ROWS), their words in `lang`; rows whose figures the file lacks (an older
+    benchmark) are left out. None when no row is left."""
+    words = {r.label: r.ours for r in ROWS}
+    rows = [f"| {text(lang, f'engineering.row.{words[label]}')} | {ours} | {ref} | "
+            f"{text(lang, f'engineering.ref.{words[label]}')} | {ratio} |"
+            for label, ours, ref, ratio, _ in table_rows(b)]
     if not rows:
         return None
     values = dict(rows="\n".join(rows))
@@ -30,7 +33,7 @@ def _speed_section(b):
 
 def speed_table(b, lang="en"):
     """The speed table of bench.json `b` in Markdown, in `lang` ("" when the file holds no row)."""
-    section = _speed_section(b)
+    section = _speed_section(b, lang)
     if section is None:
         return ""
     key, values = section
@@ -62,43 +65,50 @@ def _training_md():
                      bleu=f"{best['val_bleu']:.1f}", epoch=best["epoch"])
 
 
-def _quality_md():
+def _decoding(beam, lang):
+    return text(lang, "engineering.greedy") if beam == 1 else text(lang, "engineering.beam", k=beam)
+
+
+def _quality_md(lang="en"):
     path = model_dir() / "eval.json"
     if not path.exists():
         return None
-    rows = [f"| {r['split']} | {'greedy' if r['beam'] == 1 else 'beam ' + str(r['beam'])} | "
-            f"{r['bleu']:.2f} | {r['chrf']:.2f} |" for r in json.loads(path.read_text())]
+    rows = [f"| {r['split']} | {_decoding(r['beam'], lang)} | {r['bleu']:.2f} | {r['chrf']:.2f} |"
+            for r in json.loads(path.read_text())]
     return "ui.engineering.quality", dict(rows="\n".join(rows))
 
 
-def _speed_md():
+def _speed_md(lang="en"):
     """The speed title and table (two sections), or no section where bench.json is missing, unreadable or holds
     no row."""
     path = model_dir() / "bench.json"
     try:
-        table = _speed_section(json.loads(path.read_text())) if path.exists() else None
+        table = _speed_section(json.loads(path.read_text()), lang) if path.exists() else None
     except (OSError, ValueError):  # an unreadable file leaves the table out; the app still starts
         table = None
     return [("ui.engineering.speed", {}), table] if table else []
 
 
-def sections():
+def sections(lang="en"):
     """The tab's text as (key, values) pairs, one Markdown each: how the shipped model was built and how well it
-    does, from the files beside it."""
-    parts = [_model_md(get_translator()), _training_md(), _quality_md(), *_speed_md(), ("ui.engineering.decoding", {})]
+    does, from the files beside it (the tables' words in `lang`)."""
+    parts = [_model_md(get_translator()), _training_md(), _quality_md(lang), *_speed_md(lang),
+             ("ui.engineering.decoding", {})]
     return [p for p in parts if p]
 
 
 def engineering_md(lang="en"):
     """The tab's text in `lang`, as one Markdown."""
-    return "\n\n".join(text(lang, key, **values) for key, values in sections())
+    return "\n\n".join(text(lang, key, **values) for key, values in sections(lang))
 
 
 def build():
     """Lay out the tab (it has no events; its text is read from the files beside the model at start)."""
     with gr.Tab(L("ui.tab.engineering"), id="engineering"):
-        for key, values in sections():
-            gr.Markdown(L(key, **values))
+        # each section written in both languages (its tables' words differ by language, not only its numbers)
+        by_lang = {lang: sections(lang) for lang in LANGS}
+        for i, (key, _) in enumerate(by_lang[DEFAULT]):
+            gr.Markdown(written(key, {lang: text(lang, key, **by_lang[lang][i][1]) for lang in LANGS}))
         code_panel(L("ui.engineering.code.decoding"), core_decode.greedy_decode, core_decode.IncrementalDecoder,
                    core_decode.beam_search)
         code_panel(L("ui.engineering.code.half"), core_decode.CastLinear, core_decode.HalfPrecisionDecoder)
