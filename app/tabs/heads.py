@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import gradio as gr
 
-from core.analysis.heads import MEASURES
+from core.analysis.heads import MEASURES, NEGLIGIBLE_BLEU, NEGLIGIBLE_LOSS, SHARE, facts
 from core.headmask import KINDS
 
 from ..common import clamp, empty_figure, kind_choices, kind_name, md_literal, token_strip
@@ -147,70 +147,50 @@ def atlas_html(atlas, name, lang="en"):
             f'<div class="heads-atlas" style="display:flex; flex-wrap:wrap; gap:18px">{"".join(blocks)}</div>')
 
 
-# what the numbers say: core.analysis.heads.findings, written in each language from the same numbers (the
-# tests check that the English is findings' own)
-SHARE, NEGLIGIBLE_LOSS, NEGLIGIBLE_BLEU = 0.5, 0.01, 0.3  # findings' defaults
-ATTENDS = (("encoder", "previous", "previous-source"), ("encoder", "next", "next-source"),
-           ("decoder", "previous", "previous-target"), ("encoder", "same", "own"), ("decoder", "same", "own"))
-
-
-def _cells(atlas, kind, measure):
-    """[(value, layer, head), ...] of one measure, largest first."""
-    grid = atlas["heads"][kind][measure]
-    return sorted(((v, lay, h) for lay, row in enumerate(grid) for h, v in enumerate(row)), reverse=True)
-
+# what the numbers say: the facts core.analysis.heads chooses from the atlas (core.analysis.heads.facts), written
+# in the page's language (in English they read as core.analysis.heads.findings: the tests check it)
 
 def findings_in(lang, atlas):
-    """The clearest patterns of an atlas as sentences in `lang` (core.analysis.heads.findings in English)."""
+    """The clearest patterns of an atlas as sentences in `lang`."""
     def t(key, **values):
         return text(lang, "ui.heads.reading." + key, **values)
 
     def shares(cells):
         return t("comma").join(t("share-head", head=f"{lay}.{h}", share=f"{v:.0%}") for v, lay, h in cells)
 
-    def many(key, n):
-        return f"{key}.{'many' if n > 1 else 'one'}"
-
-    model, share = atlas["model"], f"{SHARE:.0%}"
-    out = []
-    for kind, measure, what in ATTENDS:
-        cells = [c for c in _cells(atlas, kind, measure) if c[0] >= SHARE]
-        if cells:
-            out.append(t(many("attends", len(cells)), kind=t(f"kind.{kind}"), count=len(cells), share=share,
-                         what=t(f"what.{what}"), heads=shares(cells[:6])))
-    for kind in KINDS:  # <s> and </s> are seen by every row: their shares add up
-        sinks = sorted(((sum(atlas["heads"][kind][m][lay][h] for m in ("first", "eos") if m in atlas["heads"][kind]),
-                         lay, h) for lay in range(model["layers"]) for h in range(model["heads"])), reverse=True)
-        sinks = [c for c in sinks if c[0] >= SHARE]
-        if sinks:
-            out.append(t(many("sinks", len(sinks)), kind=t(f"kind.{kind}"), count=len(sinks), share=share,
-                         where=t("where.both", **TOKENS) if kind != "decoder" else TOKENS["bos"],
-                         heads=shares(sinks[:6])))
-    agree = atlas["heads"]["cross"]["agreement"]
-    out.append(t("aligned", heads=t("aligned-sep").join(
-        t("aligned-head", head=f"{lay}.{h}", diagonal=f"{v:.0%}", agreement=f"{agree[lay][h]:.0%}")
-        for v, lay, h in _cells(atlas, "cross", "diagonal")[:3])))
-    return out + _importance_in(t, atlas)
-
-
-def _importance_in(t, atlas):
-    model, base = atlas["model"], atlas["baseline"]
-    every = sorted(((atlas["heads"][k]["delta_loss"][lay][h], atlas["heads"][k]["delta_bleu"][lay][h], k, lay, h)
-                    for k in KINDS for lay in range(model["layers"]) for h in range(model["heads"])), reverse=True)
-    out = [t("most", loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}", heads=t("most-sep").join(
-        t("most-head", kind=t(f"kind.{k}"), head=f"{lay}.{h}", loss=f"{dl:+.3f}", bleu=f"{db:+.1f}")
-        for dl, db, k, lay, h in every[:3]))]
-    small = [e for e in every if abs(e[0]) < NEGLIGIBLE_LOSS and e[1] > -NEGLIGIBLE_BLEU]
-    counts = t("comma").join(t("small-kind", count=sum(e[2] == k for e in small), kind=t(f"kind.{k}")) for k in KINDS)
-    out.append(t("small", count=len(small), total=len(every), loss=NEGLIGIBLE_LOSS, bleu=NEGLIGIBLE_BLEU,
-                 counts=counts))
-    layers = sorted((r["delta_loss_all_but_best_off"], k, lay, r["best_head"])
-                    for k in KINDS for lay, r in enumerate(atlas["layers"][k]))
-
     def listed(rows):
         return t("comma").join(t("layers-item", kind=t(f"kind.{k}"), layer=lay, head=h, delta=f"{d:+.3f}")
                                for d, k, lay, h in rows)
-    out.append(t("layers", least=listed(layers[:2]), most=listed(layers[::-1][:2])))
+
+    def many(key, n):
+        return f"{key}.{'many' if n > 1 else 'one'}"
+
+    share, out = f"{SHARE:.0%}", []
+    for what, *v in facts(atlas):
+        if what == "attends":
+            kind, where, cells, n = v
+            out.append(t(many("attends", n), kind=t(f"kind.{kind}"), count=n, share=share, what=t(f"what.{where}"),
+                         heads=shares(cells)))
+        elif what == "sinks":
+            kind, cells, n = v
+            out.append(t(many("sinks", n), kind=t(f"kind.{kind}"), count=n, share=share, heads=shares(cells),
+                         where=t("where.both", **TOKENS) if kind != "decoder" else TOKENS["bos"]))
+        elif what == "aligned":
+            out.append(t("aligned", heads=t("aligned-sep").join(
+                t("aligned-head", head=f"{lay}.{h}", diagonal=f"{d:.0%}", agreement=f"{a:.0%}")
+                for d, lay, h, a in v[0])))
+        elif what == "most":
+            rows, base = v
+            out.append(t("most", loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}", heads=t("most-sep").join(
+                t("most-head", kind=t(f"kind.{k}"), head=f"{lay}.{h}", loss=f"{dl:+.3f}", bleu=f"{db:+.1f}")
+                for dl, db, k, lay, h in rows)))
+        elif what == "small":
+            n, total, per_kind = v
+            counts = t("comma").join(t("small-kind", count=c, kind=t(f"kind.{k}")) for k, c in per_kind)
+            out.append(t("small", count=n, total=total, loss=NEGLIGIBLE_LOSS, bleu=NEGLIGIBLE_BLEU, counts=counts))
+        else:
+            least, most = v
+            out.append(t("layers", least=listed(least), most=listed(most)))
     return out
 
 

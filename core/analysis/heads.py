@@ -508,54 +508,89 @@ def _heads_list(cells):
     return ", ".join(f"{lay}.{h} ({v:.0%})" for v, lay, h in cells)
 
 
-def findings(atlas, share=0.5, negligible_loss=0.01, negligible_bleu=0.3):
-    """The clearest patterns of an atlas as sentences, written from its numbers (heads named layer.head)."""
+SHARE, NEGLIGIBLE_LOSS, NEGLIGIBLE_BLEU = 0.5, 0.01, 0.3  # what counts as a clear pattern, by default
+ATTENDS = (("encoder", "previous", "previous-source"), ("encoder", "next", "next-source"),
+           ("decoder", "previous", "previous-target"), ("encoder", "same", "own"), ("decoder", "same", "own"))
+
+
+def facts(atlas, share=SHARE, negligible_loss=NEGLIGIBLE_LOSS, negligible_bleu=NEGLIGIBLE_BLEU):
+    """The clearest patterns of an atlas as (what, values) pairs, chosen from its numbers; `findings` writes them
+    as English sentences, the app in the page's language (heads named layer.head, cells (value, layer, head)).
+
+    - ("attends", kind, what, cells): heads putting at least `share` of their attention on `what`
+      ("previous-source", "next-source", "previous-target", "own"), at most six, largest first;
+    - ("sinks", kind, cells): heads putting at least `share` on <s> and </s> together;
+    - ("aligned", rows): the three cross-attention heads nearest the diagonal, (value, layer, head, agreement);
+    - ("most", rows, baseline): the three heads that matter most alone, (delta loss, delta BLEU, kind, layer, head);
+    - ("small", count, total, per_kind): heads that can go alone at almost no cost, their count per kind;
+    - ("layers", least, most): a layer with all heads but its best off, two each way, (delta, kind, layer, head)."""
     out = []
-    for kind, measure, what in (("encoder", "previous", "the previous source token"),
-                                ("encoder", "next", "the next source token"),
-                                ("decoder", "previous", "the previous target token"),
-                                ("encoder", "same", "their own position"), ("decoder", "same", "their own position")):
+    for kind, measure, what in ATTENDS:
         cells = [c for c in _cells(atlas, kind, measure) if c[0] >= share]
         if cells:
-            out.append(f"In {NAMES[kind]}, {len(cells)} head{'s' * (len(cells) > 1)} put at least {share:.0%} of "
-                       f"their attention on {what}: {_heads_list(cells[:6])}.")
+            out.append(("attends", kind, what, cells[:6], len(cells)))
     for kind in KINDS:  # <s> and </s> are seen by every row: their shares add up
         sinks = sorted(((sum(atlas["heads"][kind][m][lay][h] for m in ("first", "eos") if m in atlas["heads"][kind]),
                          lay, h) for lay in range(atlas["model"]["layers"]) for h in range(atlas["model"]["heads"])),
                        reverse=True)
         sinks = [c for c in sinks if c[0] >= share]
         if sinks:
-            where = "<s> or </s>" if kind != "decoder" else "<s>"
-            out.append(f"In {NAMES[kind]}, {len(sinks)} head{'s' * (len(sinks) > 1)} put at least {share:.0%} on "
-                       f"{where} (attention sinks): {_heads_list(sinks[:6])}.")
-    diag = _cells(atlas, "cross", "diagonal")
+            out.append(("sinks", kind, sinks[:6], len(sinks)))
     agree = atlas["heads"]["cross"]["agreement"]
-    out.append("The cross-attention heads that align words best (argmax within one position of the diagonal): "
-               + ", ".join(f"{lay}.{h} ({v:.0%}, agreeing with its layer's average head on {agree[lay][h]:.0%} "
-                           f"of rows)" for v, lay, h in diag[:3]) + ".")
-    out += _importance_findings(atlas, negligible_loss, negligible_bleu)
-    return out
-
-
-def _importance_findings(atlas, negligible_loss, negligible_bleu):
+    out.append(("aligned", [(v, lay, h, agree[lay][h]) for v, lay, h in _cells(atlas, "cross", "diagonal")[:3]]))
     every = sorted(((atlas["heads"][k]["delta_loss"][lay][h], atlas["heads"][k]["delta_bleu"][lay][h], k, lay, h)
                     for k in KINDS for lay in range(atlas["model"]["layers"]) for h in range(atlas["model"]["heads"])),
                    reverse=True)
-    base = atlas["baseline"]
-    out = ["Switched off alone, the heads that matter most are " + "; ".join(
-        f"{NAMES[k]} {lay}.{h} (loss {dl:+.3f} nats per token, BLEU {db:+.1f})" for dl, db, k, lay, h in every[:3])
-        + f" (the model as it is: loss {base['loss']:.3f}, greedy BLEU {base['bleu']:.1f})."]
+    out.append(("most", every[:3], atlas["baseline"]))
     small = [e for e in every if abs(e[0]) < negligible_loss and e[1] > -negligible_bleu]
-    counts = ", ".join(f"{sum(e[2] == k for e in small)} of {NAMES[k]}" for k in KINDS)
-    out.append(f"{len(small)} of the {len(every)} heads can go alone at almost no cost (loss within "
-               f"{negligible_loss} nats per token and BLEU down by less than {negligible_bleu}): {counts}.")
+    out.append(("small", len(small), len(every), [(k, sum(e[2] == k for e in small)) for k in KINDS]))
     layers = sorted((r["delta_loss_all_but_best_off"], k, lay, r["best_head"])
                     for k in KINDS for lay, r in enumerate(atlas["layers"][k]))
-    out.append("With every head of a layer off but its most important one, the loss rises least for "
-               + ", ".join(f"{NAMES[k]} layer {lay} (head {h} kept: {d:+.3f})" for d, k, lay, h in layers[:2])
-               + " and most for " + ", ".join(f"{NAMES[k]} layer {lay} (head {h} kept: {d:+.3f})"
-                                              for d, k, lay, h in layers[::-1][:2]) + ".")
+    out.append(("layers", layers[:2], layers[::-1][:2]))
     return out
+
+
+WHAT = {"previous-source": "the previous source token", "next-source": "the next source token",
+        "previous-target": "the previous target token", "own": "their own position"}
+
+
+def findings(atlas, share=SHARE, negligible_loss=NEGLIGIBLE_LOSS, negligible_bleu=NEGLIGIBLE_BLEU):
+    """The clearest patterns of an atlas (`facts`) as English sentences, written from its numbers."""
+    return [_sentence(f, share, negligible_loss, negligible_bleu) for f in facts(atlas, share, negligible_loss,
+                                                                                  negligible_bleu)]
+
+
+def _sentence(fact, share, negligible_loss, negligible_bleu):
+    what, *v = fact
+    if what == "attends":
+        kind, where, cells, n = v
+        return (f"In {NAMES[kind]}, {n} head{'s' * (n > 1)} put at least {share:.0%} of their attention on "
+                f"{WHAT[where]}: {_heads_list(cells)}.")
+    if what == "sinks":
+        kind, cells, n = v
+        where = "<s> or </s>" if kind != "decoder" else "<s>"
+        return f"In {NAMES[kind]}, {n} head{'s' * (n > 1)} put at least {share:.0%} on {where} (attention sinks): " \
+               f"{_heads_list(cells)}."
+    if what == "aligned":
+        return ("The cross-attention heads that align words best (argmax within one position of the diagonal): "
+                + ", ".join(f"{lay}.{h} ({d:.0%}, agreeing with its layer's average head on {a:.0%} of rows)"
+                            for d, lay, h, a in v[0]) + ".")
+    if what == "most":
+        rows, base = v
+        return ("Switched off alone, the heads that matter most are " + "; ".join(
+            f"{NAMES[k]} {lay}.{h} (loss {dl:+.3f} nats per token, BLEU {db:+.1f})" for dl, db, k, lay, h in rows)
+            + f" (the model as it is: loss {base['loss']:.3f}, greedy BLEU {base['bleu']:.1f}).")
+    if what == "small":
+        n, total, per_kind = v
+        return (f"{n} of the {total} heads can go alone at almost no cost (loss within {negligible_loss} nats per "
+                f"token and BLEU down by less than {negligible_bleu}): "
+                + ", ".join(f"{c} of {NAMES[k]}" for k, c in per_kind) + ".")
+    least, most = v
+
+    def listed(rows):
+        return ", ".join(f"{NAMES[k]} layer {lay} (head {h} kept: {d:+.3f})" for d, k, lay, h in rows)
+    return (f"With every head of a layer off but its most important one, the loss rises least for {listed(least)} "
+            f"and most for {listed(most)}.")
 
 
 def model_key(directory, pairs, limit):
