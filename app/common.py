@@ -10,11 +10,12 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 import gradio as gr
 import plotly.graph_objects as go
 import plotly.io as pio
+
+from core.headmask import KINDS
 
 from .i18n import L, choices, text
 
@@ -35,21 +36,9 @@ pio.templates["explorer"] = compact_template()
 pio.templates.default = "explorer"  # for every figure the app builds: each tab module imports this one
 
 
-class KindLabel(NamedTuple):
-    """How the page names a kind of attention: short (menus, grids), long (the Attention tab's titles)."""
-    short: str
-    long: str
-
-
-# one per kind of attention, in the order of core.headmask.KINDS
-KIND_LABELS = {"encoder": KindLabel("Encoder self-attention", "Encoder self-attention"),
-               "decoder": KindLabel("Decoder self-attention", "Decoder self-attention (masked)"),
-               "cross": KindLabel("Cross-attention", "Cross-attention (decoder → encoder)")}
-
-
-def kind_choices(long=False, kinds=tuple(KIND_LABELS)):
-    """Kinds of attention as a menu's choices, labelled in both languages (ui.kind.short.<kind> or ui.kind.long.<kind>:
-    the same names as KIND_LABELS)."""
+def kind_choices(long=False, kinds=KINDS):
+    """Kinds of attention (core.headmask.KINDS) as a menu's choices, labelled in both languages: ui.kind.short.<kind>
+    (menus, grids) or ui.kind.long.<kind> (the Attention tab's titles)."""
     return choices(f"ui.kind.{'long' if long else 'short'}", kinds)
 
 

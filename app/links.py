@@ -16,8 +16,9 @@ import json
 import gradio as gr
 
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
+from core.headmask import KINDS
 
-from .common import KIND_LABELS, clamp
+from .common import clamp
 from .gradio_adapter import tab_nesting
 from .shared import examples
 from .tabs.learn import STEPS
@@ -34,7 +35,7 @@ def read_link(params, cfg, default_alpha):
     get = params.get
     text = (get("text") or "").strip()[:TEXT_CAP] or examples()[0]
     method = get("method") if get("method") in METHODS else DEFAULT_METHOD
-    kind = get("kind") if get("kind") in KIND_LABELS else "encoder"
+    kind = get("kind") if get("kind") in KINDS else "encoder"
     return {"text": text, "method": method, **decoding_settings({k: get(k) for k in DECODING_LIMITS}, default_alpha),
             "kind": kind, "layer": clamp(get("layer", 0), 0, cfg["N"] - 1), "head": clamp(get("head", 0), 0, cfg["h"] - 1),
             "learn": clamp(get("learn", 1), 1, len(STEPS))}

@@ -13,11 +13,12 @@ import torch
 
 from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
-from app.common import KIND_LABELS, md_literal
+from app.common import md_literal
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo
 from core.bench import ROWS
+from core.headmask import KINDS
 from core.translate import Inspection
 from tests.conftest import ASSETS, needs_shipped
 from tests.test_views import translation_callback, up_to_attention
@@ -107,7 +108,7 @@ def test_heatmap_shows_the_model_attention(ins):
 def test_rounded_weights_still_sum_to_one(ins):
     """Each row of a rounded map sums to 1 within the rounding of its entries, and the figures send them as
     float32 typed arrays."""
-    for kind in KIND_LABELS:
+    for kind in KINDS:
         maps = getattr(ins, kind)
         r = torch.from_numpy(attention.rounded(maps)).double()
         assert (r - maps.double()).abs().max() <= 0.5e-3 + 1e-6
@@ -329,7 +330,7 @@ def test_the_status_line_is_english_for_the_api_and_in_the_pages_language_on_the
 
 
 def test_the_attention_tab_draws_in_the_pages_language(ins):
-    for kind in KIND_LABELS:
+    for kind in KINDS:
         words = drawn_in(attention.VIEWS, ins, "zh-CN", kind=kind, layer=1, head=2)
         assert len(words) > 20 and english_in(words, ins) == [], kind
     heat = attention.one_head(ins, "cross", 1, 2, "zh-CN")

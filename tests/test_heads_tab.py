@@ -9,7 +9,7 @@ import pytest
 from gradio.i18n import I18nData
 
 from app import i18n
-from app.common import KIND_LABELS
+from app.common import kind_choices, kind_name
 from app.tabs import heads
 from app.views import ROOT
 from core.analysis.heads import MEASURES, findings
@@ -80,7 +80,7 @@ def test_menus_are_labelled_in_both_languages():
     label = dict((v, k) for k, v in choices)["cross 1 3"]
     shown = {lang: i18n.i18n().translations[lang][label.key] for lang in i18n.LANGS}
     assert shown == {"en": "Cross-attention · layer 1 · head 3", "zh-CN": "交叉注意力 · 层 1 · 头 3"}
-    assert all(f"{KIND_LABELS[v.split()[0]].short} · layer" in i18n.i18n().translations["en"][k.key]
+    assert all(f"{kind_name(v.split()[0])} · layer" in i18n.i18n().translations["en"][k.key]
                for k, v in choices)
 
 
@@ -154,7 +154,7 @@ def test_views_blank_before_a_translation_and_atlas_draws_without_one():
     if heads.load_atlas() is not None:
         assert len(re.findall(r"data-head=", atlas)) == 3 * 3 * 8  # every head of the shipped model
     assert all(isinstance(v, type(gr.skip())) for v in (compare, maps))
-    assert tuple(KIND_LABELS) == KINDS
+    assert [v for _, v in kind_choices()] == list(KINDS)
 
 
 def test_the_tab_draws_in_the_pages_language(ins):

@@ -9,9 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core import model as core_model
+from core.headmask import KINDS
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
-from ..common import KIND_LABELS, clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid
+from ..common import clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid
 from ..i18n import L, text
 from ..views import View, control_changes, opener, refresh, tab_views
 
@@ -100,7 +101,7 @@ def attention_maps(ins, kind):
 
 def _maps(ins, kind, layer=0, head=0, lang="en"):
     """The maps of `kind` with the layer and head kept in range, and the kind's name in `lang`."""
-    kind = kind if kind in KIND_LABELS else "encoder"
+    kind = kind if kind in KINDS else "encoder"
     maps, q, k = attention_maps(ins, kind)
     return (maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1),
             kind_name(kind, lang, long=True))

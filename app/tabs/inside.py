@@ -18,10 +18,11 @@ import torch
 import torch.nn.functional as F
 
 from core.analysis import inside as core
+from core.headmask import KINDS
 from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
-from ..common import KIND_LABELS, clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis
+from ..common import clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis
 from ..i18n import DEFAULT, LANGS, L, read_lang, table, text
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -432,7 +433,7 @@ def _sweep_in(lang):
 
 def scale_view(ins, kind, layer, head, lang="en"):
     """The 1/sqrt(d_k) scale on the trained model's own queries and keys for this sentence."""
-    kind = kind if kind in KIND_LABELS else "encoder"
+    kind = kind if kind in KINDS else "encoder"
     rec = recorded(ins)
     layers, heads = rec.q[kind].shape[:2]
     layer, head = clamp(layer, 0, layers - 1), clamp(head, 0, heads - 1)
