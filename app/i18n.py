@@ -48,6 +48,13 @@ def text(lang, key, **values):
     return s.format(**values) if values else s
 
 
+def texts(prefix):
+    """The text function of one tab: t(lang, key, **values) is text(lang, f"{prefix}.{key}", **values)."""
+    def t(lang, key, **values):
+        return text(lang, f"{prefix}.{key}", **values)
+    return t
+
+
 def fields(s):
     """The {field} names a string takes."""
     return {f for _, f, _, _ in string.Formatter().parse(s) if f}

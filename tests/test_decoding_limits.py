@@ -24,9 +24,9 @@ def first(name):
 def controls():
     """The Translate tab's decoding controls by name, and the What if tab's beam size."""
     with gr.Blocks() as demo:
-        page, state = page_state({ROOT: "translate"}), gr.State(None)
-        built = tab.build(demo, page, state, ALPHA)
-        beam = whatif.build(page, state).controls["beam"]
+        page, state, lang = page_state({ROOT: "translate"}), gr.State(None), gr.State("en")
+        built = tab.build(demo, page, state, ALPHA, lang)
+        beam = whatif.build(page, state, lang).controls["beam"]
     return dict(zip(tab.SETTINGS, built.inputs[1:])), beam
 
 

@@ -99,7 +99,7 @@ def test_the_tabs_labels_are_in_both_languages():
     from app import i18n
     from tools.i18n_report import count
     with gr.Blocks() as demo:
-        whatif.build(gr.State(), gr.State())
+        whatif.build(gr.State(), gr.State(), gr.State("en"))
     done, left = count(demo)["whatif"]
     assert left == 0 and done >= 14
     prefix = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "whatif-prefix")

@@ -180,7 +180,7 @@ def _views():
     return tabs, subtabs, [heat, grid, overview, bv_head, bv_model], saves
 
 
-def build(cfg, page, state, lang=None):
+def build(cfg, page, state, lang):
     """Lay out the tab and wire its events: opening the tab or one of its sub-tabs, and moving a control, draw
     the view on screen. Returns the controls and outputs of `show`, which each new translation runs too (see
     app/ui.py), and the sub-tabs (the Heads tab opens a head here)."""
@@ -192,7 +192,6 @@ def build(cfg, page, state, lang=None):
             head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"), elem_id="head")
         tabs, subtabs, outputs, saves = _views()
         code_panel(None, core_model.attention, core_model.MultiHeadedAttention)
-    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
     controls = dict(kind=kind, layer=layer, head=head, lang=lang)
     inputs = [page, state, *controls.values()]
     tab.select(opener(("attention",), show), inputs, outputs, api_visibility="private")

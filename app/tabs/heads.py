@@ -392,7 +392,7 @@ def _switch_panel(cfg):
     return kind, layer, head, add, but, clear, chosen, run
 
 
-def build(cfg, page, state, tabs, attn, lang=None):
+def build(cfg, page, state, tabs, attn, lang):
     """Lay out the tab and wire its events. `tabs` are the page's top-level tabs and `attn` what the Attention
     tab's build returned (a click on the atlas opens a head there). Returns the controls and outputs of `show`,
     which each new translation runs (see app/ui.py)."""
@@ -409,7 +409,6 @@ def build(cfg, page, state, tabs, attn, lang=None):
             map_kind = gr.Radio(KIND_CHOICES, value="cross", label=L("ui.heads.maps-of"), elem_id="off-map-kind")
             map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="off-map-layer")
         maps = gr.Plot(elem_id="off-maps")
-        lang = gr.State("en") if lang is None else lang  # built alone (tests): English
     controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched, lang=lang)
     outputs = [atlas, compare, maps]
     inputs = [page, state, *controls.values()]

@@ -23,7 +23,7 @@ from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
 from ..common import clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis
-from ..i18n import DEFAULT, LANGS, L, read_lang, table, text
+from ..i18n import DEFAULT, LANGS, L, read_lang, table, text, texts
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, control_changes, opener, refresh, tab_views
 
@@ -63,9 +63,7 @@ def small(x, decimals=4):
     return np.round(torch.as_tensor(x).detach().float().cpu().numpy(), decimals)
 
 
-def say(lang, key, **values):
-    """The tab's words drawn at run time (inside.<key>) in `lang`, with `values` put into their {fields}."""
-    return text(lang, f"inside.{key}", **values)
+say = texts("inside")  # the tab's words drawn at run time (inside.<key>) in a language
 
 
 def root_name(lang):
@@ -692,7 +690,7 @@ def _stream_tabs(cfg):
         [res, res_note, firing, units, ffn_note, lens_fig, lens_note]
 
 
-def build(cfg, page, state, lang=None):
+def build(cfg, page, state, lang):
     """Lay out the tab and wire its events: opening the tab or a sub-tab, and moving a control, draw the views
     on screen. Returns the controls and outputs of `show`, which each new translation runs too (app/ui.py)."""
     model = get_translator().model
@@ -705,7 +703,6 @@ def build(cfg, page, state, lang=None):
             subtabs, which, stream_out = _stream_tabs(cfg)
         code_panel(L("ui.inside.code"), LayerNorm, attention, core.recording_hooks, core.logit_lens)
     subtabs.update(modules=modules_tab, layernorm=ln_tab, scale=scale_tab)
-    lang = gr.State(DEFAULT) if lang is None else lang  # the page's language radio (app/i18n.py switch)
     named = dict(module=module, **ln_controls, **scale_controls, ffn=which, lang=lang)
     controls = {name: named[name] for name in DEFAULTS}  # in the order `show` takes them
     outputs = [*mod_out, *ln_out, *scale_out, *stream_out]
@@ -715,6 +712,6 @@ def build(cfg, page, state, lang=None):
     for sub, subtab in subtabs.items():
         subtab.select(opener(("inside", sub), show), inputs, outputs, api_visibility="private",
                       concurrency_limit=1, concurrency_id="model")
-    # a control moved, or the page's language switched: the views on screen that read it are drawn again
+    # a control moved: the views on screen that read it are drawn again (a new language: app/ui.py)
     gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
     return tab_views(show, VIEWS, controls, outputs)

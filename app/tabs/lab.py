@@ -40,13 +40,10 @@ from core.lab import (
 from core.model import make_model
 
 from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
-from ..i18n import L, choices, text
+from ..i18n import L, choices, text, texts
 from ..views import View, control_changes, opener, refresh, tab_views
 
-
-def _t(lang, key, **values):
-    """The tab's text `lab.<key>` in `lang` (app/locale/<lang>.json)."""
-    return text(lang, f"lab.{key}", **values)
+_t = texts("lab")  # the tab's words drawn at run time (lab.<key>) in a language
 
 
 # One reading per break (and per combination and deep run the Lab ships): what the shipped runs
@@ -359,11 +356,11 @@ def _layout():
             dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers), train)
 
 
-def build(page, lang=None):
+def build(page, lang):
     """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time)."""
     with gr.Tab(L("ui.tab.lab"), id="lab") as tab:
         outputs, controls, train = _layout()
-    controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
+    controls = dict(controls, lang=lang)  # the page's language: app/ui.py redraws the tab when it changes
     inputs = [page, *controls.values()]
     tab.select(opener(("lab",), show), inputs, outputs, api_visibility="private")
     gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")

@@ -16,7 +16,7 @@ from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_
 from core.model import subsequent_mask
 
 from ..common import MASK_SCALE, clamp, code_panel, empty_figure, kind_name, md_literal, token_axis
-from ..i18n import L, choices, text
+from ..i18n import L, choices, texts
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, control_changes, opener, refresh, tab_views
 
@@ -24,9 +24,7 @@ DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nE
 DEFAULT_EN = "A dog runs.\nTwo children play with a ball in the garden.\nA woman reads."
 
 
-def _t(lang, key, **values):
-    """The tab's text `masks.<key>` in `lang` (app/locale/<lang>.json)."""
-    return text(lang, f"masks.{key}", **values)
+_t = texts("masks")  # the tab's words drawn at run time (masks.<key>) in a language
 
 
 def parse_pairs(german, english, min_pairs=2, max_pairs=4, max_chars=300, lang="en"):
@@ -249,11 +247,11 @@ def _layout(cfg):
                                                                  layer=layer, head=head)
 
 
-def build(cfg, page, lang=None):
+def build(cfg, page, lang):
     """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.masks"), id="masks") as tab:
         outputs, controls = _layout(cfg)
-    controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
+    controls = dict(controls, lang=lang)  # the page's language: app/ui.py redraws the tab when it changes
     inputs = [page, *controls.values()]
     # the batch runs the model: these events queue with the translations (app/ui.py)
     tab.select(opener(("masks",), show), inputs, outputs, api_visibility="private",

@@ -108,14 +108,13 @@ def show(page, ins, lang="en"):
     return refresh(page, ins, VIEWS, dict(lang=lang))
 
 
-def build(cfg, page, state, lang=None):
+def build(cfg, page, state, lang):
     """Lay out the tab and wire its opening; returns its tab_views (app/views.py): the diagram, which a new
     translation draws when the tab is on screen (see app/ui.py)."""
     with gr.Tab(L("ui.tab.overview"), id="overview") as tab:
         gr.Markdown(L("ui.overview.model", layers=cfg["N"], d_model=cfg["d_model"], heads=cfg["h"],
                       d_ff=cfg["d_ff"], vocab=cfg["src_vocab"]))
         diagram = gr.HTML(overview_svg(None), js_on_load=DIAGRAM_JS, elem_id="diagram")
-    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
     inputs = [page, state, lang]
     tab.select(opener(("overview",), show), inputs, diagram, api_visibility="private")
     return tab_views(show, VIEWS, dict(lang=lang), [diagram])

@@ -14,14 +14,11 @@ from plotly.subplots import make_subplots
 from core.model import Embeddings, PositionalEncoding
 
 from ..common import clamp, code_panel, empty_figure, md_literal
-from ..i18n import L, text
+from ..i18n import L, texts
 from ..shared import get_translator
 from ..views import View, control_changes, opener, refresh, tab_views
 
-
-def _t(lang, key, **values):
-    """The tab's text `positional.<key>` in `lang` (app/locale/<lang>.json)."""
-    return text(lang, f"positional.{key}", **values)
+_t = texts("positional")  # the tab's words drawn at run time (positional.<key>) in a language
 
 
 def encoding(d_model, positions):
@@ -213,11 +210,11 @@ def _layout(cfg):
     return [curves, heat, sim, rel, note, scale, scale_note], dict(d_model=d_model, positions=positions, dims=dims, k=k)
 
 
-def build(cfg, page, lang=None):
+def build(cfg, page, lang):
     """Lay out the tab and wire its controls; its views are first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.positional"), id="positional") as tab:
         outputs, controls = _layout(cfg)
-    controls = dict(controls, lang=lang)  # its words are drawn in the page's language: redrawn when it changes
+    controls = dict(controls, lang=lang)  # the page's language: app/ui.py redraws the tab when it changes
     inputs = [page, *controls.values()]
     tab.select(opener(("positional",), show), inputs, outputs, api_visibility="private")
     gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")

@@ -18,7 +18,7 @@ from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
 from ..common import clamp, code_panel, empty_figure
-from ..i18n import L, text
+from ..i18n import L, texts
 from ..shared import model_dir
 from ..views import View, control_changes, opener, refresh, tab_views
 
@@ -26,9 +26,7 @@ ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
 
 
-def _t(lang, key, **values):
-    """The tab's text `training.<key>` in `lang` (app/locale/<lang>.json)."""
-    return text(lang, f"training.{key}", **values)
+_t = texts("training")  # the tab's words drawn at run time (training.<key>) in a language
 
 
 def read_log(path):
@@ -311,14 +309,14 @@ def _smoothing():
     return [fig, penalization, ablation, note], eps
 
 
-def build(page, lang=None):
+def build(page, lang):
     """Lay out the tab and wire its controls; its figures are first drawn when the tab is opened."""
     with gr.Tab(L("ui.tab.training"), id="training") as tab:
         replay, step = _replay()
         noam, noam_controls = _noam()
         smoothing, eps = _smoothing()
         code_panel(None, rate, LabelSmoothing)
-    # its words are drawn in the page's language: redrawn when it changes
+    # the page's language: app/ui.py redraws the tab when it changes
     outputs, controls = [*replay, noam, *smoothing], dict(step=step, **noam_controls, eps=eps, lang=lang)
     inputs = [page, *controls.values()]
     tab.select(opener(("training",), show), inputs, outputs, api_visibility="private")

@@ -319,7 +319,7 @@ def _layout(default_alpha):
     return src, settings, go_btn, out, status, probs, (export, exported)
 
 
-def build(demo, page, state, default_alpha, lang=None):
+def build(demo, page, state, default_alpha, lang):
     """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button and by
     Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
     translation runs (see app/ui.py), and the box, settings and results a link fills in."""
@@ -327,7 +327,6 @@ def build(demo, page, state, default_alpha, lang=None):
         src, settings, go_btn, out, status, probs, (export, exported) = _layout(default_alpha)
         step, prev_btn, next_btn, step_views = _step_replay()
     outputs = [probs, status, step, *step_views]
-    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")

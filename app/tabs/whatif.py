@@ -229,7 +229,7 @@ def show(page, ins, beam=BEAM.default, lang="en"):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
-def build(page, state, lang=None):
+def build(page, state, lang):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab(L("ui.tab.whatif"), id="whatif") as tab:
         gr.Markdown(L("ui.whatif.tree-intro"))
@@ -252,7 +252,6 @@ def build(page, state, lang=None):
             mine = gr.Textbox(label=L("ui.whatif.mine"), max_lines=2, elem_id="whatif-mine")
             go_mine = gr.Button(L("ui.whatif.go-mine"), elem_id="whatif-go-mine")
         result = gr.HTML(elem_id="whatif-result")
-        lang = gr.State("en") if lang is None else lang  # built alone (tests): English
     outputs = [tree, position, candidate, result]
     model = dict(api_visibility="private", concurrency_id="model")
     tab.select(opener(("whatif",), show), [page, state, beam, lang], outputs, **model)

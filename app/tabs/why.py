@@ -15,7 +15,7 @@ from core.analysis.attribution import attribute
 
 from ..cache import PerTranslation
 from ..common import clamp, code_panel, empty_figure, label, md_literal
-from ..i18n import L, text
+from ..i18n import L, texts
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, tab_views
 from .attention import positions, rounded
@@ -24,9 +24,7 @@ NOT_YET = "Translate a sentence first (Translate tab): its output tokens will be
 MEASURES = ("attention", "gradient", "occlusion")  # the three readings of a token, as the figure shows them (why.<m>)
 
 
-def _t(lang, key, **values):
-    """The Why tab's string `key` in `lang`."""
-    return text(lang, f"why.{key}", **values)
+_t = texts("why")  # the tab's words drawn at run time (why.<key>) in a language
 
 
 # ---- the attribution of one token, kept ----------------------------------------------------------------
@@ -154,7 +152,7 @@ def show(page, ins, position=None, lang="en"):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
-def build(page, state, lang=None):
+def build(page, state, lang):
     """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
     with gr.Tab(L("ui.tab.why"), id="why") as tab:
         gr.Markdown(L("ui.why.intro"))
@@ -165,7 +163,6 @@ def build(page, state, lang=None):
         gr.Markdown(L("ui.why.reading"))
         code_panel(None, attribute)
     outputs = [token, src_fig, tgt_fig, note]
-    lang = gr.State("en") if lang is None else lang  # built alone (a test): the page in English
     inputs = [page, state, token, lang]
     tab.select(opener(("why",), show), inputs, outputs, api_visibility="private", concurrency_id="model")
     token.change(show, inputs, outputs, api_visibility="private", concurrency_id="model")
