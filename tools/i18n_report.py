@@ -20,6 +20,8 @@ from html.parser import HTMLParser
 
 import gradio as gr
 
+from app.tabs import learn
+
 STATIC_VALUES = (gr.Markdown, gr.Button)  # components whose value is text written at build time
 CODE = re.compile(r"^[A-Za-z_][\w]*([._][\w]+)+$|^[\W\d_]*$")  # a module path, a number, a symbol: no language
 
@@ -164,10 +166,13 @@ def neutral_words():
 
 
 def view_values(tab, ins, lang):
-    """(component, value) for every output of every view of a tab, drawn for `ins` (the Learn tab at its first
-    step, in `lang`)."""
+    """(component, value) for every output of every view of a tab, drawn for `ins` with its controls' first
+    values, the page in `lang`; the Learn tab at every step of its path."""
+    if tab.show.__module__ == learn.__name__:
+        return [(c, v) for k in range(len(learn.STEPS))
+                for c, v in zip(tab.outputs, learn.render(ins, {"step": k, "done": []}, lang))]
     values, controls = [], {name: getattr(c, "value", None) for name, c in tab.controls.items()}
-    controls.update(lang=lang, progress={"step": 0, "done": []})
+    controls["lang"] = lang
     for view in tab.views:
         used = tuple(controls[name] for name in view.uses)
         out = view.draw(ins, *used) if view.reads_translation else view.draw(*used)
@@ -176,20 +181,11 @@ def view_values(tab, ins, lang):
 
 
 def drawn(demo, ins, lang="zh-CN"):
-    """{top-level tab: sorted distinct English strings its views draw for `ins`, the page in `lang`} (only the
-    Learn tab's views read the page's language), every step of the Learn path included."""
-    from app.tabs import learn
-    pieces, out = sentence_pieces(ins) | neutral_words(), {}
-    for tab in demo.tab_views:
-        pairs = view_values(tab, ins, lang)
-        if tab.views[0].name == "learn":
-            pairs = [(c, v) for k in range(len(learn.STEPS))
-                     for c, v in zip(tab.outputs, learn.render(ins, {"step": k, "done": []}, lang))]
-        found = {s for c, v in pairs if not isinstance(c, SHOWS_NO_WORDS) and c.visible is not False
-                 for s in value_strings(v) if english(s, pieces)}
-        where = tab.views[0].where
-        out.setdefault(where[0] if where else "translate", set()).update(found)
-    return {tab: sorted(found) for tab, found in out.items()}
+    """{tab (its module's name): sorted distinct English strings its views draw for `ins`, the page in `lang`}."""
+    pieces = sentence_pieces(ins) | neutral_words()
+    return {tab.show.__module__.rpartition(".")[2]: sorted(
+        {s for c, v in view_values(tab, ins, lang) if not isinstance(c, SHOWS_NO_WORDS) and c.visible is not False
+         for s in value_strings(v) if english(s, pieces)}) for tab in demo.tab_views}
 
 
 def main(argv=None):
