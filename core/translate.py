@@ -35,6 +35,7 @@ class Inspection:
     heads_off: tuple = ()     # the (kind, layer, head) switched off for this translation, if any
     source: str = ""          # the German text as given
     decoding: dict = field(default_factory=dict)  # the settings that chose the tokens (method, beam, ...)
+    server_ms: float | None = None  # how long the app took to make it, where it timed it (not part of its JSON)
 
     JSON_FORMAT = "transformer-explorer/inspection"
     JSON_DECIMALS = 6  # weights and probabilities lie in [0, 1], where float32 keeps about 7 decimals

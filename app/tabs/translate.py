@@ -145,9 +145,6 @@ def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, lang="en
     return status
 
 
-_SERVER_MS = "server_ms"  # the attribute where translate() notes an Inspection's time on the server, in ms
-
-
 def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=None, top_k=None, max_len=None,
               previous=None):
     """Translate one German sentence and keep everything the other tabs show (returned as state). The settings
@@ -168,7 +165,7 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     with MODEL_LOCK:
         ins = tr.inspect(text, **settings)
     ms = (time.perf_counter() - t0) * 1e3
-    setattr(ins, _SERVER_MS, ms)  # for its status line in another language (status_view)
+    ins.server_ms = ms  # for its status line in another language (status_view)
     status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
                          tr.max_src_tokens - 2 if ins.truncated else None)
     return ins.translation, status, ins
@@ -189,7 +186,7 @@ def token_probs(ins, lang="en"):
 def status_view(ins, lang="en"):
     """The status line of the kept translation in `lang` (translate() returns it in English, for its API)."""
     cut = get_translator().max_src_tokens - 2 if ins.truncated else None
-    return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), getattr(ins, _SERVER_MS, None), cut,
+    return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
                        lang)
 
 
