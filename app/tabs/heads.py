@@ -61,15 +61,19 @@ def measure_key(name):
 TOKENS = {"bos": "<s>", "eos": "</s>"}  # pieces a label names, kept out of the tables (Markdown would read a tag)
 
 
+def _pieces(key):
+    """The pieces a label names, by its fields."""
+    return {f: TOKENS[f] for f in fields(table("en")[key])}
+
+
 def measure_text(name, lang="en"):
     """A measure's label in `lang` (measure_label in English), the pieces it names put in."""
-    key = measure_key(name)
-    return text(lang, key, **{f: TOKENS[f] for f in fields(table("en")[key])})
+    return text(lang, measure_key(name), **_pieces(measure_key(name)))
 
 
 def measure_choices():
     """The measures as a menu's choices: their labels in each language, the pieces they name put in."""
-    return [(L(measure_key(n), **{f: TOKENS[f] for f in fields(table("en")[measure_key(n)])}), n) for n in MEASURES]
+    return [(L(measure_key(n), **_pieces(measure_key(n))), n) for n in MEASURES]
 
 
 def _color(value, lo, hi, diverging=False):
