@@ -11,10 +11,9 @@ from pathlib import Path
 
 import torch
 
-from .analysis.searchtree import SearchTree
 from .checkpoint import load_pretrained, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
-from .decode import HalfPrecisionDecoder, beam_search, decode_batch, default_max_len
+from .decode import HalfPrecisionDecoder, decode_batch, default_max_len
 from .headmask import check_heads, model_shape, switched_off
 from .model import attention_modules, keep_attention, subsequent_mask
 
@@ -180,18 +179,6 @@ class Translator:
             pieces = [self.tokenizer.id_to_piece(i) for i in self.tokenizer.encode(target.strip())] + ["</s>"]
             out.append((sum(values), list(zip(pieces, values))))
         return out[0] if single else out
-
-    @torch.no_grad()
-    def search_tree(self, text, beam=4, alpha=None, max_len=None):
-        """The beam search of `text` as a SearchTree (core/analysis/searchtree.py): every candidate of every step, with
-        the model that `translate` uses for it, so the returned hypothesis is the translation."""
-        src_ids, _ = self.encode_source(text)
-        src = torch.tensor([src_ids], device=self.device)
-        tree = SearchTree()
-        beam_search(self.decoding_model(beam), src, (src != PAD).unsqueeze(-2),
-                    max_len or self.default_max_len(src.size(1)), beam=beam,
-                    alpha=self.alpha if alpha is None else alpha, tree=tree)
-        return tree
 
     @torch.no_grad()
     def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, heads_off=None, **kw):
