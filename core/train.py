@@ -31,7 +31,17 @@ import torch.distributed as dist
 import torch.nn as nn
 from tqdm import tqdm
 
-from .checkpoint import model_from_config, save_pretrained
+from .checkpoint import (
+    GROUP,
+    SNAPSHOT_INDEX,
+    SNAPSHOTS,
+    load_pretrained,
+    load_snapshot,
+    model_from_config,
+    read_tokenizer,
+    save_pretrained,
+    save_snapshot,
+)
 from .data import (
     ASSETS,
     PAD,
@@ -295,6 +305,46 @@ def export(run_dir, target, average=1, length_penalty=None):
     return model, config
 
 
+def history(run_dir):
+    """The run's kept points, oldest first: (label, log record, checkpoint file) for each snapshot ("init",
+    "step-25", ...) and each epoch ("epoch-1", ...)."""
+    records = [json.loads(line) for line in (Path(run_dir) / "log.jsonl").read_text().splitlines() if line.strip()]
+    points = []
+    for r in records:
+        if r["type"] == "snapshot":
+            points.append(("init" if r["step"] == 0 else f"step-{r['step']}", r, Path(run_dir) / r["file"]))
+        elif r["type"] == "epoch":
+            points.append((f"epoch-{r['epoch']}", r, Path(run_dir) / f"epoch_{r['epoch']:02d}.pt"))
+    return sorted(points, key=lambda p: (p[1]["step"], p[1]["type"] == "epoch"))
+
+
+def export_snapshots(run_dir, target, bits=8, probes=()):
+    """The run's history beside the model exported to `target`, each point's weights stored as their difference
+    from it (core/checkpoint.py): target/snapshots/<label>.safetensors and index.json, oldest first, each entry
+    with the greedy translations of `probes` that its stored weights give."""
+    target = Path(target)
+    base, config = load_pretrained(target)
+    folder = target / SNAPSHOTS
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("*.safetensors"):
+        old.unlink()
+    entries = []
+    for label, rec, path in history(run_dir):
+        model = model_from_config(config)
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["model"])
+        size = save_snapshot(model, base, folder / f"{label}.safetensors", bits)
+        entries.append({"label": label, "step": rec["step"], "epoch": rec["epoch"], "train_loss": rec.get("train_loss"),
+                        "val_loss": rec["val_loss"], "file": f"{label}.safetensors", "bits": bits, "bytes": size})
+    index = {"format": 1, "group": GROUP, "snapshots": entries}
+    (folder / SNAPSHOT_INDEX).write_text(json.dumps(index, indent=1) + "\n")
+    tokenizer = read_tokenizer(target / config.get("tokenizer", "spm.model"), config["src_vocab"])
+    for entry in entries:  # what each one says, from the weights as stored
+        model, config, _ = load_snapshot(target, entry["label"])
+        entry["probes"] = Translator(model, tokenizer, config, half_rows=0).translate(list(probes)) if probes else []
+    (folder / SNAPSHOT_INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n")
+    return entries
+
+
 class RunLog:
     """log.jsonl, one JSON record a line; only the first process writes (the others hold a silent one)."""
 
@@ -465,7 +515,7 @@ def logged_loss(log, keep):
     return loss / tokens if tokens else None
 
 
-def save_snapshot(model, data, args, state, log, run_dir, autocast):
+def keep_snapshot(model, data, args, state, log, run_dir, autocast):
     """Keep the weights as they are now, with their val loss and the training loss of the steps since the
     snapshot before, in snapshots/step_NNNNNN.pt, and log them. Evaluation draws no random numbers, so a run
     with snapshots trains exactly as one without."""
@@ -530,6 +580,8 @@ def parse_args(argv=None):
     ap.add_argument("--save-every-min", type=float, default=10.0)
     ap.add_argument("--snapshot-steps", default="0,25,50,100,200,400,800",
                     help="keep the weights after these optimizer steps (0: before the first), for the time-lapse")
+    ap.add_argument("--snapshot-bits", type=int, default=0, choices=(0, 4, 8),
+                    help="with --export-to, also export the run's history in 8 or 4 bits a weight (0: not)")
     ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
     ap.add_argument("--export-to", default=None, help="after training, write the model here")
     ap.add_argument("--average", type=int, default=1, help="average the last N epoch checkpoints")
@@ -564,7 +616,7 @@ def main(argv=None):
         if world > 1 else model
     autocast = partial(torch.autocast, device.type, dtype=torch.bfloat16) if args.bf16 else nullcontext
     save_last = partial(state.save, run_dir / "last.pt", model, optimizer, scheduler)
-    snapshot = partial(save_snapshot, model, data, args, state, log, run_dir, autocast) if is_main else None
+    snapshot = partial(keep_snapshot, model, data, args, state, log, run_dir, autocast) if is_main else None
     if snapshot and state.step == 0 and 0 in snapshot_steps(args):
         snapshot()  # the initialisation
     after_step = AfterStep(args, state, log, save_last, is_main, device, snapshot)
@@ -591,6 +643,8 @@ def main(argv=None):
             break
     if is_main and args.export_to and state.epoch >= args.epochs:
         export(run_dir, args.export_to, args.average, args.length_penalty)
+        if args.snapshot_bits:
+            export_snapshots(run_dir, args.export_to, args.snapshot_bits, data.probes)
     if world > 1:
         dist.destroy_process_group()
     return model
