@@ -118,3 +118,33 @@ def test_at_most_two_snapshots_stay_in_memory_the_least_recently_used_goes(tiny_
     monkeypatch.setattr(translate, "load_snapshot", lambda *a: loads.append(a) or checkpoint.load_snapshot(*a))
     Translator.load(d, snapshot="step-2")
     assert len(loads) == 1 and kept_snapshots() == ["epoch-1", "step-2"]
+
+
+@pytest.mark.slow
+def test_the_measures_over_the_run_are_each_snapshots_own(tiny_history, tiny_data, monkeypatch):
+    from core.analysis import heads, timelapse
+    from core.data import load_split
+    from core.evaluate import score
+    pairs = load_split(tiny_data, "val")
+    out = tiny_history / "timelapse.json"
+    timelapse.main(["--data", str(tiny_data), "--model", str(tiny_history / "model"), "--out", str(out),
+                    "--cache", str(tiny_history / "stages.json")])
+    rows = json.loads(out.read_text())["snapshots"]
+    tr = Translator.load(tiny_history / "model")
+    assert [r["label"] for r in rows] == [s["label"] for s in tr.snapshots()]
+    first, last = rows[0], rows[-1]
+    # the trained model reads its source: hiding it costs; the untrained one has nothing to lose
+    assert last["hidden_source_loss"] > last["val_loss"] + 0.1
+    assert abs(first["hidden_source_loss"] - first["val_loss"]) < 0.1
+    assert last["val_loss"] == pytest.approx(tr.snapshots()[-1]["val_loss"], rel=0.02)  # 8 bits cost little
+    snap = Translator.load(tiny_history / "model", snapshot=last["label"], half_rows=0)
+    assert last["bleu"] == pytest.approx(score(snap.translate([de for de, _ in pairs]), [en for _, en in pairs])["bleu"],
+                                         abs=0.01)
+    for kind, names in (("encoder", heads.SELF_MEASURES), ("cross", heads.CROSS_MEASURES)):
+        assert set(last["heads"][kind]) == set(names)
+        assert torch.tensor(last["heads"][kind]["entropy"]).shape == (1, 4)
+    # a second run reads every snapshot from its cache
+    monkeypatch.setattr(timelapse, "measure", lambda *a: pytest.fail("measured again"))
+    timelapse.main(["--data", str(tiny_data), "--model", str(tiny_history / "model"), "--out", str(out),
+                    "--cache", str(tiny_history / "stages.json")])
+    assert json.loads(out.read_text())["snapshots"] == rows
