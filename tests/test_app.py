@@ -263,12 +263,12 @@ def test_bertviz_menus_are_in_the_pages_language():
         page = view(ins)
         assert in_words(page, "en") == page
         zh = in_words(page, "zh-CN")
-        for english, key, *_ in words:
-            assert english in page and english not in zh, english
+        for form, key, *_ in words:
+            assert form in page and form not in zh, form
             assert html.escape(text("zh-CN", f"attention.{key}")) in zh
     model_zh = in_words(_model_view(ins), "zh-CN")
-    for english, key in _SCRIPT_WORDS:
-        assert english not in model_zh and json.dumps(text("zh-CN", f"attention.{key}")) in model_zh
+    for form, key in _SCRIPT_WORDS:
+        assert form not in model_zh and json.dumps(text("zh-CN", f"attention.{key}")) in model_zh
     frame = html.unescape(model_view_html(ins, "zh-CN"))
     assert "编码器" in frame and ">Encoder<" not in frame
 

@@ -569,9 +569,12 @@ def test_translate_api_endpoint(app):
 PHONE = {"width": 390, "height": 844}
 
 
-def learner(app, browser, viewport, locale, path=""):
-    """A page in a context of its own (a phone or a desktop, a language) once its Learn step is drawn."""
+def learner(app, browser, viewport, locale, path="", init=None):
+    """A page in a context of its own (a phone or a desktop, a language) once its Learn step is drawn; `init`, a
+    script run in it before the page's own."""
     context = browser.new_context(viewport=viewport, locale=locale, has_touch=viewport == PHONE)
+    if init:
+        context.add_init_script(init)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.app, page.errors, page.events = app, [], []
@@ -735,14 +738,33 @@ def test_the_first_paint_is_in_one_language(app, browser, locale, path, stored, 
         context.close()
 
 
+# every text a shown status tracker holds, sampled at every frame
+STATUS_LINES_JS = """window.__statusSeen = new Set();
+const lines = () => {
+  document.querySelectorAll('[data-testid=status-tracker]:not(.hide)').forEach((t) => {
+    const s = t.innerText.trim();
+    if (s) window.__statusSeen.add(s);
+  });
+  requestAnimationFrame(lines);
+};
+requestAnimationFrame(lines);"""
+
+
 def test_a_chinese_page_has_no_english_words_of_its_own(app, browser):
-    """On a zh-CN page: the SVG button and plotly's toolbar in Chinese; after five steps of the Learn path still one
+    """On a zh-CN page: Gradio's status lines, the SVG button and plotly's toolbar in Chinese; after five steps of the Learn path still one
     SVG button per figure; after a switch to English, the sub-tabs of Attention and Inside drawn later are
     labelled in English, and so are the buttons and the toolbar."""
     from app.i18n import table, text
     from app.tabs.learn import STEPS
-    context, page = learner(app, browser, PHONE, "en-US", "?lang=zh-CN")
+    context, page = learner(app, browser, PHONE, "en-US", "?lang=zh-CN", init=STATUS_LINES_JS)
     try:
+        # Gradio's lines while a translation runs ("processing |", "queue: 1/2 |"), in Chinese
+        before = plot_text(page, "learn-figure")
+        page.locator("#learn-src textarea").fill(SENTENCE)
+        page.locator("#learn-go").click()
+        wait_plot_change(page, "learn-figure", before)
+        lines = page.evaluate("[...window.__statusSeen]")
+        assert lines and not [t for t in lines if re.search(r"processing|queue", t)], lines
         svg = page.locator("#learn-figure .save-svg")
         assert svg.count() == 1
         assert (svg.inner_text(), svg.get_attribute("title")) == (text("zh-CN", "page.svg"),
