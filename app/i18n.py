@@ -2,7 +2,8 @@
 I18n for every static label and by `text` for what Python builds (the views' figures, HTML and Markdown, the
 callbacks' messages, the Learn path's steps, questions and answers).
 
-Gradio translates static labels in the browser, from the browser's language or the page's switch. Text built on
+Gradio translates static labels in the browser, in the language the page's head script picks before the first
+paint (the address's, the learner's last choice or the browser's: HEAD_JS) or the page's switch. Text built on
 the server is looked up here with the language the page sends: the switch is one of every tab's controls, so a
 view reads it like any other control and is drawn again, when on screen, once it changes. A language read from
 the browser or from an address is untrusted: anything but a known code reads as English.
@@ -115,7 +116,7 @@ def choices(prefix, values, **fixed):
 HEAD_JS = """<script>
 (() => {
   const TABS = __TABS__, WORDS = __WORDS__, PLOTLY = __PLOTLY__, DEFAULT = __DEFAULT__;
-  const pick = (v) => { v = String(v || ''); return v.toLowerCase().startsWith('zh') ? 'zh-CN' : (v in WORDS ? v : DEFAULT); };
+  const pick = (v) => { v = String(v || ''); return v.toLowerCase().startsWith('zh') ? 'zh-CN' : (Object.hasOwn(WORDS, v) ? v : DEFAULT); };
   const stored = () => { try { return window.localStorage.getItem('explorer-lang'); } catch (e) { return null; } };
   let lang = pick(new URLSearchParams(window.location.search).get('lang') || stored() || navigator.language);
   const word = (key) => WORDS[lang][key];

@@ -712,10 +712,11 @@ requestAnimationFrame(look);"""
 
 @pytest.mark.parametrize("locale, path, stored, lang", [
     ("en-US", "?lang=zh-CN", None, "zh-CN"), ("zh-CN", "?lang=en", None, "en"), ("zh-CN", "", "en", "en"),
-    ("zh-CN", "", None, "zh-CN")])
+    ("zh-CN", "", None, "zh-CN"), ("zh-CN", "?lang=toString", None, "en")])
 def test_the_first_paint_is_in_one_language(app, browser, locale, path, stored, lang):
     """The address's language, else the last choice, else the browser's: the tab buttons are painted in it from
-    the first frame they show (never first in another), and the switch and Gradio's locale agree with it."""
+    the first frame they show (never first in another), and the switch and Gradio's locale agree with it. An
+    address's unknown language (even one named like a property of every object) reads as English."""
     from app.i18n import text
     context = browser.new_context(viewport={"width": 1400, "height": 900}, locale=locale)
     if stored:
