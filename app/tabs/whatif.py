@@ -214,7 +214,7 @@ def _blank(lang="en"):
     return empty_figure(not_yet(lang))
 
 
-VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam", "lang"), blank=lambda: (_blank(),)),
+VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam", "lang"), blank=lambda beam, lang="en": (_blank(lang),)),
          View("whatif/positions", ("whatif",), positions_view, outputs=3,
               blank=(gr.update(choices=[], value=None), gr.update(choices=[], value=None), ""))]
 
