@@ -83,16 +83,17 @@ def test_every_step_renders_for_two_sentences(inspections, lang):
                 assert "✓" in marks
             choices, right, _ = step.quiz(learn.context(ins, lang))
             assert 0 <= right < len(choices) and len(set(choices)) == len(choices)
-            assert learn.check(ins, progress, choices[right], lang).startswith("✓")
+            value = learn._value(step.control.default, ins)
+            assert learn.check(ins, progress, choices[right], value, value, lang)[1].startswith("✓")
             wrong = choices[(right + 1) % len(choices)]
-            assert learn.check(ins, progress, wrong, lang).startswith("✗")
-            assert learn.check(ins, progress, None, lang) == i18n.text(lang, "learn.pick")
+            assert learn.check(ins, progress, wrong, value, value, lang)[1].startswith("✗")
+            assert learn.check(ins, progress, None, value, value, lang)[1] == i18n.text(lang, "learn.pick")
 
 
 def test_without_a_translation_a_step_asks_for_one():
     out = learn.render(None, learn.new_progress(), "zh-CN")
     assert out[6] == i18n.text("zh-CN", "learn.wait") and out[5] is None
-    assert learn.check(None, learn.new_progress(), "x", "en") == ""
+    assert learn.check(None, learn.new_progress(), "x", 0, None, "en")[1] == ""
 
 
 def test_back_and_next_stay_on_the_path():
@@ -191,7 +192,8 @@ def test_the_training_answers_are_computed():
     best = choices[right]
     assert values["peak"] == "4,000"
     d = c.model.src_embed[0].d_model
-    assert best == "4,000" and rate(4000, d, 1.0, 4000) > max(rate(3999, d, 1.0, 4000), rate(4001, d, 1.0, 4000))
+    assert rate(4000, d, 1.0, 4000) > max(rate(3999, d, 1.0, 4000), rate(4001, d, 1.0, 4000))
+    assert best == f"{(d * 4000) ** -0.5:.2e}"  # the peak rate: d_model^-0.5 * warmup^-0.5, where the terms meet
     assert learn.quiz_smoothing(c)[0][learn.quiz_smoothing(c)[1]] == "0.900"
     td = learn.smoothed(0.1, 10)
     assert abs(float(td.sum()) - 1.0) < 1e-6 and td[0] == 0 and abs(float(td[2]) - 0.9) < 1e-6  # not on padding
@@ -413,3 +415,39 @@ def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, 
         _, _, fig, fact = learn.act(ins, progress, value, lang)[:4]
         found = gives_away(step, ins, lang, [fact], [fig])
         assert found == [], f"act({value!r}): {found}"
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+@pytest.mark.parametrize("sentence", range(len(SENTENCES)))
+@pytest.mark.parametrize("key", learn.KEYS)
+def test_after_check_the_evidence_appears_and_stays(inspections, key, sentence, lang):
+    """Check reveals what the step kept back (its fact line goes on, the answer's fields show) and the step stays
+    revealed through a redraw, the other language, and Next then Back; another sentence that changes the answer
+    asks again. A check without a pick reveals nothing."""
+    ins, k = inspections[sentence], learn.KEYS.index(key)
+    step = learn.STEPS[k]
+    start = {"step": k, "done": []}
+    before = learn.render(ins, start, lang)
+    choices, right, values = step.quiz(learn.context(ins, lang))
+    value = learn._value(step.control.default, ins)
+    assert learn.check(ins, start, None, value, value, lang)[0].get("revealed") in (None, {})
+    progress, answer, fig, fact = learn.check(ins, start, choices[right], value, value, lang)
+    verdict, explanation = answer.split("\n\n", 1)
+    assert verdict.startswith("✓") and gives_away(step, ins, lang, [fact, explanation], [fig])
+    if f"learn.{key}.seen" in i18n.table("en"):
+        assert fact != before[6] and fact.startswith(before[6])
+    other = next(x for x in i18n.LANGS if x != lang)
+    for shown in (lang, other):
+        out = learn.render(ins, progress, shown)
+        assert out[7]["value"] == step.quiz(learn.context(ins, shown))[0][right] and out[8].startswith("✓")
+        texts, fig = screen(step, shown, out)
+        assert gives_away(step, ins, shown, texts, [fig])
+    assert learn.render(ins, progress, lang)[6] == fact
+    away = learn.go_to(ins, progress, k + 1 if k + 1 < len(learn.STEPS) else k - 1, lang)[0]
+    assert learn.go_to(ins, away, k, lang)[9] == answer  # the answer, back with the step
+    # the other sentence: the same question keeps its answer, a new one is asked afresh
+    new = inspections[1 - sentence]
+    again = step.quiz(learn.context(new, lang))
+    out = learn.render(new, progress, lang)
+    assert (out[8] != "") == (learn.question_mark(again[1], again[2]) == learn.question_mark(right, values))
