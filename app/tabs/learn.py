@@ -216,7 +216,8 @@ def quiz_layernorm(c):
     var = round(float(v["sigma"]) ** 2, 3)  # the variance: a tempting answer, and a wrong one
     values = [1.0, sigma, var, mean if abs(mean) > 1e-3 else 0.0]
     choices, right = _options(values, sigma, lambda x: f"γ = {x:.3f}")
-    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}", var=f"{var:.3f}")
+    word = _piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])  # plain text: the question is a label
+    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}", var=f"{var:.3f}", word=word)
 
 
 # ---- 4. scaled dot-product attention ------------------------------------------------------------------
@@ -479,7 +480,7 @@ def quiz_greedy(c):
     prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
     return ([_piece(w) for w in order], order.index(chosen),
             dict(prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)), p=f"{c.ins.token_probs[t]:.3f}",
-                 method=c.ins.decoding.get("method", "greedy")))
+                 method=c.ins.decoding.get("method", "greedy"), before=prefix))  # before: the question's, plain
 
 
 # ---- 12. Batch and teacher forcing ----------------------------------------------------------------------
@@ -582,7 +583,7 @@ def draw_smoothing(c, eps):
     fig.update_layout(xaxis_title=c.t("smoothing.token"), yaxis_title=c.t("smoothing.example"))
     fig.update_yaxes(ticktext=[c.t("smoothing.target", t=t) for t in targets])
     if not c.revealed:  # the right piece's share is the question: the colours show, the numbers wait for Check
-        fig.update_traces(text=None, texttemplate=None, hovertemplate=None, hoverinfo="skip")
+        fig.update_traces(text=None, texttemplate=None, hovertemplate=None, hoverinfo="skip", showscale=False)
     return _compact(fig, c.t("smoothing.fig", eps=f"{eps:g}")), dict(eps=f"{eps:g}", right=f"{float(td[0, 2]):.3f}",
                                                                       other=f"{float(td[0, 1]):.3f}")
 
@@ -662,7 +663,7 @@ def figure_and_fact(step, c, value):
     fig, values = step.draw(c, value)
     fact = c.t(f"{step.key}.fact", **values)
     if c.revealed and f"learn.{step.key}.seen" in table("en"):
-        fact = f"{fact} {c.t(f'{step.key}.seen', **values)}"
+        fact += ("" if fact.endswith(("。", "！", "？")) else " ") + c.t(f"{step.key}.seen", **values)  # no space after 。
     return fig, fact
 
 
