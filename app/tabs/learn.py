@@ -1,9 +1,12 @@
 """The Learn tab: a guided path through The Annotated Transformer, one idea a step, in the order of the study
 note this project serves, each step on the shipped model and the learner's own sentence.
 
-A step is a few sentences (app/locale/<lang>.json, `learn.<key>.*`), one live figure, one action (a slider or a
-choice) that redraws the figure and completes the step, a question to answer before its answer is shown (the
-answer computed from the model and the sentence), and a button that opens the full tab at the same place.
+A step is a few sentences (app/locale/<lang>.json, `learn.<key>.*`), a question to answer before its answer is
+shown (the answer computed from the model and the sentence), one action (a slider or a choice) that redraws the
+step's live figure and completes the step, and a button that opens the full tab at the same place. Predict, then
+see: until the learner checks the answer, the figure and its fact line show the mechanism but keep back what
+would give the answer away (a number, an axis's scale, a hover, the pieces asked about); Check shows it, and the
+session's progress remembers which steps were checked.
 Nothing here runs the model for a step but what the step itself needs: the translation's Inspection, the
 Inside tab's recorded pass (kept per translation), or a tiny model from the Lab.
 """
@@ -233,8 +236,9 @@ def draw_scale(c, how):
     scaled = how != "raw"
     w, dk = scale_weights(c, scaled)
     tokens = c.ins.src_tokens
-    fig = go.Figure(go.Heatmap(z=inside.small(w, 3), colorscale="Blues", zmin=0, zmax=1,
-                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>", showscale=False))
+    fig = go.Figure(go.Heatmap(z=inside.small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
+                               # the weights' values wait for Check (the question averages them); colours show
+                               hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
     fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
     largest = float(w.max(-1).values.mean())
     return (_compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk)),
