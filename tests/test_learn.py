@@ -451,3 +451,23 @@ def test_after_check_the_evidence_appears_and_stays(inspections, key, sentence, 
     again = step.quiz(learn.context(new, lang))
     out = learn.render(new, progress, lang)
     assert (out[8] != "") == (learn.question_mark(again[1], again[2]) == learn.question_mark(right, values))
+
+
+def test_a_reformatted_answer_is_still_caught():
+    """The leak check's reading of numbers: the answer however it is written is caught, its neighbours are not."""
+    sigma = (1.283, 3, False, False)
+    for written in ("σ = 1.283", "σ = 1,283", "σ ≈ 1.28", "1.2834", "1.283e+00", "γ=1.283。"):
+        assert any(points_to(n, sigma, []) for n in numbers(written)), written
+    for written in ("1.647", "1.2", "1", "12.83", "0.1283", "−1e9"):
+        assert not any(points_to(n, sigma, []) for n in numbers(written)), written
+    vocab = (8000.0, 0, False, False)
+    for written in ("8000", "8,000", "8 000", "全部 8000 个"):
+        assert any(points_to(n, vocab, []) for n in numbers(written)), written
+    assert not any(points_to(n, vocab, []) for n in numbers("80000 or 800"))
+    band = (1e-05, 5, False, True)
+    others = [1e-01, 1e-03, 1e-09]
+    assert any(points_to(n, band, others) for n in numbers("the largest error is 3.3e-06"))
+    assert not any(points_to(n, band, others) for n in numbers("6.6e-15, k = 1"))
+    share = (10.0, 0, True, True)
+    assert any(points_to(n, share, [0.0, 50.0, 100.0]) for n in numbers("56 of 1024 units fire (5%)"))
+    assert not any(points_to(n, share, [0.0, 50.0, 100.0]) for n in numbers("56 of 1024 units fire"))
