@@ -394,6 +394,7 @@ def _every_value(step, ins):
     return [round(lo + i * c.step, 6) if isinstance(lo, float) else lo + i * c.step for i in range(n + 1)]
 
 
+@pytest.mark.slow  # every step, every value of its action, two sentences, two languages: 1-2 minutes
 @needs_shipped
 @pytest.mark.parametrize("lang", i18n.LANGS)
 @pytest.mark.parametrize("sentence", range(len(SENTENCES)))
@@ -417,6 +418,7 @@ def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, 
         assert found == [], f"act({value!r}): {found}"
 
 
+@pytest.mark.slow  # every step, every value of its action, two sentences, two languages: 1-2 minutes
 @needs_shipped
 @pytest.mark.parametrize("lang", i18n.LANGS)
 @pytest.mark.parametrize("sentence", range(len(SENTENCES)))
