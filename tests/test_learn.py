@@ -351,18 +351,20 @@ def gives_away(step, ins, lang, texts, figs):
     """The places among `texts` and `figs` that state the step's right answer or its evidence (empty: none)."""
     choices, right, values = step.quiz(learn.context(ins, lang))
     fig_texts = [t for f in figs for t in figure_texts(f)]
-    if step.key == "teacher":
-        # the decoder's input row is what the question asks the reader to reason from: the target row is hidden
-        fig_texts = [t for f in figs for t in figure_texts(f) if t not in f.data[0].text[0]] + \
-                    [t for f in figs for t in f.data[0].text[1]] if figs else []
     words = [*texts, *fig_texts]
     found = []
     if step.key in PIECES:
         piece = choices[right]
-        items = [html.unescape(t) for t in fig_texts] + [w for t in texts for w in _md_words(t)]
-        found += [t for t in items if t.strip() == piece]
+        items = [t for t in fig_texts if t.strip() == piece]
+        if step.key == "teacher":
+            # the decoder's input, all of it, is what the question asks the reader to reason from (the target is
+            # the next piece): each figure may show the piece as often as the input holds it, and no more
+            inputs = [learn._piece(w) for w in ins.tgt_tokens].count(piece)
+            items = items[len(figs) * inputs:]
+        found += items + [w for t in texts for w in _md_words(t) if w.strip() == piece]
         if len(piece) >= 3 and piece.isalpha():
-            found += [t for t in words if re.search(rf"\b{re.escape(piece)}\b", t)]
+            found += [t for t in [*texts, *(fig_texts if step.key != "teacher" else ())]
+                      if re.search(rf"\b{re.escape(piece)}\b", t)]
         return found
     targets = []
     number = _answer_number(choices[right])
