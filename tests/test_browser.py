@@ -799,6 +799,42 @@ def test_a_chinese_page_has_no_english_words_of_its_own(app, browser):
         context.close()
 
 
+def test_a_learn_step_asks_before_it_shows_and_keeps_what_it_showed(app, browser):
+    """Step 14 on a desktop: the question sits above the action and the figure, and until Check neither the fact
+    line nor the figure's rate axis gives the peak away; Check shows both, and the step stays revealed through
+    Next and Back and through the language switch."""
+    from app.i18n import text
+    from app.tabs import learn
+    context, page = learner(app, browser, {"width": 1400, "height": 900}, "en-US", "?learn=14&lang=en")
+    try:
+        wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')", step_heading("en", 14),
+                   what="step 14")
+        tops = page.evaluate("""() => ['#learn-question', '#learn-check', '#learn-slider', '#learn-figure',
+            '#learn-fact'].map(s => document.querySelector(s).getBoundingClientRect().top)""")
+        assert tops == sorted(tops), tops  # the question and its check come first, the evidence after
+        choices, right, values = learn.quiz_noam(learn.context(None, "en"))
+        peak = choices[right]
+        assert peak not in text_of(page, "#learn-fact") and peak not in plot_text(page, "learn-figure")
+        ticks = page.locator("#learn-figure .ytick").count()
+        page.locator("#learn-question label").filter(has_text=peak).click()
+        page.locator("#learn-check").click()
+        wait_until(page, "text('#learn-answer').trim().startsWith('✓') && text('#learn-fact').includes(arg) "
+                   "&& settled('learn-figure')", peak, what="the answer and the peak it kept back")
+        assert page.locator("#learn-figure .ytick").count() > ticks  # the rate's scale, drawn now
+        for button, k in (("#learn-back", 13), ("#learn-next", 14)):
+            page.locator(button).click()
+            wait_until(page, "text('#learn-head').includes(arg) && settled('learn-fact')", step_heading("en", k),
+                       what=f"step {k}")
+        wait_until(page, "text('#learn-fact').includes(arg)", peak, what="step 14, still revealed")
+        page.locator("#lang label").filter(has_text="中文").click()
+        wait_until(page, "text('#learn-head').includes(arg) && text('#learn-answer').trim().startsWith('✓')",
+                   step_heading("zh-CN", 14), what="step 14 in Chinese, still revealed")
+        assert text("zh-CN", "learn.noam.seen", peak=peak) in text_of(page, "#learn-fact")
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
 # ---- every tab in Chinese --------------------------------------------------------------------------------------
 
 # the short texts a person reads as a page's labels: component labels, buttons, choices, tabs, accordions' titles
