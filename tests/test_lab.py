@@ -462,6 +462,7 @@ def test_tab_draws_its_words_in_chinese(monkeypatch):
     assert len(updates) == 3
     for update in updates:
         assert CJK.search(update[1]) and not any(english(s) for v in update[:2] for s in value_strings(v)), update[1]
+        assert CJK.search(update[5]) and not english(update[5]), update[5]  # the progress line beside Train
     statuses = [u[1] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, N)]  # in English as before
     assert statuses[0].startswith("Starting **sort/no_scale**") and statuses[1].startswith("Training **sort/no_scale**: step 2")
     assert statuses[2].startswith("The run stopped without a result")
@@ -473,7 +474,33 @@ def test_tab_trains_a_run_and_keeps_it():
     updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
     assert "Starting" in updates[0][1]
     assert any("Training" in str(u[1]) for u in updates[1:-1])  # the curve drawn while it trains
-    curve, result, examples, cross, self_attn = updates[-1]
+    curve, result, examples, cross, self_attn, progress = updates[-1]
+    assert progress.startswith("✓ **copy/no_warmup** on the CPU: 25 steps and the evaluation in ")
+    assert all(" of 25 steps · " in u[5] for u in updates[:-1])  # the progress line beside the button, each update
     assert "25 steps" in result and "Gradient accumulation: 2 micro-batches" in result
     again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
     assert len(again) == 1 and again[0][1] == result  # trained once: the same result at once
+
+
+def test_run_clock_says_how_far_a_run_is_and_what_remains():
+    """The progress line beside Train: steps done, seconds since the click, and the steps left at the rate
+    measured between progress lines (before the second one, at the shipped intact run's rate), in both languages."""
+    from app.tabs import lab as tab
+    cfg = tab.config_from("copy", ["no_scale"], 0.0, 1)
+    intact = tab.intact_of(cfg)
+    t = [100.0]
+    clock = tab.RunClock(cfg, intact, now=lambda: t[0])
+    before = cfg.steps * intact["seconds"] / intact["steps"]
+    assert clock.line() == (f"⏳ **copy/no_scale** on the CPU: 0 of {cfg.steps} steps · 0 s since you pressed Train · "
+                            f"{cfg.steps} steps to go (about {before:.0f} s), then the evaluation")
+    t[0] = 104.0
+    clock.seen(20)  # the first progress line: the process started, 20 steps done
+    t[0] = 106.0
+    clock.seen(60)  # 40 steps in 2 s: 0.05 s a step
+    left = cfg.steps - 60
+    assert f"60 of {cfg.steps} steps · 6 s since" in clock.line() and f"{left} steps to go (about {left * 0.05:.0f} s)" \
+        in clock.line()
+    zh = clock.line("zh-CN")
+    assert f"已完成 60/{cfg.steps} 步" in zh and "已过 6 s" in zh and f"还剩 {left} 步（约 {left * 0.05:.0f} s）" in zh
+    assert clock.stopped() == f"✗ **copy/no_scale**: stopped after 60 of {cfg.steps} steps, 6 s"
+    assert clock.finished({"steps": cfg.steps}, "zh-CN").startswith(f"✓ **copy/no_scale**（在 CPU 上）：{cfg.steps} 步")
