@@ -484,23 +484,34 @@ def test_tab_trains_a_run_and_keeps_it():
 
 def test_run_clock_says_how_far_a_run_is_and_what_remains():
     """The progress line beside Train: steps done, seconds since the click, and the steps left at the rate
-    measured between progress lines (before the second one, at the shipped intact run's rate), in both languages."""
+    measured between progress lines (before the second one, at the shipped intact run's CPU seconds a step),
+    bounded by the run's seconds cap, in both languages."""
     from app.tabs import lab as tab
+    NB = "\u00a0"  # a number and its unit are not broken apart
     cfg = tab.config_from("copy", ["no_scale"], 0.0, 1)
     intact = tab.intact_of(cfg)
     t = [100.0]
     clock = tab.RunClock(cfg, intact, now=lambda: t[0])
-    before = cfg.steps * intact["seconds"] / intact["steps"]
-    assert clock.line() == (f"⏳ **copy/no_scale** on the CPU: 0 of {cfg.steps} steps · 0 s since you pressed Train · "
-                            f"{cfg.steps} steps to go (about {before:.0f} s), then the evaluation")
+    before = min(cfg.steps * intact["cpu_seconds"] / intact["steps"], cfg.seconds)  # not yet measured here
+    assert clock.line() == (f"**copy/no_scale** on the CPU: 0 of {cfg.steps} steps · 0{NB}s since you pressed Train · "
+                            f"{cfg.steps} steps to go (about {before:.0f}{NB}s), then the evaluation")
     t[0] = 104.0
     clock.seen(20)  # the first progress line: the process started, 20 steps done
-    t[0] = 106.0
-    clock.seen(60)  # 40 steps in 2 s: 0.05 s a step
+    t[0] = 105.0
+    clock.seen(60)  # 40 steps in 1 s: 0.025 s a step, 1.5 s of training so far
     left = cfg.steps - 60
-    assert f"60 of {cfg.steps} steps · 6 s since" in clock.line() and f"{left} steps to go (about {left * 0.05:.0f} s)" \
-        in clock.line()
+    assert left * 0.025 < cfg.seconds - 1.5  # the steps end this run, not its seconds cap
+    assert f"60 of {cfg.steps} steps · 5{NB}s since" in clock.line()
+    assert f"{left} steps to go (about {left * 0.025:.0f}{NB}s)" in clock.line()
     zh = clock.line("zh-CN")
-    assert f"已完成 60/{cfg.steps} 步" in zh and "已过 6 s" in zh and f"还剩 {left} 步（约 {left * 0.05:.0f} s）" in zh
-    assert clock.stopped() == f"✗ **copy/no_scale**: stopped after 60 of {cfg.steps} steps, 6 s"
+    assert f"已完成 60/{cfg.steps} 步" in zh and f"已过 5{NB}s" in zh and f"还剩 {left} 步（约 {left * 0.025:.0f}{NB}s）" in zh
+    t[0] = 112.0
+    clock.seen(100)  # 80 steps in 8 s since the first line: 0.1 s a step, 10 s of training so far
+    cap = cfg.seconds - 10
+    assert (cfg.steps - 100) * 0.1 > cap  # now the seconds cap ends it first
+    assert f"{round(cap / 0.1)} steps to go (about {cap:.0f}{NB}s)" in clock.line()
+    assert clock.stopped() == f"✗ **copy/no_scale**: stopped after 100 of {cfg.steps} steps, 12{NB}s"
     assert clock.finished({"steps": cfg.steps}, "zh-CN").startswith(f"✓ **copy/no_scale**（在 CPU 上）：{cfg.steps} 步")
+    capped = clock.finished({"steps": 150})  # the seconds cap ended it before its steps
+    assert capped.startswith(f"✓ **copy/no_scale** on the CPU: 150 of {cfg.steps} steps (its 15{NB}s cap came first)")
+    assert "the evaluation in 12\u00a0s" in capped and "先到了 15\u00a0s 的时间上限" in clock.finished({"steps": 150}, "zh-CN")

@@ -314,15 +314,17 @@ def run_lab(cfg):
 
 class RunClock:
     """How far a live run is, for the line beside the Train button: steps done, seconds since the click, and
-    what remains (steps, and seconds at the rate measured between the run's progress lines, or before the
-    second of them at the rate of the shipped intact run at the same depth)."""
+    what remains: the steps left, and their seconds at the rate measured between the run's progress lines
+    (before the second one, at the CPU seconds a step of the shipped intact run at the same depth took), both
+    bounded by what is left of the run's seconds cap."""
 
     def __init__(self, cfg, intact, now=time.monotonic):
         self.cfg, self.name, self.now = cfg, run_name(cfg), now
         self.started = now()
-        self.rate = intact["seconds"] / max(1, intact["steps"])  # seconds a step, until measured
+        spent = intact.get("cpu_seconds", intact["seconds"])
+        self.rate = spent / max(1, intact["steps"])  # seconds a step, until measured here
         self.first = None   # (time, steps) at the first progress line
-        self.done = 0
+        self.done, self.trained = 0, 0.0   # steps done; seconds of training so far (estimated)
         self.where = "gpu" if hosting.ZERO_GPU else "cpu"
 
     def seen(self, done):
@@ -332,20 +334,32 @@ class RunClock:
         elif done > self.first[1]:
             self.rate = (t - self.first[0]) / (done - self.first[1])
         self.done = done
+        self.trained = (t - self.first[0]) + self.first[1] * self.rate
 
     def elapsed(self):
         return f"{self.now() - self.started:.0f}"
 
+    def left(self):
+        """(steps, seconds) of training still to come: the budget's steps, unless (once a rate is measured here)
+        the seconds cap ends the run first."""
+        steps = self.cfg.steps - self.done
+        seconds = min(steps * self.rate, max(0.0, self.cfg.seconds - self.trained))
+        measured = self.first is not None and self.done > self.first[1]
+        return (min(steps, round(seconds / self.rate)) if measured and self.rate else steps), seconds
+
     def line(self, lang="en"):
         """The run so far: steps done of all, seconds since the click, steps to go and their seconds."""
-        left = self.cfg.steps - self.done
+        steps, seconds = self.left()
         return _t(lang, "progress.running", name=html.escape(self.name), where=_t(lang, f"progress.{self.where}"),
-                  done=self.done, steps=self.cfg.steps, elapsed=self.elapsed(), left=left,
-                  eta=f"{left * self.rate:.0f}")
+                  done=self.done, steps=self.cfg.steps, elapsed=self.elapsed(), left=steps, eta=f"{seconds:.0f}")
 
     def finished(self, record, lang="en"):
-        return _t(lang, "progress.done", name=html.escape(self.name), where=_t(lang, f"progress.{self.where}"),
-                  steps=record["steps"], elapsed=self.elapsed())
+        """The finished run: its steps (of the budget, when its seconds cap ended it) and the seconds in all."""
+        words = dict(name=html.escape(self.name), where=_t(lang, f"progress.{self.where}"), elapsed=self.elapsed())
+        if record["steps"] < self.cfg.steps:
+            return _t(lang, "progress.capped", done=record["steps"], steps=self.cfg.steps,
+                      seconds=f"{self.cfg.seconds:g}", **words)
+        return _t(lang, "progress.done", steps=record["steps"], **words)
 
     def stopped(self, lang="en"):
         return _t(lang, "progress.stopped", name=html.escape(self.name), done=self.done, steps=self.cfg.steps,
@@ -420,9 +434,8 @@ def _layout():
         layers = gr.Radio(list(LAYER_CHOICES), value=SIZE["N"], label=L("ui.lab.layers"), elem_id="lab-layers",
                           scale=1)
     breaks = gr.CheckboxGroup(break_choices(), label=L("ui.lab.break"), elem_id="lab-breaks")
-    with gr.Row(equal_height=True):
-        train = gr.Button(L("ui.lab.train"), variant="primary", elem_id="lab-train", scale=0, min_width=120)
-        progress = gr.Markdown(elem_id="lab-progress")  # how far a live run is (train_run's last output)
+    train = gr.Button(L("ui.lab.train"), variant="primary", elem_id="lab-train")
+    progress = gr.Markdown(elem_id="lab-progress")  # how far a live run is, right under the button (train_run)
     curve = gr.Plot(elem_id="lab-curve")
     result = gr.Markdown(elem_id="lab-result")
     examples = gr.HTML(elem_id="lab-examples")
