@@ -11,6 +11,7 @@ attached, and would spend a visitor's daily GPU quota for nothing; they stay on 
 import os
 import queue
 import threading
+from dataclasses import replace
 
 import spaces  # before anything initialises CUDA: on ZeroGPU it patches torch at import
 import torch
@@ -36,6 +37,16 @@ def lab_duration(cfg):
     return START_S + min(cfg.steps * per_step, cfg.seconds)
 
 
+def within_duration(cfg, zero_gpu=None):
+    """On ZeroGPU, `cfg` with its seconds cap lowered to the training time its GPU duration allows, so that the
+    run ends (as a CPU run ends at its cap) before ZeroGPU takes the GPU back; the steps are unchanged. Elsewhere
+    no duration is enforced, and `cfg` is kept as it is."""
+    cfg = cfg.checked()
+    if not (ZERO_GPU if zero_gpu is None else zero_gpu):
+        return cfg
+    return replace(cfg, seconds=lab_duration(cfg) - START_S)
+
+
 def lab_device():
     """Where a Lab run trains inside the GPU function: the GPU ZeroGPU attached, else the CPU."""
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -55,10 +66,15 @@ def lab_on_gpu(cfg: Config):
         sent[0] = n
 
     def work():
+        threads = torch.get_num_threads()
         try:
-            points.put(train(cfg, on_progress, device=lab_device(), threads=None))
+            # one CPU thread, as in core.lab's process: on ZeroGPU this is the worker's own process, and on a GPU
+            # the host thread only draws the batches and launches kernels
+            points.put(train(within_duration(cfg), on_progress, device=lab_device(), threads=1))
         except BaseException as e:  # handed to the generator, raised there
             points.put(e)
+        finally:
+            torch.set_num_threads(threads)  # off ZeroGPU (tests, scripts/device_check.sh) this is the caller's process
 
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
