@@ -136,3 +136,34 @@ def test_the_app_serves_with_spaces_installed_and_no_zerogpu(tmp_path, monkeypat
         config = urllib.request.urlopen(app.url + "config", timeout=30).read().decode("utf-8", "replace")
     assert "<html" in page.lower() and "lab-train" in config and "lab-progress" in config
     assert "Traceback" not in app.tail()
+
+
+def test_on_zerogpu_the_tab_trains_in_the_gpu_function_and_falls_back_to_the_cpu_when_refused(monkeypatch):
+    """The tab's choice of path, with ZeroGPU stood in for: its runs go through hosting.lab_on_gpu (whose messages
+    become the curve as the process's do), and a call ZeroGPU refuses before the first step (spaces raises
+    gr.Error for a spent quota) trains in the CPU process instead, the progress line saying so."""
+    import gradio as gr
+
+    from app import hosting
+    from app.tabs import lab as tab
+    cfg = tab.config_from("sort", ["no_scale"], 0.2, 2)
+    points = [{"progress": {"step": [20], "loss": [2.5], "lr": [1e-4]}},
+              {"progress": {"step": [40], "loss": [2.0], "lr": [2e-4]}}]
+    monkeypatch.setattr(hosting, "ZERO_GPU", True)
+    monkeypatch.setattr(tab, "run_process", lambda c: iter(points))  # the CPU process, stood in for
+
+    def on_gpu(c):
+        assert c == cfg
+        yield from points[:1]
+    monkeypatch.setattr(hosting, "lab_on_gpu", on_gpu)
+    assert [m["step"][-1] for m in tab.run_lab(cfg)] == [20]
+    updates = list(tab.train_run("sort", ["no_scale"], 0.2, 2))
+    assert "on the GPU: 20 of 700 steps" in updates[-2][5] and updates[-1][5].startswith("✗ **sort/no_scale**")
+
+    def refused(c):
+        raise gr.Error("You have exceeded your free GPU quota")
+        yield  # a generator, as the decorated function is
+    monkeypatch.setattr(hosting, "lab_on_gpu", refused)
+    assert [m.get("device") or m["step"][-1] for m in tab.run_lab(cfg)] == ["fallback", 20, 40]
+    lines = [u[5] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, lang="zh-CN")]
+    assert "在 CPU 上（没有分到 GPU" in lines[-2] and "已完成 40/700 步" in lines[-2]
