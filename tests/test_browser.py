@@ -536,8 +536,15 @@ def test_lab_trains_and_shows_the_result(page):
     page.locator("#lab-breaks label", has_text="untied").click()
     wait_text(page, "has not been trained yet")
     page.locator("#lab-train").click()
+    # while it runs, the line beside the button says how far it is (0 of 40 while core.lab's process starts)
+    wait_until(page, "/no_scale\\+untied on the CPU: \\d+ of 40 steps · \\d+\\ss since you pressed Train · \\d+ steps to go/"
+               ".test(text('#lab-progress'))", what="the run's progress beside the Train button")
+    box, button = page.locator("#lab-progress").bounding_box(), page.locator("#lab-train").bounding_box()
+    assert abs(box["y"] - button["y"]) < 80 or 0 <= box["y"] - (button["y"] + button["height"]) < 80  # beside it
     wait_until(page, "/exact match \\d/.test(plotText('lab-curve')) && plotText('lab-curve').includes('this run') "
                "&& settled('lab-curve') && / steps in /.test(text('#lab-result'))", what="the run's curve and result")
+    wait_until(page, "/no_scale\\+untied on the CPU: \\d+ steps and the evaluation in \\d+\\ss/.test(text('#lab-progress'))",
+               what="the finished run's line")
     result = page.locator("#lab-result").inner_text()
     assert "no_scale+untied" in result and int(re.search(r"(\d+) steps in", result)[1]) <= 40  # the lowered cap
     assert page.locator("#lab-examples table tr").count() > 1
