@@ -14,6 +14,8 @@ pixel ratio. The checks, and how each measures:
   hover shows it.
 - cut_boxes: a slider's number box or reset button clipped by a container (compared with the part of its
   ancestors that is not cut away by overflow) or by the screen's edge, or a number box too narrow for its value.
+- cut_text: HTML text cut by a container that does not scroll (its overflow hidden) or by the screen's edge;
+  text an element cuts itself (an ellipsis) is not counted.
 - broken_numbers: a number in a table cell drawn across two lines.
 - escaped_markup: `&lt;`, `&gt;`, `&amp;`, `&quot;` or `&#39;` shown as text.
 - sideways_scroll: the page wider than the screen.
@@ -32,9 +34,31 @@ const visible = (e) => {
   return r.width > 0 && r.height > 0;
 };
 const ownText = (e) => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
+// the part of the screen an element may show in: its ancestors' boxes where they cut their overflow, and the
+// screen's width; null when an ancestor scrolls sideways (what it cuts can be scrolled to)
+const clip = (e) => {
+  let c = {left: 0, top: -Infinity, right: window.innerWidth, bottom: Infinity};
+  for (let a = e.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+    const s = getComputedStyle(a);
+    const r = a.getBoundingClientRect();
+    if (s.overflowX !== 'visible') {
+      if (['auto', 'scroll'].includes(s.overflowX) && a.scrollWidth > a.clientWidth) return null;
+      c.left = Math.max(c.left, r.left); c.right = Math.min(c.right, r.right);
+    }
+    if (s.overflowY !== 'visible' && !['auto', 'scroll'].includes(s.overflowY)) {
+      c.top = Math.max(c.top, r.top); c.bottom = Math.min(c.bottom, r.bottom);
+    }
+  }
+  return c;
+};
+const outside = (r, c) => c && (r.left < c.left - arg.tolerance || r.right > c.right + arg.tolerance ||
+                                 r.top < c.top - arg.tolerance || r.bottom > c.bottom + arg.tolerance);
+const where = (r, c) => `x ${Math.round(r.left)}-${Math.round(r.right)}, y ${Math.round(r.top)}-` +
+  `${Math.round(r.bottom)} shown in x ${Math.round(c.left)}-${Math.round(c.right)}, y ${Math.round(c.top)}-` +
+  `${Math.round(c.bottom)}`;
 const label = (e) => {
   const t = (e.textContent || e.value || e.getAttribute('aria-label') || '').trim().replace(/\\s+/g, ' ');
-  const home = e.closest('[id]');
+  const home = e.closest('[id]:not([id=""])');
   return `"${t.slice(0, 40)}"` + (home ? ` in #${home.id}` : '');
 };
 """
@@ -103,22 +127,6 @@ return [...new Set(out)];
 """
 
 CUT_BOXES = """
-// the part of the screen an element may show in: its ancestors' boxes where they cut their overflow
-const clip = (e) => {
-  let c = {left: 0, top: -Infinity, right: window.innerWidth, bottom: Infinity};
-  for (let a = e.parentElement; a && a !== document.documentElement; a = a.parentElement) {
-    const s = getComputedStyle(a);
-    const r = a.getBoundingClientRect();
-    if (s.overflowX !== 'visible') {
-      if (['auto', 'scroll'].includes(s.overflowX) && a.scrollWidth > a.clientWidth) return null;  // scrolls to it
-      c.left = Math.max(c.left, r.left); c.right = Math.min(c.right, r.right);
-    }
-    if (s.overflowY !== 'visible' && !['auto', 'scroll'].includes(s.overflowY)) {
-      c.top = Math.max(c.top, r.top); c.bottom = Math.min(c.bottom, r.bottom);
-    }
-  }
-  return c;
-};
 const out = [];
 const boxes = [...region.querySelectorAll('input[type=number]')];
 for (const range of region.querySelectorAll('input[type=range]')) {
@@ -127,13 +135,25 @@ for (const range of region.querySelectorAll('input[type=range]')) {
 }
 for (const b of new Set(boxes)) {
   if (!visible(b)) continue;
-  const r = b.getBoundingClientRect(), c = clip(b), t = arg.tolerance;
-  const what = b.tagName === 'INPUT' ? 'number box' : 'button';
-  if (c && (r.left < c.left - t || r.right > c.right + t || r.top < c.top - t || r.bottom > c.bottom + t))
-    out.push(`${what} cut: ${Math.round(r.width)}x${Math.round(r.height)} px at x ${Math.round(r.left)}, ` +
-             `shown in x ${Math.round(c.left)}-${Math.round(c.right)}: ${label(b)}`);
+  const r = b.getBoundingClientRect(), c = clip(b);
+  if (outside(r, c)) out.push(`${b.tagName === 'INPUT' ? 'number box' : 'button'} cut: ${where(r, c)}: ${label(b)}`);
   else if (b.tagName === 'INPUT' && b.scrollWidth > b.clientWidth + 1)
     out.push(`number box too narrow for its value (${b.scrollWidth} px in ${b.clientWidth}): ${label(b)}`);
+}
+return out;
+"""
+
+CUT_TEXT = """
+const out = [];
+for (const e of region.querySelectorAll('*')) {
+  if (e instanceof SVGElement || ['SCRIPT', 'STYLE', 'TEXTAREA', 'OPTION'].includes(e.tagName) || !ownText(e)
+      || !visible(e)) continue;
+  const range = document.createRange();
+  range.selectNodeContents(e);
+  let r = range.getBoundingClientRect();
+  if (getComputedStyle(e).overflowX !== 'visible') r = e.getBoundingClientRect();  // it cuts (or scrolls) its own
+  const c = clip(e);
+  if (outside(r, c)) out.push(`text cut: ${where(r, c)}: ${label(e)}`);
 }
 return out;
 """
@@ -190,6 +210,11 @@ def cut_boxes(page, selector):
     return _run(page, CUT_BOXES, selector)
 
 
+def cut_text(page, selector):
+    """HTML text cut by a container that does not scroll, or by the screen's edge."""
+    return _run(page, CUT_TEXT, selector)
+
+
 def broken_numbers(page, selector):
     """Numbers in table cells drawn across two lines."""
     return _run(page, BROKEN_NUMBERS, selector)
@@ -205,7 +230,7 @@ def sideways_scroll(page, selector="body"):
     return _run(page, SIDEWAYS_SCROLL, selector)
 
 
-CHECKS = (small_text, overlapping_text, cut_boxes, broken_numbers, escaped_markup, sideways_scroll)
+CHECKS = (small_text, overlapping_text, cut_boxes, cut_text, broken_numbers, escaped_markup, sideways_scroll)
 
 
 def problems(page, selector):

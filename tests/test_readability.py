@@ -31,13 +31,17 @@ GOOD = (FIGURE.format(plotly="{plotly}", width=380, title="Counts", title_x=0.05
                       modebar="false")
         + SLIDER.format(id="good-slider", width=360, value="0.5", box=70)
         + TABLE.format(width=360, cell="white-space:nowrap")
-        + "<p style='font-size:13px'>&lt;s&gt; is the start token, shown as <code>&lt;s&gt;</code>.</p>")
+        + "<p style='font-size:13px'>&lt;s&gt; is the start token, shown as <code>&lt;s&gt;</code>.</p>"
+        + "<div style='width:150px'><span style='display:block;overflow:hidden;text-overflow:ellipsis;"
+          "white-space:nowrap'>a token long enough to end in an ellipsis</span></div>")
 BAD = (FIGURE.format(plotly="{plotly}", width=380, title="A title long enough to run under the toolbar", title_x=1,
                      anchor="right", tick=6, modebar="true")
        + SLIDER.format(id="bad-slider", width=200, value="0.123456789", box=180)
        + TABLE.format(width=120, cell="overflow-wrap:anywhere")
        + "<p style='font-size:8px'>tiny words</p><p>&amp;lt;s&amp;gt; shown escaped</p>"
-       + "<div style='width:600px'>wider than the screen</div>")
+       + "<div style='width:600px'>wider than the screen</div>"
+       + "<div style='width:150px;overflow:hidden'><span style='white-space:nowrap'>a percentage cut off 92.0%"
+         "</span></div>")
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +78,8 @@ def test_each_fault_is_found_by_its_check(page):
     assert covered and all("covers" in p and "A title long enough" in p for p in covered), covered
     assert any("cut" in p and "number box" in p for p in found["cut_boxes"]), found["cut_boxes"]
     assert any("button cut" in p for p in found["cut_boxes"]), found["cut_boxes"]
+    cut = [p for p in found["cut_text"] if "#bad-slider" not in p]  # the cut reset button's arrow is cut text too
+    assert len(cut) == 1 and "a percentage cut off" in cut[0], found["cut_text"]
     broken = found["broken_numbers"]
     assert any("1234567.891" in p for p in broken) and any("0.000012345" in p for p in broken), broken
     assert [p.split(" in ")[0] for p in found["escaped_markup"]] == ["escaped markup shown: &lt;",
