@@ -28,8 +28,12 @@ def compact_template():
     full = pio.templates["plotly"]
     layout = ("autotypenumbers", "colorway", "font", "hovermode", "hoverlabel", "paper_bgcolor", "plot_bgcolor",
               "colorscale", "xaxis", "yaxis", "annotationdefaults", "shapedefaults", "title")
-    return go.layout.Template(layout={k: full.layout[k] for k in layout},
-                              data={k: full.data[k] for k in ("heatmap", "bar", "scatter", "histogram")})
+    template = go.layout.Template(layout={k: full.layout[k] for k in layout},
+                                  data={k: full.data[k] for k in ("heatmap", "bar", "scatter", "histogram")})
+    # x tick labels that would run into each other on a narrow screen stand upright (plotly's own choice,
+    # 0 or 30 degrees, leaves long tokens overlapping)
+    template.layout.xaxis.autotickangles = [0, 90]
+    return template
 
 
 pio.templates["explorer"] = compact_template()
@@ -72,6 +76,29 @@ def md_literal(text):
 def label(token):
     """A token as plotly text: plotly reads a subset of HTML in labels, so "<s>" would strike through."""
     return html.escape(str(token), quote=False)
+
+
+def _columns(text):
+    return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
+
+
+def wrap_title(title, width=42):
+    """A figure's title in lines of at most about `width` Latin letters (a Chinese character counts two), broken
+    at a space, after Chinese punctuation where that leaves the line a third full or more, else beside a Chinese
+    character: plotly never wraps a title, and one line of it runs off a phone's figure (42 letters of 14 px
+    fit 360 px)."""
+    lines, line, cut, pause = [], "", None, None
+    for ch in title:
+        if _columns(line + ch) > width and line:
+            at = pause if pause and _columns(line[:pause]) * 3 >= width else cut or len(line)
+            lines.append(line[:at].rstrip())
+            line, cut, pause = line[at:].lstrip(), None, None
+        line += ch
+        if ch == " " or ord(ch) >= 0x2E80:
+            cut = len(line)  # a break may come after this character
+        if ch in "，：；、）。":
+            pause = len(line)
+    return "<br>".join(lines + [line])
 
 
 def token_axis(tokens, **kw):

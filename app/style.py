@@ -44,6 +44,7 @@ CSS = """
   /* plotly's toolbar: zoom and pan are off on a phone (the touch scrolls the page), and its buttons would
      cover titles; the SVG button, below the figure, saves it */
   .js-plotly-plot .modebar-container {display:none !important}
+  .js-plotly-plot {padding-bottom:46px !important}
 }
 /* plotly's toolbar in a strip of its own above the figure, and the SVG button in one below it: neither covers a
    title or a tick */

@@ -22,7 +22,7 @@ from core.headmask import KINDS
 from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
-from ..common import clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis
+from ..common import clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis, wrap_title
 from ..i18n import DEFAULT, LANGS, L, read_lang, table, text, texts
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -539,21 +539,22 @@ def ffn_view(ins, which, lang="en"):
 
 
 def lens_figure(top_i, top_p, p_chosen, ins, piece, lang="en"):
-    """Rows: decoder layers; columns: output positions; each cell the token the output projection would choose
-    from that layer's state, coloured by its probability."""
+    """Rows: output positions; columns: decoder layers; each cell the token the output projection would choose
+    from that layer's state, coloured by its probability. Positions go down, so that a few wide columns hold
+    the tokens at a size that reads on a phone too (plotly shrinks a cell's text to fit it)."""
     L, T = top_i.shape
-    tops = [[label(piece(i)) for i in row] for row in top_i.tolist()]
+    tops = [[label(piece(top_i[l, t])) for l in range(L)] for t in range(T)]
     after, choice = say(lang, "lens.after"), say(lang, "lens.choice")  # formatted per cell below
-    hover = [[after.format(token=label(ins.tgt_tokens[t]), top=tops[l][t], p=f"{top_p[l, t]:.3f}") + "<br>"
-              + choice.format(token=label(ins.out_tokens[t]), p=f"{p_chosen[l, t]:.3f}") for t in range(T)]
-             for l in range(L)]
-    trace = dict(type="heatmap", z=small(top_p, 3), text=tops, texttemplate="%{text}", hovertext=hover,
-                 hoverinfo="text", colorscale="Greens", zmin=0, zmax=1, y=[say(lang, "layer", layer=l) for l in range(L)],
-                 colorbar=dict(title="p"))
+    hover = [[after.format(token=label(ins.tgt_tokens[t]), top=tops[t][l], p=f"{top_p[l, t]:.3f}") + "<br>"
+              + choice.format(token=label(ins.out_tokens[t]), p=f"{p_chosen[l, t]:.3f}") for l in range(L)]
+             for t in range(T)]
+    trace = dict(type="heatmap", z=small(top_p.T, 3), text=tops, texttemplate="%{text}", textfont=dict(size=12),
+                 hovertext=hover, hoverinfo="text", colorscale="Greens", zmin=0, zmax=1,
+                 x=[say(lang, "layer", layer=l) for l in range(L)], colorbar=dict(title="p", thickness=12))
     return go.Figure([trace], dict(
-        title=say(lang, "lens.title"), height=180 + 70 * L,
-        xaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], tickangle=-60, title=say(lang, "lens.input")),
-        yaxis=dict(type="category"), margin=dict(l=70, r=10, t=60, b=80)))
+        title=wrap_title(say(lang, "lens.title")), height=150 + 32 * T,
+        yaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], autorange="reversed", title=say(lang, "lens.input")),
+        xaxis=dict(type="category", side="top"), margin=dict(l=70, r=10, t=110, b=10)))
 
 
 def lens_view(ins, lang="en"):
