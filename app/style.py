@@ -45,7 +45,18 @@ CSS = """
      cover titles; the SVG button, below the figure, saves it */
   .js-plotly-plot .modebar-container {display:none !important}
   .js-plotly-plot {padding-bottom:46px !important}
+  .diagram-wide {display:none}
+  /* figures of panels side by side: drawn 640 px wide, as on a desktop, in a block that a finger scrolls
+     sideways (at 390 px their tick labels and panel titles would run into each other) */
+  #overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
+  #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree {overflow-x:auto !important}
+  :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
+      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree) .js-plotly-plot {min-width:640px}
+  :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
+      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree) :is(.js-plotly-plot, .main-svg) {
+    touch-action:pan-x pan-y !important}
 }
+@media (min-width: 641px) {.diagram-column {display:none}}
 /* plotly's toolbar in a strip of its own above the figure, and the SVG button in one below it: neither covers a
    title or a tick */
 .js-plotly-plot {padding-bottom:24px}

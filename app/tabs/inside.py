@@ -554,7 +554,7 @@ def lens_figure(top_i, top_p, p_chosen, ins, piece, lang="en"):
     return go.Figure([trace], dict(
         title=wrap_title(say(lang, "lens.title")), height=150 + 32 * T,
         yaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], autorange="reversed", title=say(lang, "lens.input")),
-        xaxis=dict(type="category", side="top"), margin=dict(l=70, r=10, t=110, b=10)))
+        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=110, b=40)))
 
 
 def lens_view(ins, lang="en"):

@@ -160,7 +160,7 @@ def attention_figure(att, kind, lang="en"):
     what = _t(lang, f"attention.{'cross' if kind == 'cross' else 'decoder'}")
     rows = (len(panels) + 1) // 2
     return panel_grid(panels, 2, wrap_title(what), 130 + 200 * rows, gap=(0.12, 0.3 / rows), title_font=dict(size=16),
-                      margin=dict(l=10, r=10, t=90, b=10))
+                      margin=dict(l=10, r=10, t=120, b=10))
 
 
 TOKEN_STYLE = "display:inline-block; min-width:1.3em; text-align:center; margin:1px; border-radius:3px; "

@@ -204,7 +204,7 @@ def _layout(cfg):
     rel = gr.Plot(elem_id="pe-rel")
     note = gr.Markdown(elem_id="pe-note")
     gr.Markdown(L("ui.positional.scale"))
-    scale = gr.Plot()
+    scale = gr.Plot(elem_id="pe-scale")
     scale_note = gr.Markdown()
     code_panel(None, PositionalEncoding, Embeddings)
     return [curves, heat, sim, rel, note, scale, scale_note], dict(d_model=d_model, positions=positions, dims=dims, k=k)

@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
-from ..common import clamp, code_panel, empty_figure
+from ..common import clamp, code_panel, empty_figure, wrap_title
 from ..i18n import L, texts
 from ..shared import model_dir
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -182,7 +182,7 @@ def ablation_runs():
 
 def ablation_figure(runs, lang="en"):
     fig = make_subplots(rows=1, cols=3, subplot_titles=tuple(
-        _t(lang, k) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
+        wrap_title(_t(lang, k), 24) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
     colors = {"ε = 0": "#e4572e", "ε = 0.1": "#2f6db5"}
     for label, (_, _, epochs) in runs.items():
         ep = [e["epoch"] for e in epochs]
@@ -191,7 +191,7 @@ def ablation_figure(runs, lang="en"):
                                      legendgroup=label, showlegend=c == 1,
                                      line=dict(color=colors.get(label))), row=1, col=c)
     fig.update_xaxes(title_text=_t(lang, "ablation.epoch"))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=70, b=10))
     return fig
 
 
@@ -304,7 +304,7 @@ def _smoothing():
         fig = gr.Plot(elem_id="ls-fig")
         penalization = gr.Plot()
     gr.Markdown(L("ui.training.ablation"))
-    ablation = gr.Plot()
+    ablation = gr.Plot(elem_id="t-ablation")
     note = gr.Markdown()
     return [fig, penalization, ablation, note], eps
 

@@ -108,12 +108,12 @@ def tree_figure(tree, piece, beam, lang="en"):
             name=name, hovertext=hover, hovertemplate="%{hovertext}<extra>" + name + "</extra>"))
     steps = max(n.step for n in tree.nodes)
     fig.update_yaxes(autorange="reversed", title=label(text(lang, "whatif.step", bos="<s>")), dtick=1)
-    fig.update_xaxes(title=label(text(lang, "whatif.rank")), showticklabels=False, zeroline=False)
-    fig.update_layout(height=160 + 30 * (steps + 1), margin=dict(l=50, r=10, t=90, b=40), hovermode="closest",
+    fig.update_xaxes(title=label(text(lang, "whatif.rank")), showticklabels=False, zeroline=False, side="top")
+    fig.update_layout(height=220 + 30 * (steps + 1), margin=dict(l=50, r=10, t=100, b=70), hovermode="closest",
                       title=dict(text=wrap_title(label(text(lang, "whatif.title", beam=beam,
                                                            candidates=len(tree.nodes) - 1, steps=steps))),
                                  font=dict(size=14)),
-                      legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom"))
+                      legend=dict(orientation="h", y=0, x=0, yanchor="top"))  # below: the title is above
     return fig
 
 
