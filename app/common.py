@@ -121,9 +121,13 @@ def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None,
         data += [dict(t, xaxis=f"x{ax}", yaxis=f"y{ax}") for t in traces]
         axes[f"xaxis{ax}"] = dict(xaxis, domain=[x0, min(1.0, x0 + w)], anchor=f"y{ax}")  # within 0..1 despite
         axes[f"yaxis{ax}"] = dict(yaxis, domain=[max(0.0, y1 - h), y1], anchor=f"x{ax}")  # rounding
-        titles.append(dict(text=wrap_title(name, max(16, 80 // cols)), x=x0 + w / 2, y=y1, yanchor="bottom", **font))
+        # centred on its panel (plotly's "auto" anchors a title left of a third of the width, right past two)
+        titles.append(dict(text=wrap_title(name, max(16, 48 // cols)), x=x0 + w / 2, y=y1, xanchor="center",
+                           yanchor="bottom", **font))
     annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
     layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
+    # the title hangs from the top, so that its lines when wrapped grow down into the margin, not over the panels
+    title = dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=8)) if isinstance(title, str) else title
     return go.Figure(data, dict(title=title, height=height, annotations=annotations, **axes, **layout))
 
 

@@ -69,6 +69,7 @@ CSS = """
 .prose table {display:block; max-width:100%; overflow-x:auto}
 .prose td:not(:first-child), .prose th:not(:first-child) {white-space:nowrap}
 .prose td:first-child {min-width:8em}
+.mtable {max-width:100%; overflow-x:auto}
 .save-svg {position:absolute; bottom:0; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
   border-radius:4px; background:#fff; color:#445; cursor:pointer; opacity:0.75} .save-svg:hover {opacity:1}
 """

@@ -91,14 +91,14 @@ def mask_panels(batch, i, src_pieces, tgt_pieces, lang="en"):
     hover = _t(lang, "panel.hover", row="%{y}", column="%{x}", value="%{z}") + "<extra></extra>"
     # two by two: four panels side by side give each token under 12 px of width on a phone's figure
     fig = make_subplots(rows=2, cols=2, subplot_titles=[wrap_title(p[0], 36) for p in panels],
-                        horizontal_spacing=0.16, vertical_spacing=0.5 * 90 / (2 * 22 * T + 200))
+                        horizontal_spacing=0.16, vertical_spacing=130 / (2 * 22 * T + 130))  # 130 px: ticks, title
     for k, (_, m, rows, cols) in enumerate(panels):
         r, c = divmod(k, 2)
         fig.add_trace(go.Heatmap(z=m.numpy(), zmin=0, zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=1, ygap=1,
                                  hovertemplate=hover), row=r + 1, col=c + 1)
         fig.update_xaxes(token_axis(cols, tickangle=-90, automargin=False), row=r + 1, col=c + 1)
         fig.update_yaxes(token_axis(rows, autorange="reversed", automargin=False), row=r + 1, col=c + 1)
-    fig.update_layout(height=max(500, 200 + 2 * 22 * T + 90), margin=dict(l=90, r=10, t=70, b=90),
+    fig.update_layout(height=2 * 22 * T + 130 + 160, margin=dict(l=90, r=10, t=70, b=90),
                       title=wrap_title(_t(lang, "panel.title", i=i)))
     return fig
 
@@ -130,8 +130,8 @@ def scores_at_work(model, batch, i, kind, layer, head):
 
 
 def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title, lang="en"):
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06, subplot_titles=(
-        _t(lang, "scores.raw"), _t(lang, "scores.masked"), _t(lang, "scores.softmax")))
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06, subplot_titles=tuple(
+        wrap_title(_t(lang, f"scores.{k}"), 20) for k in ("raw", "masked", "softmax")))
     masked_cell = _t(lang, "scores.cell")
     shown = masked.clone().masked_fill(mask == 0, float("nan"))  # -1e9 drawn as empty cells
     for c, (z, scale, label) in enumerate(((raw, "RdBu_r", "score"), (shown, "RdBu_r", "score"),
@@ -169,7 +169,8 @@ def batching_figure(stats, user_examples, lang="en"):
     pads.append(mine["padding_fraction"])
     tokens.append(mine["tokens_per_batch_mean"])
     sds.append(0)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(_t(lang, "batching.padding"), _t(lang, "batching.real")))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(wrap_title(_t(lang, "batching.padding"), 28),
+                                                        wrap_title(_t(lang, "batching.real"), 28)))
     fig.add_trace(go.Bar(x=names, y=pads, text=[f"{p:.1%}" for p in pads], textposition="auto",
                          marker_color="#4a7dc9", showlegend=False), row=1, col=1)
     fig.add_trace(go.Bar(x=names, y=tokens, error_y=dict(type="data", array=sds), marker_color="#7bb36b",

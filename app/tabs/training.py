@@ -90,6 +90,7 @@ def replay_figure(steps, epochs, step, lang="en"):
     for r, c in ((1, 1), (1, 2), (2, 1), (2, 2)):
         fig.update_xaxes(range=[0, last * 1.02], row=r, col=c)
     fig.update_yaxes(type="log", row=2, col=1)
+    fig.update_yaxes(ticklabelstandoff=6)  # each axis's 0 clear of the step axis's 0 at the corner
     fig.update_layout(height=560, margin=dict(l=10, r=10, t=50, b=10),
                       title=_t(lang, "replay.title", step=step, n=len(steps), epoch=shown[-1]["epoch"] + 1))
     return fig
@@ -182,7 +183,7 @@ def ablation_runs():
 
 def ablation_figure(runs, lang="en"):
     fig = make_subplots(rows=1, cols=3, subplot_titles=tuple(
-        wrap_title(_t(lang, k), 24) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
+        wrap_title(_t(lang, k), 18) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
     colors = {"ε = 0": "#e4572e", "ε = 0.1": "#2f6db5"}
     for label, (_, _, epochs) in runs.items():
         ep = [e["epoch"] for e in epochs]
