@@ -49,14 +49,16 @@ CSS = """
   /* figures of panels side by side: drawn 640 px wide, as on a desktop, in a block that a finger scrolls
      sideways (at 390 px their tick labels and panel titles would run into each other) */
   #overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
-  #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree {overflow-x:auto !important}
+  #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching {overflow-x:auto !important}
   :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
-      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree) .js-plotly-plot {min-width:640px}
+      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching) .js-plotly-plot {min-width:640px}
   :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
-      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree) :is(.js-plotly-plot, .main-svg) {
+      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching) :is(.js-plotly-plot, .main-svg) {
     touch-action:pan-x pan-y !important}
 }
 @media (min-width: 641px) {.diagram-column {display:none}}
+/* Gradio's "Plot" label over a figure's corner says nothing the figure does not, and covers its title */
+.block:has(.js-plotly-plot) > label[data-testid=block-label] {display:none}
 /* plotly's toolbar in a strip of its own above the figure, and the SVG button in one below it: neither covers a
    title or a tick */
 .js-plotly-plot {padding-bottom:24px}
@@ -66,7 +68,7 @@ CSS = """
 }
 /* a table's numbers stay on one line (its first column, the rows' names, wraps); a table wider than its column
    scrolls inside it */
-.prose table {display:block; max-width:100%; overflow-x:auto}
+.prose table {display:block; width:max-content; max-width:100%; overflow-x:auto}
 .prose td:not(:first-child), .prose th:not(:first-child) {white-space:nowrap}
 .prose td:first-child {min-width:8em}
 .mtable {max-width:100%; overflow-x:auto}

@@ -9,8 +9,8 @@ pixel ratio. The checks, and how each measures:
   computed font-size times the scale of its screen transform (so a viewBox shrunk to a phone counts); HTML text:
   its computed font-size.
 - overlapping_text: two texts of one figure drawing over each other, each text taken as its box turned with it
-  (a 45 degree tick label is a turned rectangle, not its upright bounding box), and plotly's toolbar buttons or
-  the page's SVG button covering a text of their figure. The toolbar counts while hidden until hover: a tap or a
+  (a 45 degree tick label is a turned rectangle, not its upright bounding box), and plotly's toolbar buttons,
+  the page's SVG button or Gradio's label of the figure ("Plot") covering a text of their figure. The toolbar counts while hidden until hover: a tap or a
   hover shows it.
 - cut_boxes: a slider's number box or reset button clipped by a container (compared with the part of its
   ancestors that is not cut away by overflow) or by the screen's edge, or a number box too narrow for its value.
@@ -115,11 +115,14 @@ for (const fig of figures) {
       out.push(`texts overlap: ${label(texts[i][0])} and ${label(texts[j][0])}`);
   // the toolbar (shown on hover or tap) and the SVG button, over any text of the figure
   const home = fig.parentElement || fig;
-  const buttons = [...fig.querySelectorAll('.modebar-btn'), ...home.querySelectorAll(':scope > .save-svg')]
+  const badge = fig.closest('.block')?.querySelector(':scope > label[data-testid=block-label]');
+  const buttons = [...fig.querySelectorAll('.modebar-btn'), ...home.querySelectorAll(':scope > .save-svg'),
+                   ...(badge ? [badge] : [])]
     .filter(b => b.checkVisibility({visibilityProperty: true}) && b.getBoundingClientRect().width > 0);
   for (const b of buttons) for (const [t, c] of texts)
     if (overlap(corners(b), c)) {
-      const name = b.classList.contains('save-svg') ? 'the SVG button' : "plotly's toolbar";
+      const name = b === badge ? "the figure's label" : b.classList.contains('save-svg') ? 'the SVG button'
+        : "plotly's toolbar";
       out.push(`${name} covers ${label(t)}`);
     }
 }

@@ -56,7 +56,7 @@ def attention_heatmap(weights, q_tokens, k_tokens, title="", lang="en"):
     """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys; its words in
     `lang`."""
     fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", lang,
-                              colorbar=dict(title=text(lang, "attention.weight")))])
+                              colorbar=dict(title=dict(text=text(lang, "attention.weight"), side="right")))])
     fig.update_layout(title=title, height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=50, b=110),
                       xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
     return fig

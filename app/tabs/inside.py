@@ -403,10 +403,14 @@ def scale_figure(d, q_tokens, title, lang="en"):
     panels = [([dict(hist, x=small(d["raw"][mask], 3), name=say(lang, "scale.no_scale"), marker_color=ORANGE,
                      legendgroup="plain"),
                 dict(hist, x=small(d["raw"][mask] / s, 3), name=f"QKᵀ/√{d['dk']}", marker_color=BLUE,
-                     legendgroup="scaled")], say(lang, "scale.scores"), dict(title=say(lang, "scale.score")), {})]
+                     legendgroup="scaled")], say(lang, "scale.scores"), dict(title=say(lang, "scale.score")),
+               dict(ticklabelstandoff=6))]  # its 0 clear of the score axis's first tick
     for j, name in enumerate(("largest", "entropy", "jacobian")):
         panels.append(([lines[0][j], lines[1][j]], say(lang, f"scale.{name}"), axis, {}))
-    return grid(panels, 2, title, height=620, barmode="overlay", legend=dict(orientation="h", y=1.08, x=0))
+    # the legend under the panels and room between the rows: the top row's turned token ticks and the titles
+    # of the row below stay apart
+    return grid(panels, 2, title, height=720, gap=(0.1, 0.3), barmode="overlay",
+                legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=80, b=60))
 
 
 def sweep_figure(lang="en"):
