@@ -127,8 +127,7 @@ def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None,
     annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
     layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
     # the title hangs from the top, so that its lines when wrapped grow down into the margin, not over the panels
-    # (24 px down: clear of Gradio's label over the figure's corner)
-    title = dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=24)) if isinstance(title, str) else title
+    title = dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=8)) if isinstance(title, str) else title
     return go.Figure(data, dict(title=title, height=height, annotations=annotations, **axes, **layout))
 
 

@@ -400,11 +400,12 @@ def scale_figure(d, q_tokens, title, lang="en"):
         lines.append([dict(type="scatter", mode="lines+markers", y=small(d[name][j]), line=dict(color=color),
                            name="QKᵀ" if name == "plain" else "QKᵀ/√d_k", showlegend=False, legendgroup=name)
                       for j in (1, 2, 3)])
+    # (the histogram's ticks stand off its axes: the corner's two, the first score and the count's 0, apart)
     panels = [([dict(hist, x=small(d["raw"][mask], 3), name=say(lang, "scale.no_scale"), marker_color=ORANGE,
                      legendgroup="plain"),
                 dict(hist, x=small(d["raw"][mask] / s, 3), name=f"QKᵀ/√{d['dk']}", marker_color=BLUE,
-                     legendgroup="scaled")], say(lang, "scale.scores"), dict(title=say(lang, "scale.score")),
-               dict(ticklabelstandoff=6))]  # its 0 clear of the score axis's first tick
+                     legendgroup="scaled")], say(lang, "scale.scores"),
+               dict(title=say(lang, "scale.score"), ticklabelstandoff=4), dict(ticklabelstandoff=6))]
     for j, name in enumerate(("largest", "entropy", "jacobian")):
         panels.append(([lines[0][j], lines[1][j]], say(lang, f"scale.{name}"), axis, {}))
     # the legend under the panels and room between the rows: the top row's turned token ticks and the titles
