@@ -143,7 +143,9 @@ def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title, lang="e
                                  hovertemplate="%{y} → %{x}: %{text}<extra></extra>", xgap=1, ygap=1), row=1, col=c)
         fig.update_xaxes(token_axis(k_pieces, tickangle=-90, automargin=False), row=1, col=c)
         fig.update_yaxes(token_axis(q_pieces, autorange="reversed", showticklabels=c == 1, automargin=False), row=1, col=c)
-    fig.update_layout(title=title, height=max(330, 140 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=70, b=90))
+    # the title hangs from the top, above the panels' titles (two lines each where they wrap)
+    fig.update_layout(title=dict(text=wrap_title(title), yref="container", y=1, yanchor="top", pad=dict(t=8)),
+                      height=max(370, 180 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=110, b=90))
     return fig
 
 

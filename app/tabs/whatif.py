@@ -112,7 +112,7 @@ def tree_figure(tree, piece, beam, lang="en"):
     fig.update_layout(height=220 + 30 * (steps + 1), margin=dict(l=50, r=10, t=100, b=70), hovermode="closest",
                       title=dict(text=wrap_title(label(text(lang, "whatif.title", beam=beam,
                                                            candidates=len(tree.nodes) - 1, steps=steps))),
-                                 font=dict(size=14)),
+                                 font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=8)),
                       legend=dict(orientation="h", y=0, x=0, yanchor="top"))  # below: the title is above
     return fig
 
