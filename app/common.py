@@ -82,11 +82,11 @@ def _columns(text):
     return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
 
 
-def wrap_title(title, width=42):
+def wrap_title(title, width=34):
     """A figure's title in lines of at most about `width` Latin letters (a Chinese character counts two), broken
-    at a space, after Chinese punctuation where that leaves the line a third full or more, else beside a Chinese
-    character: plotly never wraps a title, and one line of it runs off a phone's figure (42 letters of 14 px
-    fit 360 px)."""
+    at a space or a dot after a letter (a module's path), after Chinese punctuation where that leaves the line a third full or more, else beside a Chinese
+    character: plotly never wraps a title, and one line of it runs off a phone's figure (34 letters of a
+    title's 17 px fit 340 px)."""
     lines, line, cut, pause = [], "", None, None
     for ch in title:
         if _columns(line + ch) > width and line:
@@ -94,8 +94,8 @@ def wrap_title(title, width=42):
             lines.append(line[:at].rstrip())
             line, cut, pause = line[at:].lstrip(), None, None
         line += ch
-        if ch == " " or ord(ch) >= 0x2E80:
-            cut = len(line)  # a break may come after this character
+        if ch == " " or ord(ch) >= 0x2E80 or (ch == "." and line[-2:-1].isalpha()):
+            cut = len(line)  # a break may come after this character (a dot of a name, not of a number)
         if ch in "，：；、）。":
             pause = len(line)
     return "<br>".join(lines + [line])
@@ -127,7 +127,7 @@ def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None,
     annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
     layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
     # the title hangs from the top, so that its lines when wrapped grow down into the margin, not over the panels
-    title = dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=8)) if isinstance(title, str) else title
+    title = dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=20)) if isinstance(title, str) else title
     return go.Figure(data, dict(title=title, height=height, annotations=annotations, **axes, **layout))
 
 

@@ -14,8 +14,8 @@ pixel ratio. The checks, and how each measures:
   hover shows it.
 - cut_boxes: a slider's number box or reset button clipped by a container (compared with the part of its
   ancestors that is not cut away by overflow) or by the screen's edge, or a number box too narrow for its value.
-- cut_text: HTML text cut by a container that does not scroll (its overflow hidden) or by the screen's edge;
-  text an element cuts itself (an ellipsis) is not counted.
+- cut_text: HTML text cut by a container that does not scroll (its overflow hidden) or by the screen's edge
+  (text an element cuts itself, an ellipsis, is not counted), and figure text running off its SVG.
 - broken_numbers: a number in a table cell drawn across two lines.
 - escaped_markup: `&lt;`, `&gt;`, `&amp;`, `&quot;` or `&#39;` shown as text.
 - sideways_scroll: the page wider than the screen.
@@ -157,6 +157,14 @@ for (const e of region.querySelectorAll('*')) {
   if (getComputedStyle(e).overflowX !== 'visible') r = e.getBoundingClientRect();  // it cuts (or scrolls) its own
   const c = clip(e);
   if (outside(r, c)) out.push(`text cut: ${where(r, c)}: ${label(e)}`);
+}
+// a figure's text past the edge of its drawing (its outermost svg, which cuts it)
+for (const t of region.querySelectorAll('svg text')) {
+  if (!t.textContent.trim() || !visible(t)) continue;
+  let svg = t.ownerSVGElement;
+  while (svg?.ownerSVGElement) svg = svg.ownerSVGElement;
+  const r = t.getBoundingClientRect(), c = svg.getBoundingClientRect();
+  if (outside(r, c)) out.push(`text runs off its figure: ${where(r, c)}: ${label(t)}`);
 }
 return out;
 """

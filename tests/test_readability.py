@@ -41,7 +41,8 @@ BAD = (FIGURE.format(plotly="{plotly}", width=380, title="A title long enough to
        + "<p style='font-size:8px'>tiny words</p><p>&amp;lt;s&amp;gt; shown escaped</p>"
        + "<div style='width:600px'>wider than the screen</div>"
        + "<div style='width:150px;overflow:hidden'><span style='white-space:nowrap'>a percentage cut off 92.0%"
-         "</span></div>")
+         "</span></div>"
+       + "<svg width='100' height='30'><text x='10' y='20' font-size='14'>a label past its drawing's edge</text></svg>")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,8 @@ def test_each_fault_is_found_by_its_check(page):
     assert any("cut" in p and "number box" in p for p in found["cut_boxes"]), found["cut_boxes"]
     assert any("button cut" in p for p in found["cut_boxes"]), found["cut_boxes"]
     cut = [p for p in found["cut_text"] if "#bad-slider" not in p]  # the cut reset button's arrow is cut text too
-    assert len(cut) == 1 and "a percentage cut off" in cut[0], found["cut_text"]
+    assert len(cut) == 2 and "a percentage cut off" in cut[0], found["cut_text"]
+    assert "runs off its figure" in cut[1] and "past its drawing" in cut[1], found["cut_text"]
     broken = found["broken_numbers"]
     assert any("1234567.891" in p for p in broken) and any("0.000012345" in p for p in broken), broken
     assert [p.split(" in ")[0] for p in found["escaped_markup"]] == ["escaped markup shown: &lt;",

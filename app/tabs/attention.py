@@ -12,7 +12,7 @@ from core import model as core_model
 from core.headmask import KINDS
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
-from ..common import clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid
+from ..common import clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid, wrap_title
 from ..i18n import L, text
 from ..views import View, control_changes, opener, refresh, tab_views
 
@@ -57,7 +57,7 @@ def attention_heatmap(weights, q_tokens, k_tokens, title="", lang="en"):
     `lang`."""
     fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", lang,
                               colorbar=dict(title=dict(text=text(lang, "attention.weight"), side="right")))])
-    fig.update_layout(title=title, height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=50, b=110),
+    fig.update_layout(title=wrap_title(title), height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=60, b=110),
                       xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
     return fig
 

@@ -189,11 +189,11 @@ def weight_figure(path, module, lang="en"):
         hover = label(say(lang, "weights.hover", row="%{y}", col="%{x}", value="%{z:.4f}")) + "<extra></extra>"
         fig = go.Figure(go.Heatmap(z=small(shown), colorscale="RdBu_r", zmid=0, zmin=-lim, zmax=lim,
                                    hovertemplate=hover))
-        fig.update_layout(title=f"{label(path)}.{name} {tuple(w.shape)}{note}", yaxis_autorange="reversed",
+        fig.update_layout(title=wrap_title(f"{label(path)}.{name} {tuple(w.shape)}") + note, yaxis_autorange="reversed",
                           xaxis_title=say(lang, "weights.input"), yaxis_title=say(lang, "weights.output"))
     elif own:
         fig = go.Figure([go.Scatter(y=small(p), mode="lines", name=n) for n, p in own.items()])
-        fig.update_layout(title=label(say(lang, "weights.by_index", module=path)),
+        fig.update_layout(title=wrap_title(label(say(lang, "weights.by_index", module=path))),
                           xaxis_title=say(lang, "weights.index"))
     else:
         kids = [(n, sum(p.numel() for p in m.parameters())) for n, m in module.named_children()]
@@ -231,7 +231,7 @@ def distribution_figure(path, module, lang="en"):
         fig.add_trace(go.Bar(x=small(x, 5), y=counts.int().numpy(), width=width, opacity=0.75,
                              name=label(say(lang, "dist.legend", name=name, count=f"{n:,}", mean=f"{mean:.3f}",
                                             std=f"{std:.3f}"))))
-    fig.update_layout(title=label(say(lang, "dist.title", module=path or root_name(lang))), barmode="overlay",
+    fig.update_layout(title=wrap_title(label(say(lang, "dist.title", module=path or root_name(lang)))), barmode="overlay",
                       height=420, xaxis_title=say(lang, "dist.value"), yaxis_title=say(lang, "dist.count"),
                       margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.2))
     return fig
@@ -317,14 +317,14 @@ def layernorm_figure(v, title, lang="en"):
                 dict(line, y=small(v["moved"]), name=t["moved"], line=dict(color="#2a9d4b", dash="dot")),
                 dict(line, y=small(v["input"]), name=t["compare"], line=dict(color=GREY, width=1))],
                t["output_title"], dict(title=say(lang, "dimension")), {})]
-    return grid(panels, 1, title, height=640, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08))
+    return grid(panels, 1, wrap_title(title), height=640, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08))
 
 
 def forms_figure(v, title, lang="en"):
     """The Annotated Transformer's LayerNorm minus ours on the same vector, per dimension."""
     trace = dict(type="scatter", y=small(v["annotated"] - v["output"], 6), mode="lines", name=say(lang, "ln.minus"),
                  line=dict(color="#7b3fa0"))
-    return go.Figure([trace], dict(title=title, height=300, xaxis=dict(title=say(lang, "dimension")),
+    return go.Figure([trace], dict(title=wrap_title(title), height=300, xaxis=dict(title=say(lang, "dimension")),
                                    yaxis=dict(title=say(lang, "ln.difference")), margin=dict(l=10, r=10, t=50, b=10)))
 
 
@@ -523,7 +523,7 @@ def ffn_figures(rec, ins, side, layer, top=24, lang="en"):
                  hovertemplate=say(lang, "ffn.unit_hover", at=say(lang, "at_token", what="%{y}", token="%{x}"),
                                    value="%{z:.3f}") + "<extra></extra>")
     units = go.Figure([trace], dict(
-        title=say(lang, "ffn.units", where=text(lang, f"ui.inside.layer.{side}", layer=layer), top=top),
+        title=wrap_title(say(lang, "ffn.units", where=text(lang, f"ui.inside.layer.{side}", layer=layer), top=top)),
         height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-60),
         yaxis=dict(autorange="reversed", type="category"), margin=dict(l=80, r=10, t=50, b=60)))
     return firing, units, fires

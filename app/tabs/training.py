@@ -133,7 +133,7 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, lang="en"):
         fig.add_trace(go.Scatter(x=[r["step"] for r in run_steps], y=[r["lr"] for r in run_steps], mode="lines",
                                  name=_t(lang, "noam.shipped", d=args["d_model"], warmup=args["warmup"],
                                          factor=f"{args['factor']:g}"), line=dict(width=3, color="#2e9c57")))
-    fig.update_layout(title=_t(lang, "noam.title"),
+    fig.update_layout(title=wrap_title(_t(lang, "noam.title")),
                       xaxis_title=_t(lang, "noam.step"), yaxis_title=_t(lang, "noam.rate"), height=400,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
