@@ -67,7 +67,7 @@ def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0
     (in its hover, and above it unless other `notes` label the grid)."""
     panels = [([_heatmap(m, q_tokens, k_tokens, name, lang, showscale=i == 0)], name, _axis(),
                _axis(autorange="reversed")) for i, (m, name) in enumerate(zip(maps, names))]
-    return panel_grid(panels, cols, title, height, gap, notes, margin=dict(l=10, r=40, t=70, b=10))
+    return panel_grid(panels, cols, wrap_title(title), height, gap, notes, margin=dict(l=10, r=40, t=90, b=10))
 
 
 def head_grid(maps, q_tokens, k_tokens, title="", cols=4, lang="en"):

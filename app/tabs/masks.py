@@ -144,8 +144,8 @@ def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title, lang="e
         fig.update_xaxes(token_axis(k_pieces, tickangle=-90, automargin=False), row=1, col=c)
         fig.update_yaxes(token_axis(q_pieces, autorange="reversed", showticklabels=c == 1, automargin=False), row=1, col=c)
     # the title hangs from the top, above the panels' titles (two lines each where they wrap)
-    fig.update_layout(title=dict(text=wrap_title(title), yref="container", y=1, yanchor="top", pad=dict(t=8)),
-                      height=max(370, 180 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=110, b=90))
+    fig.update_layout(title=dict(text=wrap_title(title), yref="container", y=1, yanchor="top", pad=dict(t=20)),
+                      height=max(390, 200 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=130, b=90))
     return fig
 
 

@@ -109,10 +109,10 @@ def tree_figure(tree, piece, beam, lang="en"):
     steps = max(n.step for n in tree.nodes)
     fig.update_yaxes(autorange="reversed", title=label(text(lang, "whatif.step", bos="<s>")), dtick=1)
     fig.update_xaxes(title=label(text(lang, "whatif.rank")), showticklabels=False, zeroline=False, side="top")
-    fig.update_layout(height=220 + 30 * (steps + 1), margin=dict(l=50, r=10, t=100, b=70), hovermode="closest",
+    fig.update_layout(height=220 + 30 * (steps + 1), margin=dict(l=50, r=10, t=110, b=70), hovermode="closest",
                       title=dict(text=wrap_title(label(text(lang, "whatif.title", beam=beam,
                                                            candidates=len(tree.nodes) - 1, steps=steps))),
-                                 font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=8)),
+                                 font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=20)),
                       legend=dict(orientation="h", y=0, x=0, yanchor="top"))  # below: the title is above
     return fig
 
