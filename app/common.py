@@ -155,10 +155,11 @@ def token_strip(tokens, probs, marked=(), hovers=None, legend=""):
     return f'<div class="tok-row">{"".join(spans)}</div>{below}'
 
 
-def empty_figure(message):
-    """A blank figure that says why there is nothing to show."""
+def empty_figure(message, width=None):
+    """A blank figure that says why there is nothing to show (in lines of `width` letters, see wrap_title)."""
     fig = go.Figure()
-    fig.add_annotation(text=label(message), showarrow=False, font=dict(size=15, color="#777"))
+    words = label(message) if width is None else wrap_title(label(message), width)
+    fig.add_annotation(text=words, showarrow=False, font=dict(size=15, color="#777"))
     fig.update_layout(height=220, xaxis=dict(visible=False), yaxis=dict(visible=False),
                       margin=dict(l=10, r=10, t=10, b=10))
     return fig

@@ -318,7 +318,7 @@ def layernorm_figure(v, title, lang="en"):
                 dict(line, y=small(v["input"]), name=t["compare"], line=dict(color=GREY, width=1))],
                t["output_title"], dict(title=say(lang, "dimension")), {})]
     return grid(panels, 1, wrap_title(title), height=660, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08),
-                margin=dict(l=10, r=10, t=100, b=10))
+                margin=dict(l=10, r=10, t=120, b=10))
 
 
 def forms_figure(v, title, lang="en"):
@@ -484,7 +484,8 @@ def residual_figure(rec, ins, lang="en"):
                          hovertemplate=hover + "<extra></extra>", showscale=False)
             panels.append(([trace], say(lang, f"res.{what}", side=say(lang, f"side.{side}")),
                            token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
-    return grid(panels, 2, wrap_title(say(lang, "res.title")), height=820, gap=(0.18, 0.16), margin=dict(l=180, r=10, t=80, b=60))
+    return grid(panels, 2, wrap_title(say(lang, "res.title")), height=850, gap=(0.18, 0.16),
+                margin=dict(l=180, r=10, t=110, b=60))
 
 
 def residual_view(ins, lang="en"):
@@ -558,10 +559,10 @@ def lens_figure(top_i, top_p, p_chosen, ins, piece, lang="en"):
                  hovertext=hover, hoverinfo="text", colorscale="Greens", zmin=0, zmax=1,
                  x=[say(lang, "layer", layer=l) for l in range(L)], colorbar=dict(title="p", thickness=12))
     return go.Figure([trace], dict(
-        title=dict(text=wrap_title(say(lang, "lens.title"), 40), yref="container", y=1, yanchor="top", pad=dict(t=20)),
+        title=dict(text=wrap_title(say(lang, "lens.title")), yref="container", y=1, yanchor="top", pad=dict(t=20)),
         height=180 + 32 * T,
         yaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], autorange="reversed", title=say(lang, "lens.input")),
-        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=140, b=40)))
+        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=160, b=40)))
 
 
 def lens_view(ins, lang="en"):

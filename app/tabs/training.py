@@ -148,7 +148,7 @@ def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, lang="en"):
     fig = go.Figure(go.Heatmap(z=td.numpy(), zmin=0, zmax=1, colorscale="Blues",
                                text=[[f"{v:.3f}" for v in row] for row in td.tolist()], texttemplate="%{text}",
                                hovertemplate=hover))
-    fig.update_layout(title=_t(lang, "smoothing.title", eps=f"{eps:g}"),
+    fig.update_layout(title=wrap_title(_t(lang, "smoothing.title", eps=f"{eps:g}")),
                       xaxis=dict(title=_t(lang, "smoothing.token"), tickmode="array", tickvals=list(range(vocab))),
                       yaxis=dict(title=_t(lang, "smoothing.example"), tickmode="array",
                                  tickvals=list(range(len(targets))), autorange="reversed",
@@ -170,7 +170,7 @@ def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5, lang="en"):
             x = torch.tensor([[1e-12, p] + [rest] * (vocab - 2)]).log()
             losses.append(crit(x, torch.tensor([1])).item())
         fig.add_trace(go.Scatter(x=ps, y=losses, mode="lines", name=f"ε = {eps:g}"))
-    fig.update_layout(title=_t(lang, "penalization.title"), xaxis_title=_t(lang, "penalization.p"),
+    fig.update_layout(title=wrap_title(_t(lang, "penalization.title")), xaxis_title=_t(lang, "penalization.p"),
                       yaxis_title=_t(lang, "penalization.loss"), yaxis_range=[0, 4], height=380,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
