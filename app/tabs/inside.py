@@ -432,7 +432,9 @@ def _sweep_in(lang):
                         dict(type="scatter", mode="lines+markers", x=r["dk"], y=np.round(r[f"scaled_{key}"], 4),
                              name="q·k/√d_k", line=dict(color=BLUE), legendgroup="s", showlegend=not panels)],
                        name, x, {}))
-    return grid(panels, 2, say(lang, "sweep.title"), height=560, legend=dict(orientation="h", y=1.1, x=0))
+    # as the scale figure: the legend under the panels, the rows apart (the top row's axis titles, the titles below)
+    return grid(panels, 2, wrap_title(say(lang, "sweep.title")), height=640, gap=(0.1, 0.28),
+                legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=90, b=60))
 
 
 def scale_view(ins, kind, layer, head, lang="en"):
