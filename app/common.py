@@ -28,8 +28,12 @@ def compact_template():
     full = pio.templates["plotly"]
     layout = ("autotypenumbers", "colorway", "font", "hovermode", "hoverlabel", "paper_bgcolor", "plot_bgcolor",
               "colorscale", "xaxis", "yaxis", "annotationdefaults", "shapedefaults", "title")
-    return go.layout.Template(layout={k: full.layout[k] for k in layout},
-                              data={k: full.data[k] for k in ("heatmap", "bar", "scatter", "histogram")})
+    template = go.layout.Template(layout={k: full.layout[k] for k in layout},
+                                  data={k: full.data[k] for k in ("heatmap", "bar", "scatter", "histogram")})
+    # x tick labels that would run into each other on a narrow screen stand upright (plotly's own choice,
+    # 0 or 30 degrees, leaves long tokens overlapping)
+    template.layout.xaxis.autotickangles = [0, 90]
+    return template
 
 
 pio.templates["explorer"] = compact_template()
@@ -74,6 +78,29 @@ def label(token):
     return html.escape(str(token), quote=False)
 
 
+def _columns(text):
+    return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
+
+
+def wrap_title(title, width=34):
+    """A figure's title in lines of at most about `width` Latin letters (a Chinese character counts two), broken
+    at a space or a dot after a letter (a module's path), after Chinese punctuation where that leaves the line a third full or more, else beside a Chinese
+    character: plotly never wraps a title, and one line of it runs off a phone's figure (34 letters of a
+    title's 17 px fit 340 px)."""
+    lines, line, cut, pause = [], "", None, None
+    for ch in title:
+        if _columns(line + ch) > width and line:
+            at = pause if pause and _columns(line[:pause]) * 3 >= width else cut or len(line)
+            lines.append(line[:at].rstrip())
+            line, cut, pause = line[at:].lstrip(), None, None
+        line += ch
+        if ch == " " or ord(ch) >= 0x2E80 or (ch == "." and line[-2:-1].isalpha()):
+            cut = len(line)  # a break may come after this character (a dot of a name, not of a number)
+        if ch in "，：；、）。":
+            pause = len(line)
+    return "<br>".join(lines + [line])
+
+
 def token_axis(tokens, **kw):
     """A plotly axis with one tick per token, labelled with the token."""
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[label(t) for t in tokens], **kw)
@@ -94,9 +121,13 @@ def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None,
         data += [dict(t, xaxis=f"x{ax}", yaxis=f"y{ax}") for t in traces]
         axes[f"xaxis{ax}"] = dict(xaxis, domain=[x0, min(1.0, x0 + w)], anchor=f"y{ax}")  # within 0..1 despite
         axes[f"yaxis{ax}"] = dict(yaxis, domain=[max(0.0, y1 - h), y1], anchor=f"x{ax}")  # rounding
-        titles.append(dict(text=name, x=x0 + w / 2, y=y1, yanchor="bottom", **font))
+        # centred on its panel (plotly's "auto" anchors a title left of a third of the width, right past two)
+        titles.append(dict(text=wrap_title(name, max(16, 48 // cols)), x=x0 + w / 2, y=y1, xanchor="center",
+                           yanchor="bottom", **font))
     annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
     layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
+    # the title hangs from the top, so that its lines when wrapped grow down into the margin, not over the panels
+    title = dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=20)) if isinstance(title, str) else title
     return go.Figure(data, dict(title=title, height=height, annotations=annotations, **axes, **layout))
 
 
@@ -124,10 +155,11 @@ def token_strip(tokens, probs, marked=(), hovers=None, legend=""):
     return f'<div class="tok-row">{"".join(spans)}</div>{below}'
 
 
-def empty_figure(message):
-    """A blank figure that says why there is nothing to show."""
+def empty_figure(message, width=None):
+    """A blank figure that says why there is nothing to show (in lines of `width` letters, see wrap_title)."""
     fig = go.Figure()
-    fig.add_annotation(text=label(message), showarrow=False, font=dict(size=15, color="#777"))
+    words = label(message) if width is None else wrap_title(label(message), width)
+    fig.add_annotation(text=words, showarrow=False, font=dict(size=15, color="#777"))
     fig.update_layout(height=220, xaxis=dict(visible=False), yaxis=dict(visible=False),
                       margin=dict(l=10, r=10, t=10, b=10))
     return fig

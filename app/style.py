@@ -9,8 +9,10 @@ CSS = """
 .tok-legend {font-size:0.8em; color:#666; margin-top:4px}
 .step code {font-size:1em} .step code.chosen {background:#fde2da}
 .mask-svg {overflow-x:auto} .mask-title, .cands-title {font-size:0.9em; margin:4px 0 6px}
-.cand {display:grid; grid-template-columns:9em 1fr 4.5em; gap:8px; align-items:center; font-size:0.95em;
-  margin:2px 0} .cand-tok {overflow:hidden; text-overflow:ellipsis; white-space:nowrap; text-align:right}
+/* a candidate's token column shrinks before its percentage does: in a half-width column of a phone the
+   percentage stays whole and the bar takes what is left */
+.cand {display:grid; grid-template-columns:minmax(2.5em, 9em) minmax(1.5em, 1fr) max-content; gap:8px;
+  align-items:center; font-size:0.95em; margin:2px 0} .cand-tok {overflow:hidden; text-overflow:ellipsis; white-space:nowrap; text-align:right}
 .cand-bar {background:#eef1f6; height:14px; border-radius:3px; overflow:hidden}
 .cand-bar span {display:block; height:100%; background:#4a7dc9}
 .cand.chosen .cand-bar span {background:#e4572e} .cand.chosen .cand-tok {font-weight:bold}
@@ -36,8 +38,41 @@ CSS = """
   .js-plotly-plot, .js-plotly-plot .main-svg {touch-action:pan-y}
   .tok-row, .mask-svg, table {max-width:100%; overflow-x:auto}
   .learn-mark {min-width:32px; height:32px}
+  /* a slider's number box and reset button: its row grows to their 44 px instead of cutting them */
+  .tab-like-container {height:auto !important; overflow:visible !important}
+  .tab-like-container input[type=number] {min-width:4.5em}
+  /* plotly's toolbar: zoom and pan are off on a phone (the touch scrolls the page), and its buttons would
+     cover titles; the SVG button, below the figure, saves it */
+  .js-plotly-plot .modebar-container {display:none !important}
+  .js-plotly-plot {padding-bottom:46px !important}
+  .diagram-wide {display:none}
+  /* figures of panels side by side: drawn 640 px wide, as on a desktop, in a block that a finger scrolls
+     sideways (at 390 px their tick labels and panel titles would run into each other) */
+  #overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
+  #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching {overflow-x:auto !important}
+  :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
+      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching) .js-plotly-plot {min-width:640px}
+  :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
+      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching) :is(.js-plotly-plot, .main-svg) {
+    touch-action:pan-x pan-y !important}
 }
-.save-svg {position:absolute; bottom:2px; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
+@media (min-width: 641px) {.diagram-column {display:none}}
+/* Gradio's "Plot" label over a figure's corner says nothing the figure does not, and covers its title */
+.block:has(.js-plotly-plot) > label[data-testid=block-label] {display:none}
+/* plotly's toolbar in a strip of its own above the figure, and the SVG button in one below it: neither covers a
+   title or a tick */
+.js-plotly-plot {padding-bottom:24px}
+@media (min-width: 641px) {
+  .js-plotly-plot {padding-top:28px}
+  .js-plotly-plot .modebar-container {top:-28px !important}
+}
+/* a table's numbers stay on one line (its first column, the rows' names, wraps); a table wider than its column
+   scrolls inside it */
+.prose table {display:block; width:max-content; max-width:100%; overflow-x:auto}
+.prose td:not(:first-child), .prose th:not(:first-child) {white-space:nowrap}
+.prose td:first-child {min-width:8em}
+.mtable {max-width:100%; overflow-x:auto}
+.save-svg {position:absolute; bottom:0; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
   border-radius:4px; background:#fff; color:#445; cursor:pointer; opacity:0.75} .save-svg:hover {opacity:1}
 """
 

@@ -372,7 +372,10 @@ def test_the_overview_diagram_draws_in_the_pages_language(ins):
     assert 'aria-label="Transformer 架构"' in svg and "到「注意力」页探索 →" in svg
     S, T = len(ins.src_tokens), len(ins.tgt_tokens)
     assert f"记忆 1 × {S} ×" in svg and f"&lt;s&gt; y1 …（右移一位），1 × {T}" in svg
-    assert svg.count("data-tab=") == overview.overview_svg(ins).count("data-tab=") == 7  # the same blocks
+    wide, column = svg.split('<div class="diagram-column">')  # the desktop's drawing, then the phone's
+    blocks = [re.findall(r'data-tab="(\w+)"', d) for d in (wide, column)]
+    assert sorted(blocks[0]) == sorted(blocks[1]) and len(blocks[0]) == 7  # the same blocks in both
+    assert overview.overview_svg(ins).count("data-tab=") == 14
 
 
 def test_translate_api_is_named_translate():
@@ -492,3 +495,15 @@ def test_load_of_eight_clients_without_failure_or_cross_talk():
     assert r["app"]["ok"] == 24 and r["app"]["failures"] == 0 and r["app"]["crossed"] == 0, r["app"]
     assert r["echo"]["ok"] == 24 and r["throughput_ratio"] > 0
     assert r["rss_after_mb"] is None or r["rss_after_mb"] - r["rss_before_mb"] < 50
+
+
+def test_a_long_title_is_wrapped_at_its_spaces_and_beside_chinese_characters():
+    from app.common import wrap_title
+    from app.i18n import text
+    for lang in ("en", "zh-CN"):
+        title = text(lang, "lab.attention.decoder")
+        lines = wrap_title(title, 30).split("<br>")
+        assert len(lines) >= 2 and all(sum(2 if ord(c) >= 0x2E80 else 1 for c in line) <= 30 for line in lines)
+        assert "".join(lines).replace(" ", "") == title.replace(" ", "")  # nothing lost, nothing added
+    assert [len(w) for w in wrap_title("a few words here", 9).split("<br>")] == [5, 5, 4]  # at the spaces
+    assert wrap_title("&lt;s&gt; fits", 42) == "&lt;s&gt; fits"

@@ -256,7 +256,7 @@ def test_before_a_translation_and_bad_controls(ins):
     assert "position 0" in tab.layernorm_view(ins, "x", -3, 7, "?")[2]
     assert "Encoder self-attention, layer 2, head 0" in tab.scale_view(ins, "bogus", 99, -1)[0].layout.title.text
     assert "encoder layer 2" in tab.ffn_view(ins, "side/9")[2]
-    assert "&lt;s&gt;→" in tab.lens_view(ins)[0].layout.xaxis.ticktext
+    assert "&lt;s&gt;→" in tab.lens_view(ins)[0].layout.yaxis.ticktext
 
 
 @needs_shipped
@@ -360,7 +360,7 @@ def test_the_words_of_hovers_and_menus_follow_the_language(ins):
     assert res.data[0].y[0] == "嵌入 + 位置编码" and "第 0 层自注意力" in res.data[2].y
     assert list(tab.residual_view(ins)[0].data[0].y) == tab.recorded(ins).stages["encoder"]  # English: the stages' names
     lens, _ = tab.lens_view(ins, "zh-CN")
-    assert "在 &lt;s&gt; 之后" in lens.data[0].hovertext[0][0] and "&lt;s&gt;→" in lens.layout.xaxis.ticktext
+    assert "在 &lt;s&gt; 之后" in lens.data[0].hovertext[0][0] and "&lt;s&gt;→" in lens.layout.yaxis.ticktext
     weights = tab.module_view("generator.proj", "zh-CN")[2]
     assert "第 %{y} 行，第 %{x} 列：%{z:.4f}" in weights.data[0].hovertemplate
     html = tab.modules_view("zh-CN")[0]

@@ -114,7 +114,7 @@ def test_the_tab_draws_in_the_pages_language(ins):
     zh = "zh-CN"
     fig = whatif.tree_view(ins, 4, zh)
     assert {t.name for t in fig.data if t.name} <= {"保留", "剪掉", "已结束", "最终返回", "根节点"}
-    assert "束宽 4" in fig.layout.title.text and "&lt;s&gt;" in fig.layout.xaxis.title.text  # <s> escaped
+    assert "束宽 4" in fig.layout.title.text and "&lt;s&gt;" in fig.layout.yaxis.title.text  # <s> escaped
     assert all("log p(词元)" in h for t in fig.data if t.name for h in t.hovertext)
     results = [whatif.swap_word(ins, 1, ins.topk[1][1][0], zh), whatif.force_prefix(ins, "A woman", zh),
                whatif.score_mine(ins, "A man in a red hat sits on a bench.", zh)]

@@ -84,7 +84,7 @@ def test_the_tab_draws_in_the_pages_language(ins):
     assert [t.hovertemplate.split("<br>")[1].split(" %")[0] for t in src_fig.data] == ["权重", "平均权重", "梯度 × 输入",
                                                                                    "p 的下降"]
     src_en, _, note_en = why.why_view(ins, position)
-    assert "occlusion: drop in p when replaced by &lt;unk&gt;" in [a.text for a in src_en.layout.annotations]
+    assert "occlusion: drop in p when replaced by &lt;unk&gt;" in [a.text.replace("<br>", " ") for a in src_en.layout.annotations]
     assert src_en.data[0].hovertemplate == "layer.head %{y} → %{x}<br>weight %{z:.3f}<extra></extra>"
     assert note_en.startswith("- **attention** ranks `") and note_en.splitlines()[-1] in (
         "All three point at the same piece.", "Attention agrees with one attribution but not the other.",

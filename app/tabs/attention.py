@@ -12,7 +12,7 @@ from core import model as core_model
 from core.headmask import KINDS
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
-from ..common import clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid
+from ..common import clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid, wrap_title
 from ..i18n import L, text
 from ..views import View, control_changes, opener, refresh, tab_views
 
@@ -56,8 +56,8 @@ def attention_heatmap(weights, q_tokens, k_tokens, title="", lang="en"):
     """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys; its words in
     `lang`."""
     fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", lang,
-                              colorbar=dict(title=text(lang, "attention.weight")))])
-    fig.update_layout(title=title, height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=50, b=110),
+                              colorbar=dict(title=dict(text=text(lang, "attention.weight"), side="right")))])
+    fig.update_layout(title=wrap_title(title), height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=60, b=110),
                       xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
     return fig
 
@@ -67,7 +67,7 @@ def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0
     (in its hover, and above it unless other `notes` label the grid)."""
     panels = [([_heatmap(m, q_tokens, k_tokens, name, lang, showscale=i == 0)], name, _axis(),
                _axis(autorange="reversed")) for i, (m, name) in enumerate(zip(maps, names))]
-    return panel_grid(panels, cols, title, height, gap, notes, margin=dict(l=10, r=40, t=70, b=10))
+    return panel_grid(panels, cols, wrap_title(title), height, gap, notes, margin=dict(l=10, r=40, t=90, b=10))
 
 
 def head_grid(maps, q_tokens, k_tokens, title="", cols=4, lang="en"):

@@ -319,7 +319,7 @@ def compare_view(ins, switched, lang="en"):
 def maps_view(ins, switched, kind, layer, lang="en"):
     """All heads of one layer of the changed model's attention, the switched-off heads in grey."""
     if switched is None or switched.original is not ins:
-        return empty_figure(text(lang, "heads.maps.empty"))
+        return empty_figure(text(lang, "heads.maps.empty"), width=40)
     changed = switched.changed
     kind = kind if kind in KINDS else "cross"
     maps, q, k = attention.attention_maps(changed, kind)

@@ -22,7 +22,7 @@ from core.headmask import KINDS
 from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
-from ..common import clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis
+from ..common import clamp, code_panel, kind_choices, kind_name, label, md_literal, panel_grid, token_axis, wrap_title
 from ..i18n import DEFAULT, LANGS, L, read_lang, table, text, texts
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -189,11 +189,11 @@ def weight_figure(path, module, lang="en"):
         hover = label(say(lang, "weights.hover", row="%{y}", col="%{x}", value="%{z:.4f}")) + "<extra></extra>"
         fig = go.Figure(go.Heatmap(z=small(shown), colorscale="RdBu_r", zmid=0, zmin=-lim, zmax=lim,
                                    hovertemplate=hover))
-        fig.update_layout(title=f"{label(path)}.{name} {tuple(w.shape)}{note}", yaxis_autorange="reversed",
+        fig.update_layout(title=wrap_title(f"{label(path)}.{name} {tuple(w.shape)}") + note, yaxis_autorange="reversed",
                           xaxis_title=say(lang, "weights.input"), yaxis_title=say(lang, "weights.output"))
     elif own:
         fig = go.Figure([go.Scatter(y=small(p), mode="lines", name=n) for n, p in own.items()])
-        fig.update_layout(title=label(say(lang, "weights.by_index", module=path)),
+        fig.update_layout(title=wrap_title(label(say(lang, "weights.by_index", module=path))),
                           xaxis_title=say(lang, "weights.index"))
     else:
         kids = [(n, sum(p.numel() for p in m.parameters())) for n, m in module.named_children()]
@@ -231,7 +231,7 @@ def distribution_figure(path, module, lang="en"):
         fig.add_trace(go.Bar(x=small(x, 5), y=counts.int().numpy(), width=width, opacity=0.75,
                              name=label(say(lang, "dist.legend", name=name, count=f"{n:,}", mean=f"{mean:.3f}",
                                             std=f"{std:.3f}"))))
-    fig.update_layout(title=label(say(lang, "dist.title", module=path or root_name(lang))), barmode="overlay",
+    fig.update_layout(title=wrap_title(label(say(lang, "dist.title", module=path or root_name(lang)))), barmode="overlay",
                       height=420, xaxis_title=say(lang, "dist.value"), yaxis_title=say(lang, "dist.count"),
                       margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.2))
     return fig
@@ -317,14 +317,15 @@ def layernorm_figure(v, title, lang="en"):
                 dict(line, y=small(v["moved"]), name=t["moved"], line=dict(color="#2a9d4b", dash="dot")),
                 dict(line, y=small(v["input"]), name=t["compare"], line=dict(color=GREY, width=1))],
                t["output_title"], dict(title=say(lang, "dimension")), {})]
-    return grid(panels, 1, title, height=640, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08))
+    return grid(panels, 1, wrap_title(title), height=660, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08),
+                margin=dict(l=10, r=10, t=120, b=10))
 
 
 def forms_figure(v, title, lang="en"):
     """The Annotated Transformer's LayerNorm minus ours on the same vector, per dimension."""
     trace = dict(type="scatter", y=small(v["annotated"] - v["output"], 6), mode="lines", name=say(lang, "ln.minus"),
                  line=dict(color="#7b3fa0"))
-    return go.Figure([trace], dict(title=title, height=300, xaxis=dict(title=say(lang, "dimension")),
+    return go.Figure([trace], dict(title=wrap_title(title), height=300, xaxis=dict(title=say(lang, "dimension")),
                                    yaxis=dict(title=say(lang, "ln.difference")), margin=dict(l=10, r=10, t=50, b=10)))
 
 
@@ -400,13 +401,18 @@ def scale_figure(d, q_tokens, title, lang="en"):
         lines.append([dict(type="scatter", mode="lines+markers", y=small(d[name][j]), line=dict(color=color),
                            name="QKᵀ" if name == "plain" else "QKᵀ/√d_k", showlegend=False, legendgroup=name)
                       for j in (1, 2, 3)])
+    # (the histogram's ticks stand off its axes: the corner's two, the first score and the count's 0, apart)
     panels = [([dict(hist, x=small(d["raw"][mask], 3), name=say(lang, "scale.no_scale"), marker_color=ORANGE,
                      legendgroup="plain"),
                 dict(hist, x=small(d["raw"][mask] / s, 3), name=f"QKᵀ/√{d['dk']}", marker_color=BLUE,
-                     legendgroup="scaled")], say(lang, "scale.scores"), dict(title=say(lang, "scale.score")), {})]
+                     legendgroup="scaled")], say(lang, "scale.scores"),
+               dict(title=say(lang, "scale.score"), ticklabelstandoff=4), dict(ticklabelstandoff=6))]
     for j, name in enumerate(("largest", "entropy", "jacobian")):
         panels.append(([lines[0][j], lines[1][j]], say(lang, f"scale.{name}"), axis, {}))
-    return grid(panels, 2, title, height=620, barmode="overlay", legend=dict(orientation="h", y=1.08, x=0))
+    # the legend under the panels and room between the rows: the top row's turned token ticks and the titles
+    # of the row below stay apart
+    return grid(panels, 2, title, height=720, gap=(0.1, 0.3), barmode="overlay",
+                legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=80, b=60))
 
 
 def sweep_figure(lang="en"):
@@ -426,7 +432,9 @@ def _sweep_in(lang):
                         dict(type="scatter", mode="lines+markers", x=r["dk"], y=np.round(r[f"scaled_{key}"], 4),
                              name="q·k/√d_k", line=dict(color=BLUE), legendgroup="s", showlegend=not panels)],
                        name, x, {}))
-    return grid(panels, 2, say(lang, "sweep.title"), height=560, legend=dict(orientation="h", y=1.1, x=0))
+    # as the scale figure: the legend under the panels, the rows apart (the top row's axis titles, the titles below)
+    return grid(panels, 2, wrap_title(say(lang, "sweep.title")), height=640, gap=(0.1, 0.28),
+                legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=90, b=60))
 
 
 def scale_view(ins, kind, layer, head, lang="en"):
@@ -478,7 +486,8 @@ def residual_figure(rec, ins, lang="en"):
                          hovertemplate=hover + "<extra></extra>", showscale=False)
             panels.append(([trace], say(lang, f"res.{what}", side=say(lang, f"side.{side}")),
                            token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
-    return grid(panels, 2, say(lang, "res.title"), height=820, gap=(0.18, 0.16), margin=dict(l=180, r=10, t=80, b=60))
+    return grid(panels, 2, wrap_title(say(lang, "res.title")), height=850, gap=(0.18, 0.16),
+                margin=dict(l=180, r=10, t=110, b=60))
 
 
 def residual_view(ins, lang="en"):
@@ -518,7 +527,7 @@ def ffn_figures(rec, ins, side, layer, top=24, lang="en"):
                  hovertemplate=say(lang, "ffn.unit_hover", at=say(lang, "at_token", what="%{y}", token="%{x}"),
                                    value="%{z:.3f}") + "<extra></extra>")
     units = go.Figure([trace], dict(
-        title=say(lang, "ffn.units", where=text(lang, f"ui.inside.layer.{side}", layer=layer), top=top),
+        title=wrap_title(say(lang, "ffn.units", where=text(lang, f"ui.inside.layer.{side}", layer=layer), top=top)),
         height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-60),
         yaxis=dict(autorange="reversed", type="category"), margin=dict(l=80, r=10, t=50, b=60)))
     return firing, units, fires
@@ -539,21 +548,23 @@ def ffn_view(ins, which, lang="en"):
 
 
 def lens_figure(top_i, top_p, p_chosen, ins, piece, lang="en"):
-    """Rows: decoder layers; columns: output positions; each cell the token the output projection would choose
-    from that layer's state, coloured by its probability."""
+    """Rows: output positions; columns: decoder layers; each cell the token the output projection would choose
+    from that layer's state, coloured by its probability. Positions go down, so that a few wide columns hold
+    the tokens at a size that reads on a phone too (plotly shrinks a cell's text to fit it)."""
     L, T = top_i.shape
-    tops = [[label(piece(i)) for i in row] for row in top_i.tolist()]
+    tops = [[label(piece(top_i[l, t])) for l in range(L)] for t in range(T)]
     after, choice = say(lang, "lens.after"), say(lang, "lens.choice")  # formatted per cell below
-    hover = [[after.format(token=label(ins.tgt_tokens[t]), top=tops[l][t], p=f"{top_p[l, t]:.3f}") + "<br>"
-              + choice.format(token=label(ins.out_tokens[t]), p=f"{p_chosen[l, t]:.3f}") for t in range(T)]
-             for l in range(L)]
-    trace = dict(type="heatmap", z=small(top_p, 3), text=tops, texttemplate="%{text}", hovertext=hover,
-                 hoverinfo="text", colorscale="Greens", zmin=0, zmax=1, y=[say(lang, "layer", layer=l) for l in range(L)],
-                 colorbar=dict(title="p"))
+    hover = [[after.format(token=label(ins.tgt_tokens[t]), top=tops[t][l], p=f"{top_p[l, t]:.3f}") + "<br>"
+              + choice.format(token=label(ins.out_tokens[t]), p=f"{p_chosen[l, t]:.3f}") for l in range(L)]
+             for t in range(T)]
+    trace = dict(type="heatmap", z=small(top_p.T, 3), text=tops, texttemplate="%{text}", textfont=dict(size=12),
+                 hovertext=hover, hoverinfo="text", colorscale="Greens", zmin=0, zmax=1,
+                 x=[say(lang, "layer", layer=l) for l in range(L)], colorbar=dict(title="p", thickness=12))
     return go.Figure([trace], dict(
-        title=say(lang, "lens.title"), height=180 + 70 * L,
-        xaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], tickangle=-60, title=say(lang, "lens.input")),
-        yaxis=dict(type="category"), margin=dict(l=70, r=10, t=60, b=80)))
+        title=dict(text=wrap_title(say(lang, "lens.title")), yref="container", y=1, yanchor="top", pad=dict(t=20)),
+        height=180 + 32 * T,
+        yaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], autorange="reversed", title=say(lang, "lens.input")),
+        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=160, b=40)))
 
 
 def lens_view(ins, lang="en"):

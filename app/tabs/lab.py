@@ -40,7 +40,7 @@ from core.lab import (
 from core.model import make_model
 
 from .. import hosting
-from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
+from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis, wrap_title
 from ..i18n import L, choices, text, texts
 from ..views import View, control_changes, opener, refresh, tab_views
 
@@ -147,8 +147,9 @@ def curve_figure(curve, intact, title, lang="en"):
 
 
 def attention_figure(att, kind, lang="en"):
-    """One example's attention, layers down, heads across: cross-attention (decoder inputs x source) or the
-    decoder's self-attention (decoder inputs x decoder inputs), in percent."""
+    """One example's attention, a panel per head, two across (each layer's heads in order, then the next
+    layer's): cross-attention (decoder inputs x source) or the decoder's self-attention (decoder inputs x
+    decoder inputs), in percent. Two columns read on a phone and on a desktop alike."""
     maps = att[kind]
     rows = ["<s>"] + [token_text(t) for t in att["output"]]
     cols = [str(t) for t in att["input"]] if kind == "cross" else rows
@@ -158,8 +159,9 @@ def attention_figure(att, kind, lang="en"):
                token_axis(cols, **axis), token_axis(rows, autorange="reversed", **axis))
               for i, layer in enumerate(maps) for j, head in enumerate(layer)]
     what = _t(lang, f"attention.{'cross' if kind == 'cross' else 'decoder'}")
-    return panel_grid(panels, len(maps[0]), what, 180 + 190 * len(maps), gap=(0.03, 0.08), title_font=dict(size=16),
-                      margin=dict(l=10, r=10, t=70, b=10))
+    rows = (len(panels) + 1) // 2
+    return panel_grid(panels, 2, wrap_title(what), 130 + 200 * rows, gap=(0.12, 0.3 / rows), title_font=dict(size=16),
+                      margin=dict(l=10, r=10, t=120, b=10))
 
 
 TOKEN_STYLE = "display:inline-block; min-width:1.3em; text-align:center; margin:1px; border-radius:3px; "

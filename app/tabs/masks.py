@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from core.data import PAD, Batch, encode_pairs, nonblank_lines, pad_to, padding_stats
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, code_panel, empty_figure, kind_name, md_literal, token_axis
+from ..common import MASK_SCALE, clamp, code_panel, empty_figure, kind_name, md_literal, token_axis, wrap_title
 from ..i18n import L, choices, texts
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -89,15 +89,17 @@ def mask_panels(batch, i, src_pieces, tgt_pieces, lang="en"):
               (_t(lang, "panel.target"), tgt_pad.float(), tgt_pieces, tgt_pieces),
               (_t(lang, "panel.both"), batch.tgt_mask[i].float(), tgt_pieces, tgt_pieces)]
     hover = _t(lang, "panel.hover", row="%{y}", column="%{x}", value="%{z}") + "<extra></extra>"
-    fig = make_subplots(rows=1, cols=4, subplot_titles=[p[0] for p in panels], horizontal_spacing=0.05,
-                        column_widths=[0.28, 0.24, 0.24, 0.24])
-    for c, (_, m, rows, cols) in enumerate(panels, 1):
+    # two by two: four panels side by side give each token under 12 px of width on a phone's figure
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[wrap_title(p[0], 36) for p in panels],
+                        horizontal_spacing=0.16, vertical_spacing=130 / (2 * 22 * T + 130))  # 130 px: ticks, title
+    for k, (_, m, rows, cols) in enumerate(panels):
+        r, c = divmod(k, 2)
         fig.add_trace(go.Heatmap(z=m.numpy(), zmin=0, zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=1, ygap=1,
-                                 hovertemplate=hover), row=1, col=c)
-        fig.update_xaxes(token_axis(cols, tickangle=-90, automargin=False), row=1, col=c)
-        fig.update_yaxes(token_axis(rows, autorange="reversed", showticklabels=c in (1, 2), automargin=False), row=1, col=c)
-    fig.update_layout(height=max(330, 140 + 22 * T), margin=dict(l=90, r=10, t=60, b=90),
-                      title=_t(lang, "panel.title", i=i))
+                                 hovertemplate=hover), row=r + 1, col=c + 1)
+        fig.update_xaxes(token_axis(cols, tickangle=-90, automargin=False), row=r + 1, col=c + 1)
+        fig.update_yaxes(token_axis(rows, autorange="reversed", automargin=False), row=r + 1, col=c + 1)
+    fig.update_layout(height=2 * 22 * T + 130 + 160, margin=dict(l=90, r=10, t=70, b=90),
+                      title=wrap_title(_t(lang, "panel.title", i=i)))
     return fig
 
 
@@ -128,8 +130,8 @@ def scores_at_work(model, batch, i, kind, layer, head):
 
 
 def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title, lang="en"):
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06, subplot_titles=(
-        _t(lang, "scores.raw"), _t(lang, "scores.masked"), _t(lang, "scores.softmax")))
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06, subplot_titles=tuple(
+        wrap_title(_t(lang, f"scores.{k}"), 20) for k in ("raw", "masked", "softmax")))
     masked_cell = _t(lang, "scores.cell")
     shown = masked.clone().masked_fill(mask == 0, float("nan"))  # -1e9 drawn as empty cells
     for c, (z, scale, label) in enumerate(((raw, "RdBu_r", "score"), (shown, "RdBu_r", "score"),
@@ -141,7 +143,9 @@ def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title, lang="e
                                  hovertemplate="%{y} → %{x}: %{text}<extra></extra>", xgap=1, ygap=1), row=1, col=c)
         fig.update_xaxes(token_axis(k_pieces, tickangle=-90, automargin=False), row=1, col=c)
         fig.update_yaxes(token_axis(q_pieces, autorange="reversed", showticklabels=c == 1, automargin=False), row=1, col=c)
-    fig.update_layout(title=title, height=max(330, 140 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=70, b=90))
+    # the title hangs from the top, above the panels' titles (two lines each where they wrap)
+    fig.update_layout(title=dict(text=wrap_title(title), yref="container", y=1, yanchor="top", pad=dict(t=20)),
+                      height=max(390, 200 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=130, b=90))
     return fig
 
 
@@ -167,7 +171,8 @@ def batching_figure(stats, user_examples, lang="en"):
     pads.append(mine["padding_fraction"])
     tokens.append(mine["tokens_per_batch_mean"])
     sds.append(0)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(_t(lang, "batching.padding"), _t(lang, "batching.real")))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(wrap_title(_t(lang, "batching.padding"), 28),
+                                                        wrap_title(_t(lang, "batching.real"), 28)))
     fig.add_trace(go.Bar(x=names, y=pads, text=[f"{p:.1%}" for p in pads], textposition="auto",
                          marker_color="#4a7dc9", showlegend=False), row=1, col=1)
     fig.add_trace(go.Bar(x=names, y=tokens, error_y=dict(type="data", array=sds), marker_color="#7bb36b",

@@ -24,11 +24,11 @@ def _box(x, y, w, h, title, lines, tab, fill, lang="en"):
     return "".join(out)
 
 
-def _arrow(x1, y1, x2, y2, label="", dx=8):
+def _arrow(x1, y1, x2, y2, label="", dx=8, marker="arrow"):
     lab = (f'<text x="{(x1 + x2) / 2 + dx}" y="{(y1 + y2) / 2 + 4}" font-size="12" fill="#a33" '
            f'font-family="monospace">{escape(label)}</text>') if label else ""
     return (f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#333" stroke-width="1.5" '
-            f'marker-end="url(#arrow)"/>{lab}')
+            f'marker-end="url(#{marker})"/>{lab}')
 
 
 def architecture_svg(config, src_len=None, tgt_len=None, lang="en"):
@@ -80,6 +80,67 @@ def architecture_svg(config, src_len=None, tgt_len=None, lang="en"):
     return "".join(p)
 
 
+def _column_blocks(config, S, T, t):
+    """The blocks of the diagram from the source up to the output, as (title, lines, tab, fill, the shape on
+    the arrow above it), for the phone's one-column drawing."""
+    N, D, H, F, V = config["N"], config["d_model"], config["h"], config["d_ff"], config["tgt_vocab"]
+    encoder = [(t("source"), [t("source-ids", S=S)], TAB_TRANSLATE, "#fff", f"1 × {S}"),
+               (t("embedding"), [t("embedding-table", V=V, D=D), t("embedding-sinusoids")], TAB_PE, "#fdf1d6",
+                f"1 × {S} × {D}"),
+               (t("encoder", N=N), [t("encoder-attention", H=H, S=S), f"d_k = {D} / {H} = {D // H}",
+                                    t("encoder-mask", S=S), t("ffn", D=D, F=F), t("residual")], TAB_ATTENTION,
+                "#dbe9f8", None)]
+    decoder = [(t("decoder-input"), [t("decoder-input-line", bos="<s>", T=T)], TAB_MASKS, "#fff", f"1 × {T}"),
+               (t("embedding"), [t("embedding-same"), t("embedding-positions")], TAB_PE, "#fdf1d6",
+                f"1 × {T} × {D}"),
+               (t("decoder", N=N), [t("decoder-attention", H=H, T=T), t("decoder-mask", T=T), t("cross", H=H, T=T, S=S),
+                                    t("cross-qkv"), t("ffn", D=D, F=F), t("residual"), t("cache")], TAB_ATTENTION,
+                "#e3f1df", f"1 × {T} × {D}"),
+               (t("generator"), [], TAB_TRAIN, "#f3e1f3", f"1 × {T} × {V}")]
+    return encoder, decoder
+
+
+def architecture_column_svg(config, src_len=None, tgt_len=None, lang="en"):
+    """The same architecture in one column, 360 units wide, for a phone: the encoder from the source down, its
+    memory carried on the right into the decoder, then the decoder from its input down to the next-token
+    probabilities. Its text keeps 11 px or more on a 390 px screen, where the wide drawing's falls to 4-6."""
+    S, T = src_len or "S", tgt_len or "T"
+
+    def t(key, **values):
+        return text(lang, f"overview.{key}", **values)
+
+    encoder, decoder = _column_blocks(config, S, T, t)
+    p, y, x, w = [], 40, 10, 305
+    mid = x + w / 2
+    tops = {}
+    for side, blocks in (("encoder", encoder), ("decoder", decoder)):
+        for title, lines, tab, fill, shape in blocks:
+            h = max(50, 54 + 17 * len(lines))
+            tops[title + side] = (y, h)
+            p.append(_box(x, y, w, h, title, lines, tab, fill, lang))
+            y += h
+            if shape:
+                p.append(_arrow(mid, y, mid, y + 34, shape, marker="arrow-column"))
+                y += 36
+        if side == "encoder":  # the memory leaves the encoder on the right, down to the decoder's cross-attention
+            p.append(f'<text x="{mid + 8}" y="{y + 20}" font-size="12" fill="#a33" font-family="monospace">'
+                     f'{escape(t("memory", S=S, D=config["d_model"]))} ↘</text>')
+            memory_from = y
+            y += 40
+    dec_top, dec_h = tops[t("decoder", N=config["N"]) + "decoder"]
+    p.append(f'<path d="M{x + w},{memory_from - 10} L{x + w + 30},{memory_from - 10} L{x + w + 30},{dec_top + 85} '
+             f'L{x + w + 4},{dec_top + 85}" fill="none" stroke="#a33" stroke-width="1.5" '
+             'marker-end="url(#arrow-column)"/>')
+    p.append(f'<text x="{mid}" y="{y + 16}" text-anchor="middle" font-size="13" fill="#444">{escape(t("next-token"))}'
+             '</text>')
+    head = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 360 {h}" width="100%" font-family="sans-serif" '
+            'role="img" aria-label="{aria}"><defs><marker id="arrow-column" viewBox="0 0 10 10" refX="9" refY="5" '
+            'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/>'
+            '</marker></defs>').format(h=y + 30, aria=escape(t("aria")))
+    trained = f'<text x="{x}" y="22" font-size="12" fill="#666">{escape(t("trained"))}</text>'
+    return head + trained + "".join(p) + "</svg>"
+
+
 # Clicking a block opens the tab whose path is its data-tab attribute (app/links.py's explorerLink.open).
 DIAGRAM_JS = """
 element.addEventListener('click', (event) => {
@@ -93,9 +154,10 @@ def overview_svg(ins, lang="en"):
     """The architecture diagram with the shapes of the last translation (S and T before the first), its words
     in `lang`."""
     cfg = get_translator().config
-    if ins is None:
-        return architecture_svg(cfg, lang=lang)
-    return architecture_svg(cfg, len(ins.src_tokens), len(ins.tgt_tokens), lang)
+    lengths = (None, None) if ins is None else (len(ins.src_tokens), len(ins.tgt_tokens))
+    # both drawings; the page's stylesheet shows the column on a phone and the wide one elsewhere
+    return (f'<div class="diagram-wide">{architecture_svg(cfg, *lengths, lang)}</div>'
+            f'<div class="diagram-column">{architecture_column_svg(cfg, *lengths, lang)}</div>')
 
 
 # the tab's one view: the diagram with the translation's shapes, in the page's language; cleared back to S and T

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from core.model import Embeddings, PositionalEncoding
 
-from ..common import clamp, code_panel, empty_figure, md_literal
+from ..common import clamp, code_panel, empty_figure, md_literal, wrap_title
 from ..i18n import L, texts
 from ..shared import get_translator
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -104,7 +104,7 @@ def relative_figure(pe, k, lang="en"):
     res32 = relative_residual(pe.float(), k)
     res64 = relative_residual(encoding_f64(pe.size(1), pe.size(0)), k)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6], subplot_titles=(
-        _t(lang, "relative.m", k=k), _t(lang, "relative.residual")))
+        wrap_title(_t(lang, "relative.m", k=k), 24), wrap_title(_t(lang, "relative.residual"), 30)))
     n = min(16, M.size(0))
     fig.add_trace(go.Heatmap(z=M[:n, :n].numpy(), colorscale="RdBu", zmin=-1, zmax=1, showscale=False,
                              hovertemplate="M[%{y}, %{x}] = %{z:.3f}<extra></extra>"), row=1, col=1)
@@ -204,7 +204,7 @@ def _layout(cfg):
     rel = gr.Plot(elem_id="pe-rel")
     note = gr.Markdown(elem_id="pe-note")
     gr.Markdown(L("ui.positional.scale"))
-    scale = gr.Plot()
+    scale = gr.Plot(elem_id="pe-scale")
     scale_note = gr.Markdown()
     code_panel(None, PositionalEncoding, Embeddings)
     return [curves, heat, sim, rel, note, scale, scale_note], dict(d_model=d_model, positions=positions, dims=dims, k=k)

@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
-from ..common import clamp, code_panel, empty_figure
+from ..common import clamp, code_panel, empty_figure, wrap_title
 from ..i18n import L, texts
 from ..shared import model_dir
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -90,6 +90,7 @@ def replay_figure(steps, epochs, step, lang="en"):
     for r, c in ((1, 1), (1, 2), (2, 1), (2, 2)):
         fig.update_xaxes(range=[0, last * 1.02], row=r, col=c)
     fig.update_yaxes(type="log", row=2, col=1)
+    fig.update_yaxes(ticklabelstandoff=6)  # each axis's 0 clear of the step axis's 0 at the corner
     fig.update_layout(height=560, margin=dict(l=10, r=10, t=50, b=10),
                       title=_t(lang, "replay.title", step=step, n=len(steps), epoch=shown[-1]["epoch"] + 1))
     return fig
@@ -132,7 +133,7 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, lang="en"):
         fig.add_trace(go.Scatter(x=[r["step"] for r in run_steps], y=[r["lr"] for r in run_steps], mode="lines",
                                  name=_t(lang, "noam.shipped", d=args["d_model"], warmup=args["warmup"],
                                          factor=f"{args['factor']:g}"), line=dict(width=3, color="#2e9c57")))
-    fig.update_layout(title=_t(lang, "noam.title"),
+    fig.update_layout(title=wrap_title(_t(lang, "noam.title")),
                       xaxis_title=_t(lang, "noam.step"), yaxis_title=_t(lang, "noam.rate"), height=400,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
@@ -147,7 +148,7 @@ def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, lang="en"):
     fig = go.Figure(go.Heatmap(z=td.numpy(), zmin=0, zmax=1, colorscale="Blues",
                                text=[[f"{v:.3f}" for v in row] for row in td.tolist()], texttemplate="%{text}",
                                hovertemplate=hover))
-    fig.update_layout(title=_t(lang, "smoothing.title", eps=f"{eps:g}"),
+    fig.update_layout(title=wrap_title(_t(lang, "smoothing.title", eps=f"{eps:g}")),
                       xaxis=dict(title=_t(lang, "smoothing.token"), tickmode="array", tickvals=list(range(vocab))),
                       yaxis=dict(title=_t(lang, "smoothing.example"), tickmode="array",
                                  tickvals=list(range(len(targets))), autorange="reversed",
@@ -169,7 +170,7 @@ def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5, lang="en"):
             x = torch.tensor([[1e-12, p] + [rest] * (vocab - 2)]).log()
             losses.append(crit(x, torch.tensor([1])).item())
         fig.add_trace(go.Scatter(x=ps, y=losses, mode="lines", name=f"ε = {eps:g}"))
-    fig.update_layout(title=_t(lang, "penalization.title"), xaxis_title=_t(lang, "penalization.p"),
+    fig.update_layout(title=wrap_title(_t(lang, "penalization.title")), xaxis_title=_t(lang, "penalization.p"),
                       yaxis_title=_t(lang, "penalization.loss"), yaxis_range=[0, 4], height=380,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
@@ -182,7 +183,7 @@ def ablation_runs():
 
 def ablation_figure(runs, lang="en"):
     fig = make_subplots(rows=1, cols=3, subplot_titles=tuple(
-        _t(lang, k) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
+        wrap_title(_t(lang, k), 18) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
     colors = {"ε = 0": "#e4572e", "ε = 0.1": "#2f6db5"}
     for label, (_, _, epochs) in runs.items():
         ep = [e["epoch"] for e in epochs]
@@ -191,7 +192,7 @@ def ablation_figure(runs, lang="en"):
                                      legendgroup=label, showlegend=c == 1,
                                      line=dict(color=colors.get(label))), row=1, col=c)
     fig.update_xaxes(title_text=_t(lang, "ablation.epoch"))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=70, b=10))
     return fig
 
 
@@ -304,7 +305,7 @@ def _smoothing():
         fig = gr.Plot(elem_id="ls-fig")
         penalization = gr.Plot()
     gr.Markdown(L("ui.training.ablation"))
-    ablation = gr.Plot()
+    ablation = gr.Plot(elem_id="t-ablation")
     note = gr.Markdown()
     return [fig, penalization, ablation, note], eps
 

@@ -302,9 +302,10 @@ def _layout(default_alpha):
         with gr.Column(scale=1):
             src = gr.Textbox(label=L("ui.translate.german"), lines=2, max_lines=6, value=examples()[0],
                              placeholder=L("ui.translate.placeholder"), elem_id="src")
+            # the button under its box: on a desktop both stay above the fold, beside the result
+            go_btn = gr.Button(L("ui.translate.button"), variant="primary", elem_id="translate-btn")
             gr.Examples(examples(), inputs=src, label=L("ui.translate.examples"), examples_per_page=12)
             settings = _settings(default_alpha)
-            go_btn = gr.Button(L("ui.translate.button"), variant="primary", elem_id="translate-btn")
         with gr.Column(scale=1):
             out = gr.Textbox(label=L("ui.translate.english"), interactive=False, elem_id="out")
             status = gr.Markdown(elem_id="status")
@@ -318,6 +319,12 @@ def _layout(default_alpha):
     return src, settings, go_btn, out, (status, api_status), probs, (export, exported)
 
 
+RESULT_IN_VIEW_JS = """() => {
+  const out = document.querySelector('#out'), r = out?.getBoundingClientRect();
+  if (r && (r.top < 0 || r.bottom > window.innerHeight)) out.scrollIntoView({block: 'start', behavior: 'smooth'});
+}"""
+
+
 def build(demo, page, state, default_alpha, lang):
     """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button and by
     Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
@@ -329,6 +336,8 @@ def build(demo, page, state, default_alpha, lang):
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, api_status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
+    # where the result is off the screen (a phone, which stacks the columns), the click brings it into view
+    go_btn.click(None, js=RESULT_IN_VIEW_JS)
     # the public API's status line is English, and goes to a hidden box; on the page, a problem with the input is
     # said in the page's language (a translation's status line is, by its view)
     translated.then(input_notice, [src, lang], status, api_visibility="private")

@@ -15,7 +15,7 @@ from core.analysis import searchtree
 from core.decode import DECODING_LIMITS
 
 from ..cache import PerTranslation
-from ..common import clamp, empty_figure, export_file, label, token_strip, within
+from ..common import clamp, empty_figure, export_file, label, token_strip, within, wrap_title
 from ..i18n import L, text
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, shown, tab_views
@@ -55,21 +55,31 @@ def source_text(ins):
 # ---- the tree ------------------------------------------------------------------------------------------
 
 def _layout(tree):
-    """(x, y) of every node: its step, and its rank by score among the nodes of that step."""
+    """(x, y) of every node: y its step, x its place at that step, the nodes beam search went on with (kept,
+    finished, returned) first by log P, then the pruned ones by log P, drawn closer together. Steps go down the
+    figure, so a long search grows in height and fits a phone's width; only the first places carry labels."""
     by_step = {}
     for n in tree.nodes:
         by_step.setdefault(n.step, []).append(n)
     pos = {}
     for step, nodes in by_step.items():
-        for rank, n in enumerate(sorted(nodes, key=lambda n: -n.score)):
-            pos[n.id] = (step, rank)
+        going_on = sorted((n for n in nodes if n.status != "pruned"), key=lambda n: -n.score)
+        pruned = sorted((n for n in nodes if n.status == "pruned"), key=lambda n: -n.score)
+        for place, n in enumerate(going_on):
+            pos[n.id] = (place, step)
+        for place, n in enumerate(pruned):
+            pos[n.id] = (len(going_on) + PRUNED_GAP * place, step)
     return pos
 
 
+PRUNED_GAP = 0.35  # the pruned nodes' spacing, in places: dots without labels need less room than words
+
+
 def tree_figure(tree, piece, beam, lang="en"):
-    """The search as a tree: a node per candidate (x: step, y: rank by log P at that step), edges to its
-    parent; pruned ones faded, finished ones green, the returned translation red. A hover gives the whole
-    hypothesis, the token's log-probability, log P and (finished) log P / lp."""
+    """The search as a tree: a node per candidate (y: step, x: its place at that step, see _layout), edges to
+    its parent; pruned ones faded and unlabelled, finished ones green, the returned translation red. A node's
+    hover (a mouse) and the saved tree give the whole hypothesis, the token's log-probability, log P and
+    (finished) log P / lp."""
     pos = _layout(tree)
     fig = go.Figure()
     for faded in (True, False):  # pruned edges first, underneath
@@ -90,19 +100,21 @@ def tree_figure(tree, piece, beam, lang="en"):
                  label(text(lang, "whatif.hover", logp=f"{n.logp:.3f}", score=f"{n.score:.3f}")) +
                  (f" · log P / lp {n.norm:.3f}" if n.norm is not None else "") for n in nodes]
         fig.add_trace(go.Scatter(
-            x=[pos[n.id][0] for n in nodes], y=[pos[n.id][1] for n in nodes], mode="markers+text",
-            text=[label(piece(n.token)) for n in nodes], textposition="top center",
-            textfont=dict(size=10, color="#999" if status == "pruned" else "#222"),
+            x=[pos[n.id][0] for n in nodes], y=[pos[n.id][1] for n in nodes],
+            mode="markers" if status == "pruned" else "markers+text",
+            text=None if status == "pruned" else [label(piece(n.token)) for n in nodes], textposition="middle right",
+            textfont=dict(size=11, color="#222"),
             marker=dict(size=12 if status == "returned" else 8, color=COLORS[status],
                         opacity=0.5 if status == "pruned" else 1),
             name=name, hovertext=hover, hovertemplate="%{hovertext}<extra>" + name + "</extra>"))
     steps = max(n.step for n in tree.nodes)
-    fig.update_yaxes(autorange="reversed", title=label(text(lang, "whatif.rank")), dtick=1)
-    fig.update_xaxes(title=label(text(lang, "whatif.step", bos="<s>")), dtick=1)
-    fig.update_layout(height=380 + 14 * beam, margin=dict(l=60, r=10, t=50, b=50), hovermode="closest",
-                      title=dict(text=label(text(lang, "whatif.title", beam=beam, candidates=len(tree.nodes) - 1,
-                                                 steps=steps)), font=dict(size=14)),
-                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+    fig.update_yaxes(autorange="reversed", title=label(text(lang, "whatif.step", bos="<s>")), dtick=1)
+    fig.update_xaxes(title=label(text(lang, "whatif.rank")), showticklabels=False, zeroline=False, side="top")
+    fig.update_layout(height=220 + 30 * (steps + 1), margin=dict(l=50, r=10, t=110, b=70), hovermode="closest",
+                      title=dict(text=wrap_title(label(text(lang, "whatif.title", beam=beam,
+                                                           candidates=len(tree.nodes) - 1, steps=steps))),
+                                 font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=20)),
+                      legend=dict(orientation="h", y=0, x=0, yanchor="top"))  # below: the title is above
     return fig
 
 

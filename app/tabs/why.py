@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from core.analysis.attribution import attribute
 
 from ..cache import PerTranslation
-from ..common import clamp, code_panel, empty_figure, label, md_literal
+from ..common import clamp, code_panel, empty_figure, label, md_literal, wrap_title
 from ..i18n import L, text, texts
 from ..shared import MODEL_LOCK, get_translator
 from ..views import View, opener, refresh, shown, tab_views
@@ -81,8 +81,8 @@ def source_figure(ins, att, position, lang="en"):
     maps = ins.cross[:, :, position]                        # (L, H, S)
     L, H, S = maps.shape
     heads = rounded(maps.reshape(L * H, S))
-    titles = (_t(lang, "source.heads"), _t(lang, "source.average"), _t(lang, "gradient"),
-              _t(lang, "source.occlusion", unk=label("<unk>")))
+    titles = tuple(wrap_title(t, 36) for t in (_t(lang, "source.heads"), _t(lang, "source.average"),
+                                               _t(lang, "gradient"), _t(lang, "source.occlusion", unk=label("<unk>"))))
     fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.04, row_heights=[0.4, 0.2, 0.2, 0.2],
                         subplot_titles=titles)
     fig.add_trace(go.Heatmap(z=heads, x=src, y=[f"{lay}.{h}" for lay in range(L) for h in range(H)],

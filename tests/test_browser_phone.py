@@ -1,0 +1,121 @@
+"""Every tab read on a phone in Chinese, and the Translate tab on a desktop, in headless Chromium.
+
+The server and the browser are those of tests/test_browser.py (its module-scoped fixtures, imported: one server
+for this module). Readability is tests/readability.py's: no figure text under 9 px, no text over another or
+under a button, no number box or text cut, no number broken across lines, no escaped markup, no sideways scroll.
+"""
+import os
+
+import pytest
+
+from tests import readability
+from tests.conftest import needs_shipped
+
+# app and browser: test_browser's fixtures, one server and one browser for this module
+from tests.test_browser import CHROMIUM, SENTENCE, TIMEOUT_MS, app, browser, wait_until  # noqa: F401
+
+pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                                                  reason=f"{CHROMIUM} not installed")]
+
+PHONE = dict(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True,
+             locale="zh-CN")
+DESKTOP = dict(viewport={"width": 1400, "height": 900}, locale="en-US")
+REGION = "[data-checking]"  # the panel being read, marked by PANEL_JS
+
+# the tab panel open at `arg` levels below the top (0: the top level's), marked as the region to read; its
+# sub-tabs' ids, or null while it is not shown
+PANEL_JS = """(depth) => {
+  let panel = null;
+  for (let i = 0; i <= depth; i++) {
+    const tabs = (panel ?? document).querySelector('.tabs');
+    panel = tabs && [...tabs.children].find(e => e.matches('[role=tabpanel]') && e.offsetHeight);
+    if (!panel) return null;
+  }
+  document.querySelectorAll('[data-checking]').forEach(e => delete e.dataset.checking);
+  panel.dataset.checking = '';
+  const inner = panel.querySelector('.tabs');
+  return inner ? [...inner.querySelectorAll('[role=tab][data-tab-id]')].filter(b => b.closest('.tabs') === inner)
+    .map(b => b.dataset.tabId) : [];
+}"""
+# the marked panel drawn: no event pending on its components, no figure still empty
+DRAWN = """(() => { const p = el('[data-checking]');
+  const shown = [...p.querySelectorAll('[data-testid=status-tracker]:not(.hide), [aria-label="Empty value"]')]
+    .filter(e => e.offsetHeight);
+  return shown.length === 0; })()"""
+
+
+def open_page(app, browser, device, path):  # noqa: F811
+    context = browser.new_context(**device)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.app, page.errors, page.events = app, [], []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.goto(app.url + path)
+    wait_until(page, "plot('learn-figure') && settled('learn-figure') && settled('learn-head')", what="the first step")
+    return context, page
+
+
+def translate(page, german):
+    """Open the Translate tab by its id (its name is the page's language's), translate `german`, and wait until
+    the tab's views show it."""
+    page.locator("[role=tab][data-tab-id=translate]").click()
+    english, tokens = page.evaluate("[document.querySelector('#out textarea').value, "
+                                    "document.querySelector('#token-probs').innerText]")
+    page.locator("#src textarea").fill(german)
+    page.locator("#translate-btn").click()
+    wait_until(page, "el('#out textarea').value !== arg && settled('out')", english, what="a new translation")
+    wait_until(page, "text('#token-probs') !== arg && settled('token-probs') && settled('step')", tokens,
+               what="the new translation's views")
+
+
+def read(page, where):
+    """The marked panel, once drawn: tests/readability.py's problems, each prefixed with `where`."""
+    wait_until(page, DRAWN, what=f"{where} drawn")
+    return [f"{where}: {p}" for p in readability.problems(page, REGION)]
+
+
+def open_and_read(page, selector, depth, where):
+    page.locator(selector).click()
+    subs = page.wait_for_function(PANEL_JS, arg=depth).json_value()
+    return subs, read(page, where)
+
+
+def test_every_tab_reads_on_a_phone_in_chinese(app, browser):  # noqa: F811
+    """Each top-level tab but Learn (whose walk is its own test), and each of its sub-tabs, on a 390 px touch
+    phone in Chinese after a translation of the reader's own."""
+    context, page = open_page(app, browser, PHONE, "?lang=zh-CN")
+    try:
+        translate(page, SENTENCE)
+        top = page.evaluate("[...document.querySelectorAll('[role=tab][data-tab-id]')]"
+                            ".filter(b => b.closest('.tabs') === document.querySelector('.tabs'))"
+                            ".map(b => b.dataset.tabId)")
+        assert len(top) == 13 and top[0] == "learn", top
+        found = []
+        for tab in top[1:]:
+            subs, problems = open_and_read(page, f"[role=tab][data-tab-id='{tab}']", 0, tab)
+            found += problems if not subs else []
+            for sub in subs:
+                _, problems = open_and_read(page, f"{REGION} [role=tab][data-tab-id='{sub}']", 1, f"{tab}/{sub}")
+                found += problems
+                page.wait_for_function(PANEL_JS, arg=0)  # the tab's panel marked again for its next sub-tab
+        assert found == [], "\n".join(found)
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+def test_the_desktop_translation_shows_in_view(app, browser):  # noqa: F811
+    """At 1400 x 900 the Translate button is on the screen as the tab opens, and after a click the English is."""
+    context, page = open_page(app, browser, DESKTOP, "?lang=en")
+    try:
+        page.locator("[role=tab][data-tab-id=translate]").click()
+        page.locator("#translate-btn").wait_for(state="visible")
+        in_view = "(r => r.top >= 0 && r.bottom <= window.innerHeight)(el(arg).getBoundingClientRect())"
+        assert page.evaluate(f"(arg) => {{ const el = s => document.querySelector(s); return {in_view}; }}",
+                             "#translate-btn"), "the Translate button is below the fold"
+        translate(page, SENTENCE)
+        wait_until(page, in_view, "#out", what="the English in view")
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
