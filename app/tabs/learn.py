@@ -30,7 +30,7 @@ from ..i18n import L, read_lang, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
 from . import inside, masks, positional, training
-from .translate import input_problem
+from .translate import german_hint, input_problem
 from .translate import translate as translate_fn
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
@@ -105,15 +105,17 @@ def text_width(s, size=12):
     return sum(size if re.match(r"[\u3000-\u9fff\uff00-\uffef]", ch) else 0.6 * size for ch in s)
 
 
+def legend_entries(fig):
+    return [t for t in fig.data if t.type != "heatmap" and t.showlegend is not False]
+
+
 def legend_height(fig):
-    """The px a horizontal legend of `fig` takes at a phone's width, its long names broken into lines (0 without
-    a legend). Plotly puts its entries in one row if they fit, else one under another."""
-    shown = [t for t in fig.data if t.type != "heatmap" and t.showlegend is not False]
+    """The px a horizontal legend of `fig` takes at a phone's width, its names in lines as they are (0 without a
+    legend). Plotly puts its entries in one row if they fit, else one under another."""
+    shown = legend_entries(fig)
     if fig.layout.showlegend is False or (len(shown) < 2 and not any(t.showlegend for t in shown)):
         return 0  # plotly draws a legend for two traces or more, or one that asks for it
-    for t in shown:
-        t.name = wrap_title(t.name or "", width=LEGEND_NAME)  # the names are plain text: escaped here, once
-    lines = [t.name.count("<br>") + 1 for t in shown]
+    lines = [(t.name or "").count("<br>") + 1 for t in shown]
     if sum(40 + max(text_width(x) for x in t.name.split("<br>")) for t in shown) <= LEGEND_WIDTH:
         return LEGEND_LINE * max(lines) + 4
     return sum(LEGEND_LINE * n + 2 for n in lines)
@@ -123,6 +125,8 @@ def _compact(fig, title, height=FIGURE_HEIGHT):
     """A step's figure: short, its title the step's own (in lines a phone shows), its legend above the plot
     (where no tick label or axis title reaches it), and still on a phone (a touch scrolls the page)."""
     text = wrap_title(title)
+    for t in legend_entries(fig):
+        t.name = wrap_title(t.name or "", width=LEGEND_NAME)  # the names are plain text: escaped here, once
     legend = legend_height(fig)
     # the title at the top (plotly would centre it in the top margin, over the legend), the legend under it
     fig.update_layout(title=dict(text=text, font=dict(size=14), x=0.02, xanchor="left", y=1, yref="container",
@@ -877,19 +881,33 @@ def build(page, state, lang):
     return tab_views(show, VIEWS, {"progress": progress, "lang": lang}, outputs, progress=progress, parts=p)
 
 
-def translates(learn, translation, state, lang):
+def translates(learn, translation, state, lang, linked=None):
     """The tab's sentence box translated as the Translate tab translates (its settings, its results), its text
-    copied into that tab's box. Returns the event, which the page follows with the new translation's views."""
+    copied into that tab's box; and the box following the page's sentence, whichever tab (or link, `linked`)
+    translated it, so that it always shows the sentence its steps are drawn from. Returns the event, which the
+    page follows with the new translation's views."""
     p = learn.parts
     event = gr.on([p.go.click, p.src.submit], translate_fn, [p.src, *translation.inputs[1:], state],
                   [*translation.results, state], api_visibility="private", concurrency_limit=1,
                   concurrency_id="model", show_progress_on=[p.figure])
     event.then(lambda s: s, p.src, translation.inputs[0], api_visibility="private")
     event.then(sentence_notice, [p.src, lang], p.notice, api_visibility="private")
+    for other in (translation.translated, linked):
+        if other is not None:
+            other.then(follow, [state, lang], [p.src, p.notice], api_visibility="private")
+    lang.change(sentence_notice, [p.src, lang], p.notice, api_visibility="private")
     return event
 
 
 def sentence_notice(typed, lang="en"):
-    """Under the tab's sentence box: what is wrong with the German typed (nothing typed, too long), in `lang`; else
-    nothing. The step on screen stays with the last good translation."""
-    return input_problem(typed, lang) or ""
+    """Under the tab's sentence box: what is wrong with the German typed (nothing typed, too long), or that it
+    does not look like German (it is translated all the same), in `lang`; else nothing. After a problem the step
+    on screen stays with the last good translation."""
+    return input_problem(typed, lang) or german_hint(typed, lang) or ""
+
+
+def follow(ins, lang="en"):
+    """The tab's box and its notice for the page's sentence (the Inspection's), once another tab translated it."""
+    if ins is None:
+        return gr.skip(), gr.skip()
+    return ins.source, german_hint(ins.source, lang) or ""
