@@ -301,9 +301,9 @@ def short_row(batch):
 
 
 def cell_table(columns, names, marked):
-    """A table drawn as a heatmap, for a phone: one row per position, one column per list of pieces in `columns` (named `names`), each piece written in its cell at a readable size, the cells
-    where `marked` holds coloured. Pieces down a column, not across: a phone has room for two columns of words,
-    not for twenty."""
+    """A table drawn as a heatmap, for a phone: one row per position, one column per list of pieces in
+    `columns` (named `names`), each piece written in its cell at a readable size, the cells where `marked` holds
+    coloured. Pieces down a column, not across: a phone has room for two columns of words, not for twenty."""
     rows = max(len(col) for col in columns)
     z = [[int(marked(i, j)) if i < len(col) else 0 for j, col in enumerate(columns)] for i in range(rows)]
     words = [[label(col[i]) if i < len(col) else "" for col in columns] for i in range(rows)]
@@ -805,18 +805,22 @@ WHERE_JS = """(w) => {
   const head = el('#learn-head');
   const drawn = () => +el('#learn-path .learn-path')?.dataset.step === o.step && settled('learn-head')
     && settled('learn-figure') && head.offsetParent !== null;
+  // one placing at a time: a newer step change takes over, the reader's own scroll or touch ends it
+  const me = window.learnPlacing = (window.learnPlacing || 0) + 1;
   let moved = false;
-  const stop = () => { moved = true; };
-  for (const e of ['wheel', 'touchstart', 'keydown']) window.addEventListener(e, stop, {once: true, passive: true});
+  const inputs = ['wheel', 'touchstart', 'keydown'], stop = () => { moved = true; };
+  inputs.forEach(e => window.addEventListener(e, stop, {passive: true}));
+  const done = () => inputs.forEach(e => window.removeEventListener(e, stop));
   const start = Date.now();
   let shown = 0;
   const place = () => {
-    if (moved || Date.now() - start > 15000) return;
+    if (moved || me !== window.learnPlacing || Date.now() - start > 60000) { done(); return; }
     if (!drawn()) { setTimeout(place, 40); return; }
     const top = head.getBoundingClientRect().top;
     if (Math.abs(top - 8) > 2) window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
     shown = shown || Date.now();
     if (Date.now() - shown < 1200) requestAnimationFrame(place);
+    else done();
   };
   place();
 }"""
