@@ -207,6 +207,24 @@ def test_translate_and_step_replay(page):
     shot(page, "translate")
 
 
+def test_one_sentence_for_the_page_and_a_notice_when_it_is_not_german(page):
+    """A sentence translated in the Translate tab is the one the Learn box shows (its steps are drawn from it);
+    an English one is translated all the same, with a notice under both boxes."""
+    from app.tabs.translate import german_hint
+    english_input = "A dog runs on the beach."
+    assert translate(page, english_input)  # translated: the notice never refuses it
+    notice = re.sub(r"\\(.)", r"\1", german_hint(english_input))  # the Markdown as a reader sees it
+    wait_until(page, "text('#status').includes(arg)", notice[:40], what="the notice in the status line")
+    open_tab(page, "Learn", "#learn-src")
+    wait_until(page, "el('#learn-src textarea').value === arg && text('#learn-notice').includes(arg2)"
+               .replace("arg2", json.dumps(notice[:40])), english_input, what="the Learn box on the page's sentence")
+    # and back to German: the notice goes
+    translate(page, SENTENCE)
+    open_tab(page, "Learn", "#learn-src")
+    wait_until(page, "el('#learn-src textarea').value === arg && text('#learn-notice').trim() === ''", SENTENCE,
+               what="the Learn box on the German sentence, without a notice")
+
+
 def test_attention_heatmap_and_bertviz_render(page):
     translate(page, SENTENCE)
     open_tab(page, "Attention", "#heatmap")
