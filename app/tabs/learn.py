@@ -881,7 +881,9 @@ def build(page, state, lang):
         button.click(move, [state, progress, lang], [progress, *outputs], api_visibility="private")
     p.where.change(None, p.where, None, js=WHERE_JS)
     p.open.click(None, p.where, None, js=OPEN_JS)
-    lang.change(render, [state, progress, lang], outputs, api_visibility="private")
+    # the step, then the notice under the sentence box, in the new language
+    lang.change(render, [state, progress, lang], outputs, api_visibility="private").then(
+        sentence_notice, [p.src, lang], p.notice, api_visibility="private")
     return tab_views(show, VIEWS, {"progress": progress, "lang": lang}, outputs, progress=progress, parts=p)
 
 
@@ -899,7 +901,6 @@ def translates(learn, translation, state, lang, linked=None):
     for other in (translation.translated, linked):
         if other is not None:
             other.then(follow, [state, lang], [p.src, p.notice], api_visibility="private")
-    lang.change(sentence_notice, [p.src, lang], p.notice, api_visibility="private")
     return event
 
 
