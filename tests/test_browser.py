@@ -681,6 +681,10 @@ def test_the_learn_path_in_chinese_on_a_phone(app, browser):
         wait_until(page, "text('#learn-head').includes(arg)", step_heading("zh-CN", 3), what="step 3 from its circle")
         read_the_step(page, 3)
         assert page.locator("#learn-path button[aria-current=step]").get_attribute("data-step") == "3"
+        # the current step's own circle, tapped from further down, brings its heading back
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        page.locator("#learn-path button.learn-mark[data-step='3']").tap()
+        wait_until(page, HEAD_AT_TOP, what="step 3's heading back at the top from its own circle")
         # a sentence the tab cannot take is told under its box, in the page's language
         page.locator("#learn-src textarea").fill("   ")
         page.locator("#learn-go").click()

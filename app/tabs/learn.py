@@ -809,8 +809,10 @@ WHERE_JS = """(w) => {
     && settled('learn-figure') && head.offsetParent !== null;
   // one placing at a time: a newer step change takes over, the reader's own scroll or touch ends it
   const me = window.learnPlacing = (window.learnPlacing || 0) + 1;
-  let moved = false;
-  const inputs = ['wheel', 'touchstart', 'keydown'], stop = () => { moved = true; };
+  // the reader's own move: a touch, a click, a key, the wheel, or a scroll to anywhere but where this put the page
+  let moved = false, placed = null;
+  const stop = (e) => { if (e.type !== 'scroll' || (placed !== null && Math.abs(window.scrollY - placed) > 2)) moved = true; };
+  const inputs = ['wheel', 'touchstart', 'pointerdown', 'keydown', 'scroll'];
   inputs.forEach(e => window.addEventListener(e, stop, {passive: true}));
   const done = () => inputs.forEach(e => window.removeEventListener(e, stop));
   const start = Date.now();
@@ -820,6 +822,7 @@ WHERE_JS = """(w) => {
     if (!drawn()) { setTimeout(place, 40); return; }
     const top = head.getBoundingClientRect().top;
     if (Math.abs(top - 8) > 2) window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
+    placed = window.scrollY;
     shown = shown || Date.now();
     if (Date.now() - shown < 1200) requestAnimationFrame(place);
     else done();
@@ -827,10 +830,14 @@ WHERE_JS = """(w) => {
   place();
 }"""
 
-# the path's circles: a click on one asks for its step (its number, from the button's own data)
+# the path's circles: a click on one asks for its step (its number, from the button's own data); the current
+# step's own circle has nothing to draw, and brings its heading back to the top of the screen
 PICK_JS = """element.addEventListener('click', (e) => {
   const b = e.target.closest && e.target.closest('button[data-step]');
-  if (b) trigger('click', {step: Number(b.dataset.step)});
+  if (!b) return;
+  if (!b.hasAttribute('aria-current')) { trigger('click', {step: Number(b.dataset.step)}); return; }
+  const top = document.querySelector('#learn-head').getBoundingClientRect().top;
+  window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
 });"""
 # room for a finger on a phone, and the look of a button taken off
 MARK_CSS = """button.learn-mark {font:inherit; font-size:0.85em; padding:0 4px; cursor:pointer}
