@@ -12,7 +12,7 @@ import sys
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
 os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")  # Gradio's in-memory record of past events: bounded
 
-from app.i18n import i18n, switch_script, tab_labels  # noqa: E402
+from app.i18n import head_script, i18n, tab_labels  # noqa: E402
 from app.links import page_script  # noqa: E402
 from app.shared import SESSIONS_KEPT, get_translator, limit_malloc_arenas  # noqa: E402
 from app.style import CSS, EXPORT_JS, theme  # noqa: E402
@@ -33,8 +33,8 @@ def main(argv=None):
         print(f"Transformer Explorer cannot start. {e}", file=sys.stderr)
         return 2
     demo = build_demo()
-    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), js=page_script(demo, EXPORT_JS, switch_script(tab_labels(demo))),
-                i18n=i18n(),
+    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), js=page_script(demo, EXPORT_JS),
+                head=head_script(tab_labels(demo)), i18n=i18n(),
                 footer_links=[], state_session_capacity=SESSIONS_KEPT)
     return 0
 

@@ -120,6 +120,28 @@ def _escape_script(script):
     return body + end + rest
 
 
+# bertviz's own words, in the page it writes: its menus' labels and choices (HTML) and the model view's axis titles
+# (strings in its script), each replaced once with this app's words in the page's language (escaped for where it
+# goes). A bertviz that no longer writes one of them is told by the test, not here: its English then stays.
+_MENU_WORDS = (('Layer: <select id="layer">', "bertviz.layer", '{}<select id="layer">'),
+               ('Attention: <select id="filter">', "bertviz.attention", '{}<select id="filter">'),
+               ('<option value="0">Encoder</option>', "bertviz.encoder", '<option value="0">{}</option>'),
+               ('<option value="1">Decoder</option>', "bertviz.decoder", '<option value="1">{}</option>'),
+               ('<option value="2">Cross</option>', "bertviz.cross", '<option value="2">{}</option>'))
+_SCRIPT_WORDS = (('.text("Heads")', "bertviz.heads"), ('.text("Layers")', "bertviz.layers"))
+
+
+def in_words(page, lang="en"):
+    """bertviz's page with its menus and axis titles in `lang` (English: as bertviz writes them)."""
+    if lang == "en":
+        return page
+    for english, key, html_form in _MENU_WORDS:
+        page = page.replace(english, html_form.format(html.escape(text(lang, f"attention.{key}"))), 1)
+    for english, key in _SCRIPT_WORDS:
+        page = page.replace(english, f".text({json.dumps(text(lang, f'attention.{key}'))})", 1)
+    return page
+
+
 def _page(body, name, title="bertviz", lang="en"):
     """bertviz's view in a page of its own, below the Save SVG button (its label in `lang`)."""
     save = html.escape(text(lang, "attention.bertviz.save"))
@@ -162,9 +184,9 @@ VIEWS = {"head": _head_view, "model": _model_view}
 
 def head_view_html(ins, lang="en"):
     """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe; this app's
-    words around it (the frame's title, the Save SVG button) in `lang`, bertviz's own in English."""
+    words around it (the frame's title, the Save SVG button) and bertviz's menus in `lang`."""
     rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
-    return _iframe(_page(_offline(_head_view(ins)), "bertviz-head-view", lang=lang), 120 + int(rows * 22.5),
+    return _iframe(_page(_offline(in_words(_head_view(ins), lang)), "bertviz-head-view", lang=lang), 120 + int(rows * 22.5),
                    text(lang, "attention.bertviz.head"))
 
 
@@ -172,7 +194,7 @@ def model_view_html(ins, lang="en"):
     """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe; this app's words
     around it in `lang`."""
     layers = ins.encoder.size(0)
-    return _iframe(_page(_offline(_model_view(ins)), "bertviz-model-view", lang=lang), 140 + layers * 120,
+    return _iframe(_page(_offline(in_words(_model_view(ins), lang)), "bertviz-model-view", lang=lang), 140 + layers * 120,
                    text(lang, "attention.bertviz.model"))
 
 

@@ -13,6 +13,12 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   (assets/core-<hash>.js); the page imports that module again (the same instance) to call it. Tab buttons carry
   their tab's id (`data-tab-id`) and are relabelled by the page, since Gradio redraws a button's label only when
   the button is next drawn.
+- The page's language before the first paint (app/i18n.py HEAD_JS): Gradio picks its locale from the browser's
+  language (navigator.language) in its i18n setup, before any script of the page runs, then adds the `head` of
+  launch() to the document and only then draws the app; its locale store writes <html lang> once a locale is
+  loaded; its status tracker writes "processing |" and "queue: i/n |" in English in every locale; its plot
+  component loads plotly by setting window.Plotly, and plotly's toolbar buttons carry their tooltip in
+  `data-title`. `frontend_facts` names each, for the test that checks them.
 """
 import gradio as gr
 
@@ -44,7 +50,7 @@ def static_url(path):
     return f"/gradio_api/file={path}"
 
 
-# In the page (app/i18n.py SWITCH_JS): `gradioCore()` resolves to Gradio's front-end core module, or null.
+# In the page (app/i18n.py HEAD_JS): `gradioCore()` resolves to Gradio's front-end core module, or null.
 LOCALE_JS = """const gradioCore = async () => {
     const url = performance.getEntriesByType('resource').map((e) => e.name)
       .find((n) => /\\/assets\\/core-[\\w-]+\\.js$/.test(n));
@@ -56,3 +62,12 @@ def frontend_assets():
     """The installed Gradio front end's JavaScript files (for the test that checks what LOCALE_JS relies on)."""
     from pathlib import Path
     return sorted((Path(gr.__file__).parent / "templates" / "frontend" / "assets").glob("*.js"))
+
+
+# what HEAD_JS relies on, as (what, file name pattern, text that must be in it) for the installed front end
+FRONTEND_FACTS = (("the locale read from the browser", r"runtime-[\w-]+\.js", "window.navigator.language"),
+                  ("<html lang> set from the locale", r"runtime-[\w-]+\.js", "setAttribute(`lang`"),
+                  ("the head added before the app is drawn", r"Index-[\w-]+\.js", ".head),R("),
+                  ("the status tracker's English", r"statustracker-[\w-]+\.js", "processing |"),
+                  ("the status tracker's queue line", r"statustracker-[\w-]+\.js", "`queue: ${"),
+                  ("plotly set on window", r"PlotlyPlot-[\w-]+\.js", "window.Plotly=e"))

@@ -2,7 +2,8 @@
 I18n for every static label and by `text` for what Python builds (the views' figures, HTML and Markdown, the
 callbacks' messages, the Learn path's steps, questions and answers).
 
-Gradio translates static labels in the browser, from the browser's language or the page's switch. Text built on
+Gradio translates static labels in the browser, in the language the page's head script picks before the first
+paint (the address's, the learner's last choice or the browser's: HEAD_JS) or the page's switch. Text built on
 the server is looked up here with the language the page sends: the switch is one of every tab's controls, so a
 view reads it like any other control and is drawn again, when on screen, once it changes. A language read from
 the browser or from an address is untrusted: anything but a known code reads as English.
@@ -103,54 +104,120 @@ def choices(prefix, values, **fixed):
     return [(L(f"{prefix}.{v}", **fixed), v) for v in values]
 
 
-# Run by the page once it loads (launch(js=...)). `explorerLang.apply(lang)` switches the page's static labels
-# (Gradio's own locale store, through the module of Gradio's front end that exports `changeLocale`:
-# app/gradio_adapter.py LOCALE_JS) and keeps the choice for the next visit. Gradio writes a tab button's label when the
-# button is next drawn, so the buttons are relabelled here at once from TABS ({tab id: {lang: label}}).
-SWITCH_JS = """() => {
-  const TABS = %s;
-  const KNOWN = %s;
-  const pick = (v) => { v = String(v || ''); return v.toLowerCase().startsWith('zh') ? 'zh-CN' : (KNOWN.includes(v) ? v : '%s'); };
-  %s
-  const relabel = (lang) => {
+# A script in the page's head (launch(head=...)). Gradio picks its locale from the browser's language before any
+# script of the page runs, and draws the app right after running the head (app/gradio_adapter.py): so the head
+# picks the page's language (?lang= in the address, else the learner's last choice, else the browser's), sets
+# Gradio's locale to it, and keeps the app out of sight until Gradio's labels and the switch both show it; the first
+# paint is in one language. `explorerLang.apply(lang)` (the switch's change) switches everything the browser
+# draws: Gradio's labels, the tab buttons (Gradio writes a tab's label once, in the locale of the moment, and again
+# whenever it redraws the button: an observer puts this language's label back), Gradio's status lines (English in
+# every locale), plotly's toolbar (its locale, from the page's own table) and the page's own buttons
+# (data-word="key": WORDS[lang][key] is their text, data-word-title their tooltip).
+HEAD_JS = """<script>
+(() => {
+  const TABS = __TABS__, WORDS = __WORDS__, PLOTLY = __PLOTLY__, DEFAULT = __DEFAULT__;
+  const pick = (v) => { v = String(v || ''); return v.toLowerCase().startsWith('zh') ? 'zh-CN' : (Object.hasOwn(WORDS, v) ? v : DEFAULT); };
+  const stored = () => { try { return window.localStorage.getItem('explorer-lang'); } catch (e) { return null; } };
+  let lang = pick(new URLSearchParams(window.location.search).get('lang') || stored() || navigator.language);
+  const word = (key) => WORDS[lang][key];
+  __LOCALE_JS__
+  const relabel = () => {
     document.querySelectorAll('[role=tab][data-tab-id]').forEach((b) => {
       const label = TABS[b.dataset.tabId]?.[lang];
       const node = [...b.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && n.nodeValue.trim());
-      if (label && node) node.nodeValue = label;
+      if (label && node && node.nodeValue !== label) node.nodeValue = label;
+    });
+    document.querySelectorAll('[data-word]').forEach((e) => {
+      if (e.textContent !== word(e.dataset.word)) e.textContent = word(e.dataset.word);
+    });
+    document.querySelectorAll('[data-word-title]').forEach((e) => {
+      if (e.title !== word(e.dataset.wordTitle)) e.title = word(e.dataset.wordTitle);
     });
   };
-  const apply = async (value) => {
-    const lang = pick(value);
+  const STATUS = [[/^processing \\|$/, () => word('processing')],
+                  [/^queue: (\\d+)\\/(\\d*) \\|$/, (m) => word('queue').replace('{position}', m[1]).replace('{size}', m[2])]];
+  const restatus = () => document.querySelectorAll('[data-testid=status-tracker]:not(.hide)').forEach((t) => {
+    const walk = document.createTreeWalker(t, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      for (const [re, say] of STATUS) {
+        const m = n.nodeValue.trim().match(re);
+        if (m && lang !== 'en') n.nodeValue = say(m);
+      }
+    }
+  });
+  new MutationObserver(() => { relabel(); restatus(); })
+    .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
+  // plotly arrives with the first figure (Gradio sets window.Plotly): it gets the page's locales before it draws
+  let plotly = window.Plotly;
+  const toolbar = () => {
+    if (!plotly) return;
+    plotly.setPlotConfig({locale: lang});
+    const known = {};  // a title in any language -> its English
+    for (const dictionary of Object.values(PLOTLY)) for (const [en, s] of Object.entries(dictionary)) known[s] = en;
+    document.querySelectorAll('.modebar-btn[data-title]').forEach((b) => {
+      const en = known[b.dataset.title] ?? b.dataset.title;
+      b.dataset.title = PLOTLY[lang]?.[en] ?? en;
+    });
+  };
+  const meet = (p) => {
+    plotly = p;
+    for (const [name, dictionary] of Object.entries(PLOTLY)) p.register({moduleType: 'locale', name, dictionary});
+    toolbar();
+  };
+  if (plotly) meet(plotly);
+  else Object.defineProperty(window, 'Plotly', {configurable: true, enumerable: true, get: () => plotly,
+                                                set: (p) => { try { meet(p); } catch (e) { plotly = p; } }});
+  const apply = (value) => {
+    lang = pick(value);
     try { window.localStorage.setItem('explorer-lang', lang); } catch (e) { /* private mode */ }
-    document.documentElement.lang = lang;
-    const core = await gradioCore().catch(() => null);
-    if (core && typeof core.changeLocale === 'function') core.changeLocale(lang);
-    relabel(lang);
-    setTimeout(() => relabel(lang), 100);
+    gradioCore().then((core) => core?.changeLocale?.(lang)).catch(() => null);
+    relabel();
+    toolbar();
     return lang;
   };
-  window.explorerLang = {pick, apply};
-}"""
+  window.explorerLang = {pick, apply, word, lang: () => lang};
+  // out of sight until Gradio's locale (it sets <html lang> once loaded) and the switch are this language
+  const hold = document.createElement('style');
+  hold.textContent = 'gradio-app {visibility: hidden !important}';
+  document.head.appendChild(hold);
+  const until = Date.now() + 8000;
+  const ready = () => document.documentElement.lang === lang && document.querySelector('#lang input:checked')?.value === lang;
+  const wait = () => { if (ready() || Date.now() > until) { relabel(); hold.remove(); } else setTimeout(wait, 10); };
+  gradioCore().then((core) => core?.changeLocale?.(lang)).catch(() => null).finally(wait);
+})();
+</script>"""
 
-# The language the page opens in (the load event's js): ?lang= in the address, else the learner's last choice,
-# else the browser's language.
-INITIAL_JS = """() => {
-  const stored = (() => { try { return window.localStorage.getItem('explorer-lang'); } catch (e) { return null; } })();
-  const wanted = new URLSearchParams(window.location.search).get('lang') || stored || navigator.language;
-  return String(wanted || '').toLowerCase().startsWith('zh') ? 'zh-CN' : 'en';
-}"""
+# The switch's value when the page loads (the load event's js): the language the head picked.
+INITIAL_JS = "() => window.explorerLang?.lang() ?? '%s'" % DEFAULT
+
+WORDS = ("svg", "svg_title", "processing", "queue")  # page.<word>: what the browser itself writes
 
 
-def switch_script(tab_labels):
-    """SWITCH_JS with the tab labels ({tab id: key}) in every language. json.dumps writes '<' as is: labels are
-    this app's own, and it is escaped besides."""
-    labels = {tab: {lang: text(lang, key) for lang in LANGS} for tab, key in tab_labels.items()}
-    return SWITCH_JS % (json.dumps(labels, ensure_ascii=False).replace("<", "\\u003c"), json.dumps(list(LANGS)),
-                        DEFAULT, LOCALE_JS)
+def js_json(value):
+    """`value` as a JavaScript literal that cannot leave a <script>: json.dumps, with '<' written as \\u003c."""
+    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
+
+
+def plotly_locales():
+    """{lang: {plotly's English string: ours}} for the strings of plotly's toolbar (keys "plotly.*", whose English
+    is plotly's own string, the key of its locale dictionaries)."""
+    en = {k: v for k, v in table(DEFAULT).items() if k.startswith("plotly.")}
+    return {lang: {v: text(lang, k) for k, v in en.items()} for lang in LANGS if lang != DEFAULT}
+
+
+def head_script(tab_labels):
+    """HEAD_JS for launch(head=...), with the tab labels ({tab id: key}) and the browser's words in every
+    language. Every value is this app's own, and written so that nothing in it can end the script."""
+    tabs = {tab: {lang: text(lang, key) for lang in LANGS} for tab, key in tab_labels.items()}
+    words = {lang: {w: text(lang, f"page.{w}") for w in WORDS} for lang in LANGS}
+    out = HEAD_JS
+    for name, value in (("TABS", tabs), ("WORDS", words), ("PLOTLY", plotly_locales()), ("DEFAULT", DEFAULT)):
+        out = out.replace(f"__{name}__", js_json(value))
+    return out.replace("__LOCALE_JS__", LOCALE_JS)
 
 
 def switch(demo):
-    """The visible language switch, opened in the browser's (or the learner's last) language; its change
+    """The visible language switch, set when the page loads to the language the head picked; its change
     relabels the page in the browser. Returns the radio, whose value the server reads for text it builds."""
     lang = gr.Radio(choices("ui.lang", LANGS), value=DEFAULT, label=L("ui.lang"), elem_id="lang",
                     container=False)

@@ -50,21 +50,28 @@ def theme():
 
 # Run by the page once it loads (with app/links.py's script): beside the PNG button of each plotly figure's
 # toolbar, an "SVG" button that saves the figure as SVG through the page's own plotly (window.Plotly), named after
-# the figure's element id. Figures drawn later are found as they appear.
+# the figure's element id. Figures drawn later are found as they appear. Gradio may draw a figure anew in the same
+# place (a new plot element in the same parent), so the button belongs to the place: one per parent, which saves
+# whatever figure is there when clicked. Its words are the page's (data-word: app/i18n.py HEAD_JS keeps them in
+# the page's language).
 EXPORT_JS = """() => {
   const add = (gd) => {
-    if (gd.dataset.svgButton || !window.Plotly) return;
-    gd.dataset.svgButton = '1';
+    const place = gd.parentElement;
+    if (!place || !window.Plotly || place.querySelector(':scope > .save-svg')) return;
     const b = document.createElement('button');
-    b.type = 'button'; b.className = 'save-svg'; b.textContent = 'SVG';
-    b.title = 'Save this figure as SVG';
+    b.type = 'button'; b.className = 'save-svg';
+    b.dataset.word = 'svg'; b.dataset.wordTitle = 'svg_title';
+    b.textContent = window.explorerLang?.word('svg') ?? 'SVG';
+    b.title = window.explorerLang?.word('svg_title') ?? 'Save this figure as SVG';
     b.addEventListener('click', (e) => {
       e.stopPropagation();
-      const name = (gd.closest('[id]')?.id || 'figure').replace(/[^A-Za-z0-9_-]/g, '');
-      window.Plotly.downloadImage(gd, {format: 'svg', filename: name});
+      const plot = place.querySelector(':scope > .js-plotly-plot');
+      if (!plot) return;
+      const name = (plot.closest('[id]')?.id || 'figure').replace(/[^A-Za-z0-9_-]/g, '');
+      window.Plotly.downloadImage(plot, {format: 'svg', filename: name});
     });
-    gd.parentElement.style.position = 'relative';
-    gd.parentElement.appendChild(b);
+    place.style.position = 'relative';
+    place.appendChild(b);
   };
   const scan = () => document.querySelectorAll('.js-plotly-plot').forEach(add);
   new MutationObserver(scan).observe(document.body, {childList: true, subtree: true});

@@ -27,7 +27,8 @@ class View:
     `draw(ins, *used)` returns the values of its `outputs` components (one value, or a tuple of them), where `used`
     are the values of its tab's controls named in `uses`, in that order; a view that does not read the translation
     (`reads_translation=False`) is drawn as `draw(*used)`. `blank` gives the values that clear it (a tuple, or a
-    function returning one) once it shows an earlier translation."""
+    function of the controls it `uses`, like `draw`, returning one: a blank in the page's language) once it shows
+    an earlier translation."""
     name: str
     where: tuple
     draw: Callable
@@ -75,7 +76,7 @@ def refresh(page, ins, views, controls=None):
             out.extend(values if v.outputs > 1 else (values,))
         elif last is not None and last[0] is not ins and v.blank is not None:
             del drawn[v.name]
-            out.extend(v.blank() if callable(v.blank) else v.blank)
+            out.extend(v.blank(*used) if callable(v.blank) else v.blank)
         else:
             out.extend(gr.skip() for _ in range(v.outputs))
     return tuple(out)

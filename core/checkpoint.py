@@ -2,6 +2,10 @@
 
 Weights ship in float16 and are split into shards under a size limit (each file of a Space repo stays
 under 10 MB without LFS), with the usual `model.safetensors.index.json` naming each tensor's shard.
+
+A run's history ships beside the model as snapshots (`snapshots/`, listed oldest first in its `index.json`): each
+one's weights stored as their difference from the shipped model, in 8 or 4 bits per weight with a float16 scale
+per group of GROUP weights of a row (`encode_snapshot`), so that one snapshot file stays under the same limit.
 """
 import json
 from pathlib import Path
@@ -181,3 +185,111 @@ def read_tokenizer(path, vocab_size=None):
 def _is_tied(model, name):
     shared = model.tgt_embed[0].lut.weight
     return dict(model.named_parameters(remove_duplicate=False))[name] is shared
+
+
+# ---- snapshots: a model as its difference from another, in fewer bits --------------------------------------
+
+SNAPSHOTS = "snapshots"      # the folder beside the model
+SNAPSHOT_INDEX = "index.json"
+GROUP = 32                   # weights of a row that share one scale
+FILE_LIMIT = 10_000_000      # bytes: a Space repo's files without LFS
+
+
+def quantize(x, bits, group=GROUP):
+    """x (rows, n) as (q, scale): integers in [-2^(bits-1), 2^(bits-1) - 1] and a float16 scale per group of
+    `group` weights of a row (the whole row when n is not a multiple of it), x ~ q * scale to within scale / 2."""
+    rows, n = x.shape
+    g = group if n % group == 0 else n
+    x = x.float().reshape(rows, n // g, g)
+    top = 2 ** (bits - 1) - 1
+    peak = x.abs().amax(-1, keepdim=True)
+    scale = (peak / top).half()
+    short = scale.float() * top < peak  # rounded down in float16: one step up, so the largest weight still fits
+    scale = torch.where(short, torch.nextafter(scale, torch.tensor(float("inf"), dtype=torch.float16)), scale)
+    q = torch.round(x / scale.float().clamp_min(torch.finfo(torch.float32).tiny)).clamp(-top - 1, top)
+    return q.to(torch.int8).reshape(rows, n), scale.squeeze(-1)
+
+
+def dequantize(q, scale):
+    rows, n = q.shape
+    g = n // scale.shape[1]
+    return (q.float().reshape(rows, -1, g) * scale.float().unsqueeze(-1)).reshape(rows, n)
+
+
+def _pack4(q):
+    """Two 4-bit integers a byte (the second in the high half); n must be even."""
+    u = (q.to(torch.int16) + 8).to(torch.uint8).reshape(q.shape[0], -1, 2)
+    return u[..., 0] | (u[..., 1] << 4)
+
+
+def _unpack4(p):
+    low, high = (p & 0x0F).to(torch.int16) - 8, (p >> 4).to(torch.int16) - 8
+    return torch.stack([low, high], -1).reshape(p.shape[0], -1).to(torch.int8)
+
+
+def encode_snapshot(state, base, bits=8):
+    """The tensors to write for the weights `state` against `base` (both {name: tensor}, the same names and
+    shapes): a matrix that differs as its difference, quantized (`name:q`, `name:scale`); any other tensor that
+    differs in float16; a tensor equal to base's not at all."""
+    assert bits in (4, 8), bits
+    out = {}
+    for name, w in state.items():
+        b = base[name].float()
+        if torch.equal(w.float(), b):
+            continue
+        if w.dim() == 2 and not (bits == 4 and w.shape[1] % 2):
+            q, scale = quantize(w.float() - b, bits)
+            out[f"{name}:q"], out[f"{name}:scale"] = (_pack4(q) if bits == 4 else q).contiguous(), scale.contiguous()
+        else:
+            out[name] = w.detach().half().contiguous()
+    return out
+
+
+def decode_snapshot(tensors, base, bits):
+    """The float32 weights that `encode_snapshot` wrote as `tensors` against `base`."""
+    state = {}
+    for name, b in base.items():
+        if f"{name}:q" in tensors:
+            q = tensors[f"{name}:q"]
+            state[name] = b.float() + dequantize(_unpack4(q) if bits == 4 else q, tensors[f"{name}:scale"])
+        else:
+            state[name] = tensors.get(name, b).float()
+    return state
+
+
+def save_snapshot(model, base_model, path, bits=8):
+    """Write `model` as a snapshot against `base_model` (both with the same config) to `path`; its size in
+    bytes, which must stay under FILE_LIMIT."""
+    tensors = encode_snapshot(unique_state(model), unique_state(base_model), bits)
+    save_file(tensors, path, metadata={"format": "pt", "bits": str(bits), "group": str(GROUP)})
+    size = Path(path).stat().st_size
+    if size >= FILE_LIMIT:
+        raise ValueError(f"{path} takes {size:,} bytes, over the {FILE_LIMIT:,} of a file: use fewer bits")
+    return size
+
+
+def load_snapshot(directory, label, device="cpu"):
+    """(model in eval mode, float32, config, its entry of the index) of snapshot `label` of the model saved in
+    `directory`. An unknown label raises KeyError naming those there are."""
+    directory = Path(directory)
+    entries = read_snapshot_index(directory)
+    entry = next((e for e in entries if e["label"] == label), None)
+    if entry is None:
+        raise KeyError(f"no snapshot {label!r}: the model in {directory} has "
+                       f"{', '.join(e['label'] for e in entries) or 'none'}")
+    base, config = load_pretrained(directory)
+    model = model_from_config(config)
+    state = decode_snapshot(read_shard(directory / SNAPSHOTS / entry["file"]), unique_state(base), entry["bits"])
+    model.load_state_dict(state, strict=False)  # tied tensors are set through the one they share
+    return model.to(device).eval(), config, entry
+
+
+def read_snapshot_index(directory):
+    """The snapshots of the model saved in `directory`, oldest first ([] when it ships none)."""
+    path = Path(directory) / SNAPSHOTS / SNAPSHOT_INDEX
+    if not path.exists():
+        return []
+    entries = read_json(path, "index of the snapshots").get("snapshots")
+    if not isinstance(entries, list):
+        raise AssetError(path, 'it has no "snapshots" list')
+    return sorted(entries, key=lambda e: e["step"])

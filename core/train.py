@@ -8,7 +8,10 @@ As in The Annotated Transformer: `run_epoch` trains on one pass of batches, a `T
 run stands, `evaluate` measures the model on val after each epoch, and `main` wires them together.
 The run directory (`--out` is another name for `--run-dir`) keeps `last.pt` (the resume point, also written
 every --save-every-min minutes), one `epoch_NN.pt` per epoch (for checkpoint averaging), `log.jsonl`
-(replayed by the app), `config.json`, `batching.json` and the run's own `spm.model`.
+(replayed by the app), `config.json`, `batching.json` and the run's own `spm.model`. Its history is kept in
+`snapshots/`: the weights before the first step and after each of --snapshot-steps optimizer steps (where most of
+the change happens), each with its val loss, beside the epoch checkpoints; each one is logged as a "snapshot"
+record.
 """
 import argparse
 import json
@@ -28,7 +31,17 @@ import torch.distributed as dist
 import torch.nn as nn
 from tqdm import tqdm
 
-from .checkpoint import model_from_config, save_pretrained
+from .checkpoint import (
+    GROUP,
+    SNAPSHOT_INDEX,
+    SNAPSHOTS,
+    load_pretrained,
+    load_snapshot,
+    model_from_config,
+    read_tokenizer,
+    save_pretrained,
+    save_snapshot,
+)
 from .data import (
     ASSETS,
     PAD,
@@ -252,7 +265,7 @@ def truncate_log(path, step, epoch):
             rec = json.loads(line)
         except json.JSONDecodeError:  # a record cut short: written after the checkpoint, dropped
             continue
-        if rec["type"] == "step" and rec["step"] > step or rec["type"] == "epoch" and rec["epoch"] > epoch:
+        if rec["type"] in ("step", "snapshot") and rec["step"] > step or rec["type"] == "epoch" and rec["epoch"] > epoch:
             continue
         keep.append(line)
     path.write_text("".join(line + "\n" for line in keep))
@@ -292,6 +305,46 @@ def export(run_dir, target, average=1, length_penalty=None):
     return model, config
 
 
+def history(run_dir):
+    """The run's kept points, oldest first: (label, log record, checkpoint file) for each snapshot ("init",
+    "step-25", ...) and each epoch ("epoch-1", ...)."""
+    records = [json.loads(line) for line in (Path(run_dir) / "log.jsonl").read_text().splitlines() if line.strip()]
+    points = []
+    for r in records:
+        if r["type"] == "snapshot":
+            points.append(("init" if r["step"] == 0 else f"step-{r['step']}", r, Path(run_dir) / r["file"]))
+        elif r["type"] == "epoch":
+            points.append((f"epoch-{r['epoch']}", r, Path(run_dir) / f"epoch_{r['epoch']:02d}.pt"))
+    return sorted(points, key=lambda p: (p[1]["step"], p[1]["type"] == "epoch"))
+
+
+def export_snapshots(run_dir, target, bits=8, probes=()):
+    """The run's history beside the model exported to `target`, each point's weights stored as their difference
+    from it (core/checkpoint.py): target/snapshots/<label>.safetensors and index.json, oldest first, each entry
+    with the greedy translations of `probes` that its stored weights give."""
+    target = Path(target)
+    base, config = load_pretrained(target)
+    folder = target / SNAPSHOTS
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("*.safetensors"):
+        old.unlink()
+    entries = []
+    for label, rec, path in history(run_dir):
+        model = model_from_config(config)
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["model"])
+        size = save_snapshot(model, base, folder / f"{label}.safetensors", bits)
+        entries.append({"label": label, "step": rec["step"], "epoch": rec["epoch"], "train_loss": rec.get("train_loss"),
+                        "val_loss": rec["val_loss"], "file": f"{label}.safetensors", "bits": bits, "bytes": size})
+    index = {"format": 1, "group": GROUP, "snapshots": entries}
+    (folder / SNAPSHOT_INDEX).write_text(json.dumps(index, indent=1) + "\n")
+    tokenizer = read_tokenizer(target / config.get("tokenizer", "spm.model"), config["src_vocab"])
+    for entry in entries:  # what each one says, from the weights as stored
+        model, config, _ = load_snapshot(target, entry["label"])
+        entry["probes"] = Translator(model, tokenizer, config, half_rows=0).translate(list(probes)) if probes else []
+    (folder / SNAPSHOT_INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n")
+    return entries
+
+
 class RunLog:
     """log.jsonl, one JSON record a line; only the first process writes (the others hold a silent one)."""
 
@@ -318,11 +371,12 @@ class AfterStep:
     """What main does after each optimizer step (run_epoch's on_step): log it, show it on the progress
     bar, stop at --max-steps or --max-minutes, and save last.pt every --save-every-min minutes."""
 
-    def __init__(self, args, state, log, save_last, is_main, device):
+    def __init__(self, args, state, log, save_last, is_main, device, snapshot=None):
         self.args, self.state, self.log, self.save_last = args, state, log, save_last
         self.is_main, self.device = is_main, device
         self.last_save = time.time()
         self.bar = None
+        self.snapshot = snapshot  # snapshot(): the weights of this step kept (the first process)
 
     def start_epoch(self, n_batches):
         self.bar = tqdm(total=n_batches, initial=self.state.batch_pos, desc=f"epoch {self.state.epoch}",
@@ -346,6 +400,8 @@ class AfterStep:
 
     def __call__(self, record):
         self.log.write(record)
+        if self.snapshot is not None and record["step"] in snapshot_steps(self.args):
+            self.snapshot()
         self.bar.update(self.state.batch_pos - self.bar.n)
         self.bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}")
         if self.should_stop():
@@ -432,13 +488,50 @@ def epoch_batches(examples, max_tokens, seed, rank=0, world=1):
 
 
 def end_of_epoch(model, data, config, args, state, log, run_dir, autocast):
-    """Log the epoch's validation record and keep an epoch checkpoint for averaging."""
-    record = {"type": "epoch", "epoch": state.epoch, "step": state.step, "minutes": round(state.total_minutes(), 2)}
+    """Log the epoch's validation record (with the training loss of its steps) and keep an epoch checkpoint for
+    averaging."""
+    record = {"type": "epoch", "epoch": state.epoch, "step": state.step, "minutes": round(state.total_minutes(), 2),
+              "train_loss": logged_loss(log, lambda r: r["epoch"] == state.epoch - 1)}
     record.update(evaluate(model, data, config, state.epoch, args, autocast))
     log.write(record)
     tqdm.write(json.dumps({k: v for k, v in record.items() if k != "probes"}))
     torch.save({"model": model.state_dict(), "epoch": state.epoch, "step": state.step},
                run_dir / f"epoch_{state.epoch:02d}.pt")
+
+
+def snapshot_steps(args):
+    """The optimizer steps after which the weights are kept (0: the initialisation)."""
+    return {int(s) for s in str(args.snapshot_steps or "").split(",") if s.strip()}
+
+
+def logged_loss(log, keep):
+    """The training loss per token of the logged steps that `keep(record)` chooses (None if none): read from the
+    log, so that a resumed run gives what an uninterrupted one would."""
+    loss = tokens = 0.0
+    if log.enabled and log.path.exists():
+        for rec in map(json.loads, log.path.read_text().splitlines()):
+            if rec["type"] == "step" and keep(rec):
+                loss, tokens = loss + rec["loss"] * rec["tokens"], tokens + rec["tokens"]
+    return loss / tokens if tokens else None
+
+
+def keep_snapshot(model, data, args, state, log, run_dir, autocast):
+    """Keep the weights as they are now, with their val loss and the training loss of the steps since the
+    snapshot before, in snapshots/step_NNNNNN.pt, and log them. Evaluation draws no random numbers, so a run
+    with snapshots trains exactly as one without."""
+    before = max((k for k in snapshot_steps(args) if k < state.step), default=0)
+    train_loss = logged_loss(log, lambda r: before < r["step"] <= state.step)
+    training = model.training
+    val = evaluate_loss(model, BatchLoader(data.val, token_batches(data.val, args.max_tokens, shuffle=False),
+                                           next(model.parameters()).device), autocast)
+    model.train(training)
+    path = run_dir / "snapshots" / f"step_{state.step:06d}.pt"
+    path.parent.mkdir(exist_ok=True)
+    record = {"type": "snapshot", "step": state.step, "epoch": state.epoch, "train_loss": train_loss,
+              "val_loss": val["val_loss"], "file": str(path.relative_to(run_dir))}
+    torch.save({"model": model.state_dict(), **{k: v for k, v in record.items() if k != "type"}}, path)
+    log.write(record)
+    return record
 
 
 def setup_distributed(device_name):
@@ -485,6 +578,10 @@ def parse_args(argv=None):
     ap.add_argument("--bleu-every", type=int, default=1, help="val BLEU every N epochs (0: never)")
     ap.add_argument("--probes", default=str(ASSETS / "probes.txt"), help="German probe sentences")
     ap.add_argument("--save-every-min", type=float, default=10.0)
+    ap.add_argument("--snapshot-steps", default="0,25,50,100,200,400,800",
+                    help="keep the weights after these optimizer steps (0: before the first), for the time-lapse")
+    ap.add_argument("--snapshot-bits", type=int, default=0, choices=(0, 4, 8),
+                    help="with --export-to, also export the run's history in 8 or 4 bits a weight (0: not)")
     ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
     ap.add_argument("--export-to", default=None, help="after training, write the model here")
     ap.add_argument("--average", type=int, default=1, help="average the last N epoch checkpoints")
@@ -519,7 +616,10 @@ def main(argv=None):
         if world > 1 else model
     autocast = partial(torch.autocast, device.type, dtype=torch.bfloat16) if args.bf16 else nullcontext
     save_last = partial(state.save, run_dir / "last.pt", model, optimizer, scheduler)
-    after_step = AfterStep(args, state, log, save_last, is_main, device)
+    snapshot = partial(keep_snapshot, model, data, args, state, log, run_dir, autocast) if is_main else None
+    if snapshot and state.step == 0 and 0 in snapshot_steps(args):
+        snapshot()  # the initialisation
+    after_step = AfterStep(args, state, log, save_last, is_main, device, snapshot)
 
     state.started = time.time()
     while state.epoch < args.epochs:
@@ -543,6 +643,8 @@ def main(argv=None):
             break
     if is_main and args.export_to and state.epoch >= args.epochs:
         export(run_dir, args.export_to, args.average, args.length_penalty)
+        if args.snapshot_bits:
+            export_snapshots(run_dir, args.export_to, args.snapshot_bits, data.probes)
     if world > 1:
         dist.destroy_process_group()
     return model

@@ -6,15 +6,16 @@ import argparse
 import json
 import random
 import sys
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from .analysis.searchtree import SearchTree
-from .checkpoint import load_pretrained, read_tokenizer
+from .checkpoint import load_pretrained, load_snapshot, read_snapshot_index, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
-from .decode import HalfPrecisionDecoder, beam_search, decode_batch, default_max_len
+from .decode import HalfPrecisionDecoder, decode_batch, default_max_len
 from .headmask import check_heads, model_shape, switched_off
 from .model import attention_modules, keep_attention, subsequent_mask
 
@@ -73,6 +74,31 @@ class Inspection:
                    source=d.get("source", ""), decoding=d.get("decoding", {}), **maps)
 
 
+SNAPSHOTS_KEPT = 2  # snapshot translators held in memory beside the shipped model
+_snapshots = OrderedDict()
+_snapshots_lock = threading.Lock()
+
+
+def _snapshot_translator(cls, directory, label, device, half_rows):
+    """A Translator of snapshot `label`, from the ones kept (least recently used first out) or loaded."""
+    key = (directory, label, device, half_rows)
+    with _snapshots_lock:
+        if key in _snapshots:
+            _snapshots.move_to_end(key)
+            return _snapshots[key]
+        model, config, _ = load_snapshot(directory, label, device)
+        _snapshots[key] = tr = cls._made(model, config, directory, device, half_rows, snapshot=label)
+        while len(_snapshots) > SNAPSHOTS_KEPT:
+            _snapshots.popitem(last=False)
+        return tr
+
+
+def kept_snapshots():
+    """The labels of the snapshots in memory, least recently used first."""
+    with _snapshots_lock:
+        return [key[1] for key in _snapshots]
+
+
 class Translator:
     """German->English translation with the trained EncoderDecoder and its SentencePiece vocabulary."""
 
@@ -88,13 +114,32 @@ class Translator:
         # `half_model`, whose decoder is in float16 (docs/performance.md); 0 turns it off.
         self.half_rows = half_rows if self.device.type == "cpu" else 0
         self.half_model = HalfPrecisionDecoder(self.model).eval() if self.half_rows else None
+        self.directory = None  # where it was loaded from (its snapshots are there)
+        self.snapshot = None   # the snapshot's label, for a translator of one
 
     @classmethod
-    def load(cls, directory=None, device="cpu", half_rows=4):
+    def load(cls, directory=None, device="cpu", half_rows=4, snapshot=None):
+        """The model saved in `directory` (the shipped one by default) or, with `snapshot`, that snapshot of its
+        training run (a label of `snapshots()`): the same API on that point's weights. The SNAPSHOTS_KEPT
+        snapshots used last stay loaded; the one used least recently goes first."""
         directory = Path(directory or ASSETS)
+        if snapshot is not None:
+            return _snapshot_translator(cls, directory.resolve(), str(snapshot), str(device), half_rows)
         model, config = load_pretrained(directory, device=device)
+        return cls._made(model, config, directory, device, half_rows)
+
+    @classmethod
+    def _made(cls, model, config, directory, device, half_rows, snapshot=None):
         tok = read_tokenizer(directory / config.get("tokenizer", "spm.model"), config["src_vocab"])
-        return cls(model, tok, config, device, half_rows)
+        tr = cls(model, tok, config, device, half_rows)
+        tr.directory, tr.snapshot = Path(directory), snapshot
+        return tr
+
+    def snapshots(self):
+        """The snapshots of this model's training run, oldest first: dicts of label, step, epoch, train_loss
+        (None for the initialisation) and val_loss ([] for a model that ships none)."""
+        keys = ("label", "step", "epoch", "train_loss", "val_loss")
+        return [{k: e.get(k) for k in keys} for e in read_snapshot_index(self.directory)] if self.directory else []
 
     def decoding_model(self, rows):
         """The model that decodes a batch of `rows` hypotheses (sentences x beam)."""
@@ -180,18 +225,6 @@ class Translator:
             pieces = [self.tokenizer.id_to_piece(i) for i in self.tokenizer.encode(target.strip())] + ["</s>"]
             out.append((sum(values), list(zip(pieces, values))))
         return out[0] if single else out
-
-    @torch.no_grad()
-    def search_tree(self, text, beam=4, alpha=None, max_len=None):
-        """The beam search of `text` as a SearchTree (core/analysis/searchtree.py): every candidate of every step, with
-        the model that `translate` uses for it, so the returned hypothesis is the translation."""
-        src_ids, _ = self.encode_source(text)
-        src = torch.tensor([src_ids], device=self.device)
-        tree = SearchTree()
-        beam_search(self.decoding_model(beam), src, (src != PAD).unsqueeze(-2),
-                    max_len or self.default_max_len(src.size(1)), beam=beam,
-                    alpha=self.alpha if alpha is None else alpha, tree=tree)
-        return tree
 
     @torch.no_grad()
     def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, heads_off=None, **kw):

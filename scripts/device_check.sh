@@ -9,7 +9,10 @@
 # 2. the same through torchrun with DistributedDataParallel (NCCL on CUDA), one process per GPU
 #    (NPROC to override): a finite loss that falls, and the world size it ran with;
 # 3. decoding on the device: greedy and beam 4 with the shipped model on the probe sentences, compared
-#    with the CPU's output.
+#    with the CPU's output;
+# 4. the Lab's GPU path (app/hosting.py's lab_on_gpu, what runs inside @spaces.GPU on ZeroGPU): short runs,
+#    one with a plain-list break (layers that .to() does not reach), trained on the device and on the CPU from
+#    the same seed and compared within a tolerance, with a step's seconds on each (the duration's input).
 # Everything lands in $OUT (logs, summary.json). The data directory comes from $MULTI30K_DIR; on the
 # project's device machine `../shared` is not there, so copy the gzipped files into an ignored folder
 # of the checkout and carry it, for instance (about 3 minutes of device time):
@@ -77,4 +80,35 @@ for beam in (1, 4):
                                      "seconds_on_device": round(seconds, 3)}
 (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 print(json.dumps(summary, indent=2))
+EOF
+
+echo "== 4. the Lab's GPU path on $DEVICE against the CPU"
+python3 - "$OUT" <<'EOF'
+import json, sys
+from pathlib import Path
+import torch
+from app import hosting
+from core.lab import Config, train
+
+out = Path(sys.argv[1])
+summary = json.loads((out / "summary.json").read_text())
+lab = {"device": hosting.lab_device(), "duration_step_estimate_s": hosting.STEP_S, "runs": {}}
+for cfg in (Config("copy", steps=100), Config("reverse", ("plain_list",), steps=60), Config("copy", layers=6, steps=40)):
+    cfg = cfg.checked()
+    on_device = list(hosting.lab_on_gpu(cfg))  # the curve's points every 20 steps, then the record
+    a, b = on_device[-1], train(cfg, threads=1)  # b: the CPU path, one thread as in core.lab's process
+    assert all(not isinstance(v, torch.Tensor) for v in a.values()), "a tensor left the GPU function"
+    assert a["steps"] == b["steps"] == cfg.steps and a["curve"]["lr"] == b["curve"]["lr"]
+    diff = max(abs(x - y) for x, y in zip(a["curve"]["loss"], b["curve"]["loss"]))
+    first = max(abs(x - y) for x, y in zip(a["curve"]["loss"][:10], b["curve"]["loss"][:10]))
+    assert first < 1e-3, f"{cfg.key()}: the first steps' losses differ by {first}"
+    assert abs(a["exact_match"] - b["exact_match"]) < 0.1, (a["exact_match"], b["exact_match"])
+    lab["runs"][f"{cfg.task}/{'+'.join(cfg.breaks) or 'intact'}@{cfg.layers}x{cfg.steps}"] = {
+        "step_s_device": round(a["seconds"] / a["steps"], 4), "step_s_cpu": round(b["seconds"] / b["steps"], 4),
+        "loss_max_abs_diff": round(diff, 5), "loss_first_10_max_abs_diff": round(first, 6),
+        "exact_match_device": a["exact_match"], "exact_match_cpu": b["exact_match"],
+        "progress_updates": len(on_device) - 1}
+summary["lab_gpu_path"] = lab
+(out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+print(json.dumps(lab, indent=2))
 EOF

@@ -7,10 +7,14 @@ PY=${PYTHON:-python3}
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q --root-user-action=ignore "torch==2.13.0"
 if [ "${1:-}" = "--dev" ]; then
   "$PY" -m pip install -q --root-user-action=ignore -r requirements-dev.txt
-  # the browser test drives Debian's Chromium (Playwright cannot download browsers here)
-  if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-      || echo "warning: could not install chromium; the browser test will be skipped" >&2
+  # the browser test drives Debian's Chromium (Playwright cannot download browsers here), with Noto CJK: without
+  # it Chinese is drawn as boxes and every size the phone tests measure is wrong
+  missing=()
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing+=(fonts-noto-cjk)
+  if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
+      || echo "warning: could not install ${missing[*]}; the browser tests will be skipped or may fail" >&2
   fi
 else
   "$PY" -m pip install -q --root-user-action=ignore -r requirements.txt

@@ -252,6 +252,27 @@ def test_bertviz_views_are_offline_and_cannot_be_broken_out_of():
         assert "<\\/script><script>alert(1)<\\/script>" in scripts[4]
 
 
+def test_bertviz_menus_are_in_the_pages_language():
+    """On a Chinese page, bertviz's menus (Layer, Attention: Encoder / Decoder / Cross) and the model view's axis
+    titles are this app's words; every English form the page replaces is still in bertviz's output (a bertviz that
+    changed them fails here), and an English page is left as bertviz writes it."""
+    from app.bertviz_views import _MENU_WORDS, _SCRIPT_WORDS, _head_view, _model_view, in_words
+    from app.i18n import text
+    ins = fake_inspection(["<s>", "ein", "</s>"], ["<s>", "a"])
+    for view, words in ((_head_view, _MENU_WORDS), (_model_view, _MENU_WORDS[1:])):
+        page = view(ins)
+        assert in_words(page, "en") == page
+        zh = in_words(page, "zh-CN")
+        for form, key, *_ in words:
+            assert form in page and form not in zh, form
+            assert html.escape(text("zh-CN", f"attention.{key}")) in zh
+    model_zh = in_words(_model_view(ins), "zh-CN")
+    for form, key in _SCRIPT_WORDS:
+        assert form not in model_zh and json.dumps(text("zh-CN", f"attention.{key}")) in model_zh
+    frame = html.unescape(model_view_html(ins, "zh-CN"))
+    assert "编码器" in frame and ">Encoder<" not in frame
+
+
 def _params(frame):
     """The parameters (tokens and weights) a bertviz view embeds, read back from its iframe."""
     page = html.unescape(frame.split('srcdoc="', 1)[1])

@@ -554,8 +554,15 @@ def test_lab_trains_and_shows_the_result(page):
     page.locator("#lab-breaks label", has_text="untied").click()
     wait_text(page, "has not been trained yet")
     page.locator("#lab-train").click()
+    # while it runs, the line beside the button says how far it is (0 of 40 while core.lab's process starts)
+    wait_until(page, "/no_scale\\+untied on the CPU: \\d+ of 40 steps · \\d+\\ss since you pressed Train · \\d+ steps to go/"
+               ".test(text('#lab-progress'))", what="the run's progress beside the Train button")
+    box, button = page.locator("#lab-progress").bounding_box(), page.locator("#lab-train").bounding_box()
+    assert abs(box["y"] - button["y"]) < 80 or 0 <= box["y"] - (button["y"] + button["height"]) < 80  # beside it
     wait_until(page, "/exact match \\d/.test(plotText('lab-curve')) && plotText('lab-curve').includes('this run') "
                "&& settled('lab-curve') && / steps in /.test(text('#lab-result'))", what="the run's curve and result")
+    wait_until(page, "/no_scale\\+untied on the CPU: \\d+ steps and the evaluation in \\d+\\ss/.test(text('#lab-progress'))",
+               what="the finished run's line")
     result = page.locator("#lab-result").inner_text()
     assert "no_scale+untied" in result and int(re.search(r"(\d+) steps in", result)[1]) <= 40  # the lowered cap
     assert page.locator("#lab-examples table tr").count() > 1
@@ -587,9 +594,12 @@ def test_translate_api_endpoint(app):
 PHONE = {"width": 390, "height": 844}
 
 
-def learner(app, browser, viewport, locale, path=""):
-    """A page in a context of its own (a phone or a desktop, a language) once its Learn step is drawn."""
+def learner(app, browser, viewport, locale, path="", init=None):
+    """A page in a context of its own (a phone or a desktop, a language) once its Learn step is drawn; `init`, a
+    script run in it before the page's own."""
     context = browser.new_context(viewport=viewport, locale=locale, has_touch=viewport == PHONE)
+    if init:
+        context.add_init_script(init)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.app, page.errors, page.events = app, [], []
@@ -737,6 +747,146 @@ def test_a_link_restores_a_learn_step_and_the_switch_changes_language(app, brows
         other.goto(app.url + "?learn=%3Cscript%3E99")
         wait_until(other, "text('#learn-head').includes(arg)", step_heading("en", 1), what="step 1")
         assert other.errors == [], other.errors
+    finally:
+        context.close()
+
+
+# ---- one language at a time ------------------------------------------------------------------------------------
+
+# Installed before the page's own scripts: at every frame (requestAnimationFrame runs just before the browser paints),
+# the labels of the tab buttons that can be seen, each state recorded once, from the first paint on.
+FIRST_PAINT_JS = """window.__tabsSeen = [];
+const look = () => {
+  const shown = [...document.querySelectorAll('[role=tab]')]
+    .filter(b => b.offsetWidth > 0 && b.checkVisibility({visibilityProperty: true}));
+  const labels = shown.map(b => b.textContent.trim()).join('|');
+  if (labels && window.__tabsSeen.at(-1) !== labels) window.__tabsSeen.push(labels);
+  requestAnimationFrame(look);
+};
+requestAnimationFrame(look);"""
+
+
+@pytest.mark.parametrize("locale, path, stored, lang", [
+    ("en-US", "?lang=zh-CN", None, "zh-CN"), ("zh-CN", "?lang=en", None, "en"), ("zh-CN", "", "en", "en"),
+    ("zh-CN", "", None, "zh-CN"), ("zh-CN", "?lang=toString", None, "en")])
+def test_the_first_paint_is_in_one_language(app, browser, locale, path, stored, lang):
+    """The address's language, else the last choice, else the browser's: the tab buttons are painted in it from
+    the first frame they show (never first in another), and the switch and Gradio's locale agree with it. An
+    address's unknown language (even one named like a property of every object) reads as English."""
+    from app.i18n import text
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale=locale)
+    if stored:
+        context.add_init_script(f"window.localStorage.setItem('explorer-lang', {json.dumps(stored)})")
+    context.add_init_script(FIRST_PAINT_JS)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.app, page.errors, page.events = app, [], []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(app.url + path)
+        wait_until(page, "plot('learn-figure') && settled('learn-figure') && settled('learn-head')", what="the first step")
+        seen = page.evaluate("window.__tabsSeen")
+        want = [text(lang, f"ui.tab.{t}") for t in ("learn", "overview", "translate")]
+        assert seen and all(s.split("|")[:3] == want for s in seen), (want, seen)
+        assert page.evaluate("document.documentElement.lang") == lang
+        assert page.locator(f"#lang input[value='{lang}']").is_checked()
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+# every text a shown status tracker holds, sampled at every frame
+STATUS_LINES_JS = """window.__statusSeen = new Set();
+const lines = () => {
+  document.querySelectorAll('[data-testid=status-tracker]:not(.hide)').forEach((t) => {
+    const s = t.innerText.trim();
+    if (s) window.__statusSeen.add(s);
+  });
+  requestAnimationFrame(lines);
+};
+requestAnimationFrame(lines);"""
+
+
+def test_a_chinese_page_has_no_english_words_of_its_own(app, browser):
+    """On a zh-CN page: Gradio's status lines, the SVG button and plotly's toolbar in Chinese; after five steps of the Learn path still one
+    SVG button per figure; after a switch to English, the sub-tabs of Attention and Inside drawn later are
+    labelled in English, and so are the buttons and the toolbar."""
+    from app.i18n import table, text
+    from app.tabs.learn import STEPS
+    context, page = learner(app, browser, PHONE, "en-US", "?lang=zh-CN", init=STATUS_LINES_JS)
+    try:
+        # Gradio's lines while a translation runs ("processing |", "queue: 1/2 |"), in Chinese
+        before = plot_text(page, "learn-figure")
+        page.locator("#learn-src textarea").fill(SENTENCE)
+        page.locator("#learn-go").click()
+        wait_plot_change(page, "learn-figure", before)
+        lines = page.evaluate("[...window.__statusSeen]")
+        assert lines and not [t for t in lines if re.search(r"processing|queue", t)], lines
+        svg = page.locator("#learn-figure .save-svg")
+        assert svg.count() == 1
+        assert (svg.inner_text(), svg.get_attribute("title")) == (text("zh-CN", "page.svg"),
+                                                                 text("zh-CN", "page.svg_title"))
+        plotly_en = {v for k, v in table("en").items() if k.startswith("plotly.")}
+        titles = page.evaluate("[...document.querySelectorAll('#learn-figure .modebar-btn')].map(b => b.dataset.title)")
+        assert titles and not [t for t in titles if t.split(" (v")[0] in plotly_en], titles
+        for k in range(2, 7):  # five redraws of the step's figure
+            page.locator("#learn-next").click()
+            wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')", step_heading("zh-CN", k),
+                       what=f"step {k}")
+        assert page.locator(".save-svg").count() == page.locator(".js-plotly-plot").count() == 1
+        page.locator("#lang label").filter(has_text="English").click()
+        wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')",
+                   f"{step_heading('en', 6)} · {text('en', f'learn.{STEPS[5].key}.title')}", what="step 6 in English")
+        assert page.locator("#learn-figure .save-svg").inner_text() == text("en", "page.svg")
+        en = table("en")
+        for tab, subtabs in (("attention", ("one-head", "all-heads", "bertviz-head")),
+                             ("inside", ("modules", "layernorm", "lens"))):
+            page.locator(f"[role=tab][data-tab-id={tab}]").click()
+            for sub in subtabs:  # Gradio draws a sub-tab's button when its tab opens, and again when it is chosen
+                page.locator(f"[role=tab][data-tab-id={sub}]").click()
+                wait_until(page, "el(`[role=tab][data-tab-id=${arg}]`)?.getAttribute('aria-selected') === 'true'",
+                           sub, what=f"the {sub} sub-tab")
+            shown = page.evaluate("[...document.querySelectorAll('[role=tab][data-tab-id]')].filter(b => b.offsetWidth)"
+                                  ".map(b => [b.dataset.tabId, b.textContent.trim()])")
+            want = {i: en.get(f"ui.tab.{i}", en.get(f"ui.{tab}.tab.{i}")) for i, _ in shown}
+            assert [label for i, label in shown if label != want[i]] == [], (want, shown)
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+def test_a_learn_step_asks_before_it_shows_and_keeps_what_it_showed(app, browser):
+    """Step 14 on a desktop: the question sits above the action and the figure, and until Check neither the fact
+    line nor the figure's rate axis gives the peak away; Check shows both, and the step stays revealed through
+    Next and Back and through the language switch."""
+    from app.i18n import text
+    from app.tabs import learn
+    context, page = learner(app, browser, {"width": 1400, "height": 900}, "en-US", "?learn=14&lang=en")
+    try:
+        wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')", step_heading("en", 14),
+                   what="step 14")
+        tops = page.evaluate("""() => ['#learn-question', '#learn-check', '#learn-slider', '#learn-figure',
+            '#learn-fact'].map(s => document.querySelector(s).getBoundingClientRect().top)""")
+        assert tops == sorted(tops), tops  # the question and its check come first, the evidence after
+        choices, right, values = learn.quiz_noam(learn.context(None, "en"))
+        peak = choices[right]
+        assert peak not in text_of(page, "#learn-fact") and peak not in plot_text(page, "learn-figure")
+        ticks = page.locator("#learn-figure .ytick").count()
+        page.locator("#learn-question label").filter(has_text=peak).click()
+        page.locator("#learn-check").click()
+        wait_until(page, "text('#learn-answer').trim().startsWith('✓') && text('#learn-fact').includes(arg) "
+                   "&& settled('learn-figure')", peak, what="the answer and the peak it kept back")
+        assert page.locator("#learn-figure .ytick").count() > ticks  # the rate's scale, drawn now
+        for button, k in (("#learn-back", 13), ("#learn-next", 14)):
+            page.locator(button).click()
+            wait_until(page, "text('#learn-head').includes(arg) && settled('learn-fact')", step_heading("en", k),
+                       what=f"step {k}")
+        wait_until(page, "text('#learn-fact').includes(arg)", peak, what="step 14, still revealed")
+        page.locator("#lang label").filter(has_text="中文").click()
+        wait_until(page, "text('#learn-head').includes(arg) && text('#learn-answer').trim().startsWith('✓')",
+                   step_heading("zh-CN", 14), what="step 14 in Chinese, still revealed")
+        assert text("zh-CN", "learn.noam.seen", peak=peak) in text_of(page, "#learn-fact")
+        assert page.errors == [], page.errors
     finally:
         context.close()
 

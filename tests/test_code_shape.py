@@ -70,6 +70,49 @@ def test_core_imports_neither_the_page_nor_gradio_and_the_page_no_tool():
             assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
 
 
+# core's own layers, lowest first (docs/architecture.md): a module imports from its own layer's package or from
+# lower layers, never from a higher one. The model is the paper's; data, masks of heads and checkpoints read it;
+# decoding runs it; the Translator wraps decoding for text; evaluation scores a Translator; training evaluates as
+# it goes; the analyses and the Lab read trained models (the Lab trains its own with train's pieces); the benchmark
+# times all of them.
+CORE_LAYERS = (("model",), ("data", "headmask", "checkpoint"), ("decode",), ("translate",), ("evaluate",),
+               ("train",), ("analysis", "lab"), ("bench",))
+
+
+def core_imports(source, parts):
+    """The core modules (or subpackages), by their name at core's top level, that the module at core/<parts>
+    imports: ("decode.py",) or ("analysis", "heads.py")."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or not (node.level or (node.module or "").startswith("core.")):
+            continue
+        if node.level:  # from .x: the module's own package; from ..x: core's top level
+            where = parts[:-1][:len(parts) - node.level] + tuple((node.module or "").split(".") if node.module else ())
+        else:
+            where = tuple(node.module.split(".")[1:])
+        yield from (where[:1] if where else (alias.name for alias in node.names))
+
+
+def test_core_imports_only_from_lower_layers():
+    layer = {name: i for i, names in enumerate(CORE_LAYERS) for name in names}
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        parts = path.relative_to(ROOT / "core").parts
+        if parts == ("__init__.py",):
+            continue  # the package's face: it re-exports the model
+        me = parts[0] if len(parts) > 1 else path.stem
+        assert me in layer, f"core/{'/'.join(parts)} is in no layer of CORE_LAYERS"
+        for other in set(core_imports(path.read_text(encoding="utf-8"), parts)) - {me}:
+            assert layer[other] < layer[me], (f"core/{'/'.join(parts)} (layer {layer[me] + 1}) imports core.{other} "
+                                              f"(layer {layer[other] + 1})")
+
+
+def test_the_layer_check_reads_every_form_of_import():
+    assert set(core_imports("from .analysis.searchtree import SearchTree", ("translate.py",))) == {"analysis"}
+    assert set(core_imports("from ..decode import x\nfrom .inside import y", ("analysis", "heads.py"))) == {
+        "decode", "analysis"}
+    assert set(core_imports("from core.train import rate\nfrom . import model", ("bench.py",))) == {"train", "model"}
+    assert set(core_imports("import torch\nfrom torch import nn", ("model.py",))) == set()
+
+
 def test_no_tool_module_lives_in_app():
     tools = [str(p.relative_to(ROOT)) for p in (ROOT / "app").rglob("*.py") if p.stem.startswith(TOOL_MODULES)]
     assert tools == [], "benches, load tests and servers belong in tools/"

@@ -66,3 +66,16 @@ def test_the_front_end_still_exports_what_the_language_switch_uses():
     assert re.search(r"\bas changeLocale\b", core[0].read_text(encoding="utf-8"))
     assert any("data-tab-id" in p.read_text(encoding="utf-8", errors="ignore") for p in assets)
     assert "core-" in LOCALE_JS
+
+
+def test_the_front_end_still_does_what_the_head_script_expects():
+    """HEAD_JS sets the page's language between Gradio's i18n setup and its first drawing, relabels its status lines
+    and gives plotly its locale when Gradio sets window.Plotly: each fact it relies on is in the installed front
+    end (app/gradio_adapter.py FRONTEND_FACTS)."""
+    import re
+
+    from app.gradio_adapter import FRONTEND_FACTS, frontend_assets
+    assets = frontend_assets()
+    for what, name, needle in FRONTEND_FACTS:
+        files = [p for p in assets if re.fullmatch(name, p.name)]
+        assert any(needle in p.read_text(encoding="utf-8", errors="ignore") for p in files), (what, name, needle)

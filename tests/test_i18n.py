@@ -119,3 +119,18 @@ def test_every_view_draws_in_the_pages_language(demo):
     english_page = i18n_report.drawn(demo, ins, "en")
     assert all(english_page[tab] for tab in found), {t: len(f) for t, f in english_page.items()}
     assert any(s.startswith("Encoder self-attention") for s in english_page["attention"])
+
+
+@needs_shipped
+def test_every_views_blank_is_in_the_pages_language():
+    """What a view shows once it is cleared (its blank, given the controls it reads) is in the page's language: on a
+    zh-CN page no blank shows English, and a blank that writes words writes others in English."""
+    from app import tabs
+    blanks = [v for name in tabs.__all__ for v in getattr(getattr(tabs, name), "VIEWS", ()) if callable(v.blank)]
+    assert {v.name for v in blanks} >= {"why/attribution", "whatif/tree", "overview/diagram"}
+    for v in blanks:
+        drawn = {lang: [s for value in v.blank(*(lang if u == "lang" else None for u in v.uses))
+                        for s in i18n_report.value_strings(value)] for lang in i18n.LANGS}
+        assert [s for s in drawn["zh-CN"] if english(s)] == [], v.name
+        if drawn["en"] and any(english(s) for s in drawn["en"]):
+            assert drawn["en"] != drawn["zh-CN"], v.name

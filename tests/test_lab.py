@@ -462,6 +462,7 @@ def test_tab_draws_its_words_in_chinese(monkeypatch):
     assert len(updates) == 3
     for update in updates:
         assert CJK.search(update[1]) and not any(english(s) for v in update[:2] for s in value_strings(v)), update[1]
+        assert CJK.search(update[5]) and not english(update[5]), update[5]  # the progress line beside Train
     statuses = [u[1] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, N)]  # in English as before
     assert statuses[0].startswith("Starting **sort/no_scale**") and statuses[1].startswith("Training **sort/no_scale**: step 2")
     assert statuses[2].startswith("The run stopped without a result")
@@ -473,7 +474,44 @@ def test_tab_trains_a_run_and_keeps_it():
     updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
     assert "Starting" in updates[0][1]
     assert any("Training" in str(u[1]) for u in updates[1:-1])  # the curve drawn while it trains
-    curve, result, examples, cross, self_attn = updates[-1]
+    curve, result, examples, cross, self_attn, progress = updates[-1]
+    assert progress.startswith("✓ **copy/no_warmup** on the CPU: 25 steps and the evaluation in ")
+    assert all(" of 25 steps · " in u[5] for u in updates[:-1])  # the progress line beside the button, each update
     assert "25 steps" in result and "Gradient accumulation: 2 micro-batches" in result
     again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
     assert len(again) == 1 and again[0][1] == result  # trained once: the same result at once
+
+
+def test_run_clock_says_how_far_a_run_is_and_what_remains():
+    """The progress line beside Train: steps done, seconds since the click, and the steps left at the rate
+    measured between progress lines (before the second one, at the shipped intact run's CPU seconds a step),
+    bounded by the run's seconds cap, in both languages."""
+    from app.tabs import lab as tab
+    NB = "\u00a0"  # a number and its unit are not broken apart
+    cfg = tab.config_from("copy", ["no_scale"], 0.0, 1)
+    intact = tab.intact_of(cfg)
+    t = [100.0]
+    clock = tab.RunClock(cfg, intact, now=lambda: t[0])
+    before = min(cfg.steps * intact["cpu_seconds"] / intact["steps"], cfg.seconds)  # not yet measured here
+    assert clock.line() == (f"**copy/no_scale** on the CPU: 0 of {cfg.steps} steps · 0{NB}s since you pressed Train · "
+                            f"{cfg.steps} steps to go (about {before:.0f}{NB}s), then the evaluation")
+    t[0] = 104.0
+    clock.seen(20)  # the first progress line: the process started, 20 steps done
+    t[0] = 105.0
+    clock.seen(60)  # 40 steps in 1 s: 0.025 s a step, 1.5 s of training so far
+    left = cfg.steps - 60
+    assert left * 0.025 < cfg.seconds - 1.5  # the steps end this run, not its seconds cap
+    assert f"60 of {cfg.steps} steps · 5{NB}s since" in clock.line()
+    assert f"{left} steps to go (about {left * 0.025:.0f}{NB}s)" in clock.line()
+    zh = clock.line("zh-CN")
+    assert f"已完成 60/{cfg.steps} 步" in zh and f"已过 5{NB}s" in zh and f"还剩 {left} 步（约 {left * 0.025:.0f}{NB}s）" in zh
+    t[0] = 112.0
+    clock.seen(100)  # 80 steps in 8 s since the first line: 0.1 s a step, 10 s of training so far
+    cap = cfg.seconds - 10
+    assert (cfg.steps - 100) * 0.1 > cap  # now the seconds cap ends it first
+    assert f"{round(cap / 0.1)} steps to go (about {cap:.0f}{NB}s)" in clock.line()
+    assert clock.stopped() == f"✗ **copy/no_scale**: stopped after 100 of {cfg.steps} steps, 12{NB}s"
+    assert clock.finished({"steps": cfg.steps}, "zh-CN").startswith(f"✓ **copy/no_scale**（在 CPU 上）：{cfg.steps} 步")
+    capped = clock.finished({"steps": 150})  # the seconds cap ended it before its steps
+    assert capped.startswith(f"✓ **copy/no_scale** on the CPU: 150 of {cfg.steps} steps (its 15{NB}s cap came first)")
+    assert "the evaluation in 12\u00a0s" in capped and "先到了 15\u00a0s 的时间上限" in clock.finished({"steps": 150}, "zh-CN")

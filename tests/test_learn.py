@@ -83,16 +83,17 @@ def test_every_step_renders_for_two_sentences(inspections, lang):
                 assert "✓" in marks
             choices, right, _ = step.quiz(learn.context(ins, lang))
             assert 0 <= right < len(choices) and len(set(choices)) == len(choices)
-            assert learn.check(ins, progress, choices[right], lang).startswith("✓")
+            value = learn._value(step.control.default, ins)
+            assert learn.check(ins, progress, choices[right], value, value, lang)[1].startswith("✓")
             wrong = choices[(right + 1) % len(choices)]
-            assert learn.check(ins, progress, wrong, lang).startswith("✗")
-            assert learn.check(ins, progress, None, lang) == i18n.text(lang, "learn.pick")
+            assert learn.check(ins, progress, wrong, value, value, lang)[1].startswith("✗")
+            assert learn.check(ins, progress, None, value, value, lang)[1] == i18n.text(lang, "learn.pick")
 
 
 def test_without_a_translation_a_step_asks_for_one():
     out = learn.render(None, learn.new_progress(), "zh-CN")
     assert out[6] == i18n.text("zh-CN", "learn.wait") and out[5] is None
-    assert learn.check(None, learn.new_progress(), "x", "en") == ""
+    assert learn.check(None, learn.new_progress(), "x", 0, None, "en")[1] == ""
 
 
 def test_back_and_next_stay_on_the_path():
@@ -191,7 +192,8 @@ def test_the_training_answers_are_computed():
     best = choices[right]
     assert values["peak"] == "4,000"
     d = c.model.src_embed[0].d_model
-    assert best == "4,000" and rate(4000, d, 1.0, 4000) > max(rate(3999, d, 1.0, 4000), rate(4001, d, 1.0, 4000))
+    assert rate(4000, d, 1.0, 4000) > max(rate(3999, d, 1.0, 4000), rate(4001, d, 1.0, 4000))
+    assert best == f"{(d * 4000) ** -0.5:.2e}"  # the peak rate: d_model^-0.5 * warmup^-0.5, where the terms meet
     assert learn.quiz_smoothing(c)[0][learn.quiz_smoothing(c)[1]] == "0.900"
     td = learn.smoothed(0.1, 10)
     assert abs(float(td.sum()) - 1.0) < 1e-6 and td[0] == 0 and abs(float(td[2]) - 0.9) < 1e-6  # not on padding
@@ -220,3 +222,256 @@ def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
     assert f"{MAX_CHARS + 1:,} characters" in learn.sentence_notice("x" * (MAX_CHARS + 1), "en")
     assert f"{MAX_CHARS:,}" in learn.sentence_notice("x" * (MAX_CHARS + 1), "zh-CN")
     assert learn.sentence_notice("Ein Hund läuft.", "zh-CN") == ""
+
+
+# ---- predict, then see: nothing before Check gives the answer away -------------------------------------------
+
+# what kind of answer each step asks for: a number (the default), a piece of the translation, or words; and where
+# the right choice is words or a rounded band, the answer's fields that prove it (the evidence a page could leak)
+PIECES = {"greedy", "teacher"}
+EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), "ffn": ("share",),
+            "relative": ("res",)}
+NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,.]*(?:[eE][-+−]?\d+)?%?")
+TEXT_KEYS = {"text", "ticktext", "name", "texttemplate", "hovertemplate", "hovertext", "title"}
+
+
+def numbers(s):
+    """Every number written in `s`, each as (value, decimals shown, significant digits, is a percentage), in every
+    reading a reformatted number may have: "1,283" as 1283 and as 1.283, "8 000" and "8,000" as 8000."""
+    s = re.sub(r"(?<=\d)[\u00a0\u202f ](?=\d{3}(?!\d))", "", str(s)).replace("−", "-")
+    out = []
+    for m in NUMBER.finditer(s):
+        t = m.group().rstrip(".,")
+        pct = t.endswith("%")
+        mant, _, exp = t.rstrip("%").replace("E", "e").partition("e")
+        readings = {mant.replace(",", "")}
+        if mant.count(",") == 1 and "." not in mant:
+            readings.add(mant.replace(",", "."))
+        for r in readings:
+            try:
+                x = float(r + ("e" + exp if exp else ""))
+            except ValueError:
+                continue
+            shown = len(r.partition(".")[2]) - (int(exp) if exp else 0)
+            out.append((x, shown, len(r.replace(".", "").replace("-", "").lstrip("0")), pct))
+    return out
+
+
+def _answer_number(choice):
+    """The right choice as a number: its thousands separators dropped (the code writes them), its decimals."""
+    x = numbers(choice.replace(",", ""))
+    return (x[0][0], x[0][1], x[0][3]) if x else None
+
+
+def points_to(written, right, others):
+    """Whether a number written on the page gives away the right choice `right` (value, decimals, percentage):
+    the same number at its precision, or the same rounded to fewer digits (two significant at least); for a band
+    of choices ("≈ 1e-05", "≈ 10%") any number nearer to the right band than to every other."""
+    x, shown, sig, pct = written
+    a, p, a_pct, band = right
+    if pct != a_pct or x == 0:
+        return False
+    if band:
+        if not pct and not 0 < x < 0.5:
+            return False
+        dist = (lambda u, v: abs(u - v)) if pct else (lambda u, v: abs(math.log10(u) - math.log10(v)))
+        return all(dist(x, a) <= dist(x, o) + 1e-12 for o in others)
+    if abs(x - a) <= 0.5 * 10 ** -p * (1 + 1e-9):
+        return True
+    return shown < p and sig >= 2 and abs(round(a, shown) - x) < 10 ** -(shown + 3)
+
+
+def figure_texts(fig):
+    """The words a figure shows or hovers: titles, annotations, axis titles, tick labels, trace names, text and
+    hover templates."""
+    found = []
+
+    def walk(x, key=None):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, k)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v, key)
+        elif isinstance(x, str) and key in TEXT_KEYS:
+            found.append(html.unescape(x))
+    walk(json.loads(fig.to_json()))
+    return found
+
+
+def _flat(values):
+    """The numbers of a (nested) list, its strings and gaps left out."""
+    if isinstance(values, (list, tuple)) or hasattr(values, "tolist"):
+        values = values.tolist() if hasattr(values, "tolist") else values
+        return [x for v in values for x in _flat(v)]
+    return [float(values)] if isinstance(values, (int, float)) and not isinstance(values, bool) else []
+
+
+def figure_extremes(fig):
+    """The smallest and largest number of each trace's x, y and z that a reader can read off the figure: its axis
+    has tick labels, or its hover shows it."""
+    shown = []
+    for trace in fig.data:
+        hover = trace.hoverinfo not in ("skip", "none")
+        for letter in "xyz":
+            values = getattr(trace, letter, None)
+            if values is None:
+                continue
+            flat = [v for v in _flat(values) if math.isfinite(v)]
+            if not flat:
+                continue
+            axis = fig.layout[f"{letter}axis{(getattr(trace, letter + 'axis', None) or letter)[1:]}"] \
+                if letter != "z" else None
+            ticks = axis is not None and axis.showticklabels is not False and not axis.ticktext
+            hovered = hover and (trace.hovertemplate is None or f"%{{{letter}" in trace.hovertemplate)
+            if ticks or hovered:
+                shown += [min(flat), max(flat)]
+    return shown
+
+
+def _md_words(s):
+    """The bold pieces of a Markdown fact, as written before md_literal escaped them."""
+    return [html.unescape(re.sub(r"\\(.)", r"\1", w)) for w in re.findall(r"\*\*(.+?)\*\*", s)]
+
+
+def screen(step, lang, out):
+    """What render() puts on screen for a step, but the path's marks, its place in the address and the question's
+    choices (the answer is among them by design): (texts, figure, its shown numbers)."""
+    path, head, body, slider, choice, fig, fact, question, answer, open_btn, where = out
+    texts = [head.replace(i18n.text(lang, "learn.step", k=learn.KEYS.index(step.key) + 1, n=len(learn.STEPS)), ""),
+             body, fact, question.get("label", ""), answer, open_btn.get("value", "")]
+    for update in (slider, choice):
+        if update.get("visible"):
+            texts += [str(update.get(k, "")) for k in ("label", "minimum", "maximum", "value")]
+            texts += [str(c[0] if isinstance(c, tuple) else c) for c in update.get("choices", ())]
+    return texts, fig
+
+
+def gives_away(step, ins, lang, texts, figs):
+    """The places among `texts` and `figs` that state the step's right answer or its evidence (empty: none)."""
+    choices, right, values = step.quiz(learn.context(ins, lang))
+    fig_texts = [t for f in figs for t in figure_texts(f)]
+    words = [*texts, *fig_texts]
+    found = []
+    if step.key in PIECES:
+        piece = choices[right]
+        items = [t for t in fig_texts if t.strip() == piece]
+        if step.key == "teacher":
+            # the decoder's input, all of it, is what the question asks the reader to reason from (the target is
+            # the next piece): each figure may show the piece as often as the input holds it, and no more
+            inputs = [learn._piece(w) for w in ins.tgt_tokens].count(piece)
+            items = items[len(figs) * inputs:]
+        found += items + [w for t in texts for w in _md_words(t) if w.strip() == piece]
+        if len(piece) >= 3 and piece.isalpha():
+            found += [t for t in [*texts, *(fig_texts if step.key != "teacher" else ())]
+                      if re.search(rf"\b{re.escape(piece)}\b", t)]
+        return found
+    targets = []
+    number = _answer_number(choices[right])
+    if number is None:
+        found += [t for t in words if choices[right] in t]
+    else:
+        band = choices[right].lstrip().startswith("≈")
+        others = [_answer_number(c)[0] for i, c in enumerate(choices) if i != right]
+        targets.append(((*number, band), others))
+    for field in EVIDENCE.get(step.key, ()):
+        value = str(values[field])
+        if _answer_number(value) is None:
+            found += [t for t in words if any(n.strip("` ") in t for n in value.split(", "))]
+        else:
+            targets.append(((*_answer_number(value), False), []))
+    for target, others in targets:
+        found += [t for t in words if any(points_to(n, target, others) for n in numbers(t))]
+        found += [f"figure data {x}" for f in figs for x in figure_extremes(f)
+                  if points_to((x, 9, 9, target[2]), target, others)]
+    return found
+
+
+def _every_value(step, ins):
+    c = step.control
+    if c.kind == "radio":
+        return list(c.choices)
+    lo, hi = learn._value(c.lo, ins), learn._value(c.hi, ins)
+    n = round((hi - lo) / c.step)
+    return [round(lo + i * c.step, 6) if isinstance(lo, float) else lo + i * c.step for i in range(n + 1)]
+
+
+@pytest.mark.slow  # every step, every value of its action, two sentences, two languages: 1-2 minutes
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+@pytest.mark.parametrize("sentence", range(len(SENTENCES)))
+@pytest.mark.parametrize("key", learn.KEYS)
+def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, lang):
+    """The step on screen, and its action at every value, say nothing that gives away the right choice (or what
+    proves it) while that choice is offered: no text, no number (however it is written), no figure text, no axis
+    or hover that reads it."""
+    ins, k = inspections[sentence], learn.KEYS.index(key)
+    step = learn.STEPS[k]
+    progress = {"step": k, "done": []}
+    out = learn.render(ins, progress, lang)
+    choices, right, _ = step.quiz(learn.context(ins, lang))
+    assert out[7]["choices"] == choices and choices[right] in out[7]["choices"]
+    texts, fig = screen(step, lang, out)
+    found = gives_away(step, ins, lang, texts, [fig])
+    assert found == [], f"render: {found}"
+    for value in _every_value(step, ins):
+        _, _, fig, fact = learn.act(ins, progress, value, lang)[:4]
+        found = gives_away(step, ins, lang, [fact], [fig])
+        assert found == [], f"act({value!r}): {found}"
+
+
+@pytest.mark.slow  # every step, every value of its action, two sentences, two languages: 1-2 minutes
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+@pytest.mark.parametrize("sentence", range(len(SENTENCES)))
+@pytest.mark.parametrize("key", learn.KEYS)
+def test_after_check_the_evidence_appears_and_stays(inspections, key, sentence, lang):
+    """Check reveals what the step kept back (its fact line goes on, the answer's fields show) and the step stays
+    revealed through a redraw, the other language, and Next then Back; another sentence that changes the answer
+    asks again. A check without a pick reveals nothing."""
+    ins, k = inspections[sentence], learn.KEYS.index(key)
+    step = learn.STEPS[k]
+    start = {"step": k, "done": []}
+    before = learn.render(ins, start, lang)
+    choices, right, values = step.quiz(learn.context(ins, lang))
+    value = learn._value(step.control.default, ins)
+    assert learn.check(ins, start, None, value, value, lang)[0].get("revealed") in (None, {})
+    progress, answer, fig, fact = learn.check(ins, start, choices[right], value, value, lang)
+    verdict, explanation = answer.split("\n\n", 1)
+    assert verdict.startswith("✓") and gives_away(step, ins, lang, [fact, explanation], [fig])
+    if f"learn.{key}.seen" in i18n.table("en"):
+        assert fact != before[6] and fact.startswith(before[6])
+    other = next(x for x in i18n.LANGS if x != lang)
+    for shown in (lang, other):
+        out = learn.render(ins, progress, shown)
+        assert out[7]["value"] == step.quiz(learn.context(ins, shown))[0][right] and out[8].startswith("✓")
+        texts, fig = screen(step, shown, out)
+        assert gives_away(step, ins, shown, texts, [fig])
+    assert learn.render(ins, progress, lang)[6] == fact
+    away = learn.go_to(ins, progress, k + 1 if k + 1 < len(learn.STEPS) else k - 1, lang)[0]
+    assert learn.go_to(ins, away, k, lang)[9] == answer  # the answer, back with the step
+    # the other sentence: the same question keeps its answer, a new one is asked afresh
+    new = inspections[1 - sentence]
+    again = step.quiz(learn.context(new, lang))
+    out = learn.render(new, progress, lang)
+    assert (out[8] != "") == (learn.question_mark(again[1], again[2]) == learn.question_mark(right, values))
+
+
+def test_a_reformatted_answer_is_still_caught():
+    """The leak check's reading of numbers: the answer however it is written is caught, its neighbours are not."""
+    sigma = (1.283, 3, False, False)
+    for written in ("σ = 1.283", "σ = 1,283", "σ ≈ 1.28", "1.2834", "1.283e+00", "γ=1.283。"):
+        assert any(points_to(n, sigma, []) for n in numbers(written)), written
+    for written in ("1.647", "1.2", "1", "12.83", "0.1283", "−1e9"):
+        assert not any(points_to(n, sigma, []) for n in numbers(written)), written
+    vocab = (8000.0, 0, False, False)
+    for written in ("8000", "8,000", "8 000", "全部 8000 个"):
+        assert any(points_to(n, vocab, []) for n in numbers(written)), written
+    assert not any(points_to(n, vocab, []) for n in numbers("80000 or 800"))
+    band = (1e-05, 5, False, True)
+    others = [1e-01, 1e-03, 1e-09]
+    assert any(points_to(n, band, others) for n in numbers("the largest error is 3.3e-06"))
+    assert not any(points_to(n, band, others) for n in numbers("6.6e-15, k = 1"))
+    share = (10.0, 0, True, True)
+    assert any(points_to(n, share, [0.0, 50.0, 100.0]) for n in numbers("56 of 1024 units fire (5%)"))
+    assert not any(points_to(n, share, [0.0, 50.0, 100.0]) for n in numbers("56 of 1024 units fire"))

@@ -109,8 +109,10 @@ def test_no_figure_escapes_twice_and_each_legend_sits_above_its_plot(ins, lang):
 
 @needs_shipped
 def test_the_masks_step_shows_the_german_side_and_its_pieces_once_escaped(ins):
-    c = learn.context(ins, "en")
+    c = learn.context(ins, "en", revealed=True)
     batch = learn.mask_batch(c)
+    hidden = learn.draw_masks(learn.context(ins, "en"), "padding")[0].data[0].text  # before Check: pads unnamed
+    assert not any("pad" in x for row in hidden for x in row) and hidden[0][0] == "&lt;s&gt;"
     fig, values = learn.draw_masks(c, "padding")
     cells = fig.data[0].text
     for j, row in enumerate(batch.src):  # one column per German sentence of the batch, its pieces in order
@@ -137,7 +139,7 @@ def test_the_buffer_step_names_the_axes_of_the_buffers_whole_shape(ins):
 @needs_shipped
 def test_the_teacher_step_counts_positions_from_one_on_slider_and_axis(ins):
     step = learn.STEPS[learn.KEYS.index("teacher")]
-    c = learn.context(ins, "zh-CN")
+    c = learn.context(ins, "zh-CN", revealed=True)
     slider, _ = learn.control_updates(step, ins, c)
     assert slider["minimum"] == 1 and slider["maximum"] == len(ins.out_tokens)
     for pos in (1, 3, len(ins.out_tokens)):

@@ -3,6 +3,7 @@ the beam search tree against beam_search itself and direct log-probabilities, fo
 import pytest
 import torch
 
+from core.analysis import searchtree
 from core.analysis.searchtree import SearchTree
 from core.data import BOS, EOS, PAD
 from core.decode import beam_search, greedy_decode, length_penalty
@@ -107,5 +108,5 @@ def test_the_shipped_model_continues_after_a_prefix_and_scores_any_english():
     assert total == pytest.approx(direct_log_prob(tr.model, src_ids, ids), abs=1e-3)
     both = tr.score([text, text], [mine, "A bridge."])  # a batch, padded: the same numbers as alone
     assert both[0][0] == pytest.approx(total, abs=1e-4) and both[1][0] < total
-    tree = tr.search_tree(text, beam=4)
+    tree = searchtree.search(tr, text, beam=4)
     assert tr.tokenizer.decode(tree.path(tree.returned.id)[:-1]) == tr.translate(text, beam=4)

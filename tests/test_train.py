@@ -194,6 +194,46 @@ def test_training_logs_evaluates_and_resumes(tiny_data, tiny_spm, tmp_path):
     assert [r["type"] for r in recs_b].count("config") == 1
 
 
+@pytest.mark.slow
+def test_snapshots_keep_the_runs_history_without_changing_it(tiny_data, tiny_spm, tmp_path):
+    _, spm = tiny_spm
+    common = ("--epochs", "1", "--dropout", "0.1")
+    main(tiny_args(tiny_data, spm, tmp_path / "plain", *common, "--snapshot-steps", ""))
+    main(tiny_args(tiny_data, spm, tmp_path / "kept", *common, "--snapshot-steps", "0,2,5", "--max-steps", "3"))
+    main(tiny_args(tiny_data, spm, tmp_path / "kept", *common, "--snapshot-steps", "0,2,5", "--resume"))
+    recs, steps, epochs = read_log(tmp_path / "kept" / "log.jsonl")
+    _, plain_steps, _ = read_log(tmp_path / "plain" / "log.jsonl")
+    # the same training, dropout masks included, with its history kept (and kept once across the resume)
+    assert [r["loss"] for r in steps] == pytest.approx([r["loss"] for r in plain_steps], rel=1e-6)
+    snaps = [r for r in recs if r["type"] == "snapshot"]
+    assert [r["step"] for r in snaps] == [0, 2, 5] and snaps[0]["train_loss"] is None
+    assert sorted(p.name for p in (tmp_path / "kept" / "snapshots").iterdir()) == [
+        "step_000000.pt", "step_000002.pt", "step_000005.pt"]
+    # a snapshot's training loss is that of the steps since the one before it, per token
+    by_step = {r["step"]: r for r in steps}
+    mine = [by_step[k] for k in (3, 4, 5)]
+    assert snaps[2]["train_loss"] == pytest.approx(sum(r["loss"] * r["tokens"] for r in mine) /
+                                                   sum(r["tokens"] for r in mine))
+    assert epochs[0]["train_loss"] == pytest.approx(sum(r["loss"] * r["tokens"] for r in steps) /
+                                                    sum(r["tokens"] for r in steps))
+    # the weights are those of that step: the initialisation is a fresh model's of the same seed, and each
+    # snapshot's val loss is its weights' own
+    config = recs[0]["model"]
+    torch.manual_seed(0)
+    fresh = model_from_config(config)
+    first = torch.load(tmp_path / "kept" / snaps[0]["file"], weights_only=True)
+    assert all(torch.equal(v, first["model"][k]) for k, v in fresh.state_dict().items())
+    from core.data import BatchLoader, encode_pairs, token_batches
+    from core.train import evaluate_loss
+    val = encode_pairs(load_tokenizer(spm), load_split(tiny_data, "val"), 128)
+    for snap in snaps:
+        model = model_from_config(config)
+        model.load_state_dict(torch.load(tmp_path / "kept" / snap["file"], weights_only=True)["model"])
+        loss = evaluate_loss(model, BatchLoader(val, token_batches(val, 400, shuffle=False), torch.device("cpu")))
+        assert snap["val_loss"] == pytest.approx(loss["val_loss"], rel=1e-5)
+    assert snaps[0]["val_loss"] > snaps[2]["val_loss"]
+
+
 def tiny_batches(V, n, g):
     return [copy_batch(V, 4 + i, 6, g) for i in range(n)]
 

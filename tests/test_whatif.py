@@ -42,7 +42,7 @@ def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch):
     tok = get_translator().tokenizer
     assert tok.decode(tree.path(tree.returned.id)[:-1]) == ins.translation
     assert sum(len(t.x) for t in fig.data if t.name) == len(tree.nodes)
-    monkeypatch.setattr(get_translator(), "search_tree", lambda *a, **k: pytest.fail("searched again"))
+    monkeypatch.setattr(whatif.searchtree, "search", lambda *a, **k: pytest.fail("searched again"))
     whatif.tree_view(ins, 4)  # kept per translation and beam size
 
 

@@ -59,12 +59,18 @@ def test_controls_from_the_browser_are_kept_in_range(ins):
 
 
 def test_before_any_translation_the_tab_says_what_to_do():
+    """Before a translation (and once it shows an earlier one), the figures say what to do, in the page's
+    language; the token menu is left (or emptied)."""
     import gradio as gr
     page = {"open": {ROOT: "why"}, "drawn": {}}
-    assert why.show(page, None, None) == tuple(gr.skip() for _ in range(4))  # the layout's placeholders stay
-    page["drawn"]["why/attribution"] = (object(), (None,))  # a closed session's figures of an earlier sentence
-    fig = why.show(page, None, None)[1]
-    assert why.NOT_YET in fig.layout.annotations[0].text
+    for lang in ("en", "zh-CN"):
+        out = why.show(page, None, None, lang)
+        assert out[0] == gr.skip() and out[3] == ""
+        assert [f.layout.annotations[0].text for f in out[1:3]] == [why.not_yet(lang)] * 2
+    assert why.not_yet("zh-CN") != why.not_yet("en") == why.NOT_YET
+    page["drawn"]["why/attribution"] = (object(), (None, "zh-CN"))  # a closed session's figures of an earlier sentence
+    fig = why.show(page, None, None, "zh-CN")[1]
+    assert why.not_yet("zh-CN") in fig.layout.annotations[0].text
 
 
 def test_the_tab_draws_in_the_pages_language(ins):

@@ -10,7 +10,7 @@ from core import model as core_model
 from core.bench import ROWS, table_rows
 
 from ..common import code_panel
-from ..i18n import DEFAULT, LANGS, L, text, written
+from ..i18n import DEFAULT, LANGS, L, table, text, written
 from ..shared import get_translator, model_dir
 from .training import shipped_log
 
@@ -51,7 +51,13 @@ def _model_md(tr):
     return "ui.engineering.model", values
 
 
-def _training_md():
+def _named(lang, kind, name):
+    """A name read from the shipped files (a split, a device) in `lang`, where the tables have it; else as it is."""
+    key = f"engineering.{kind}.{name}"
+    return text(lang, key) if key in table(DEFAULT) else name
+
+
+def _training_md(lang="en"):
     config, steps, epochs = shipped_log()
     if not (config and epochs):
         return None
@@ -60,7 +66,7 @@ def _training_md():
     processes = ".processes" if config["world_size"] > 1 else ""  # "1 process", "2 processes"
     autocast = ".bf16" if a.get("bf16") else ""
     return f"ui.engineering.training{processes}{autocast}", dict(epochs=len(epochs), steps=len(steps), minutes=f"{epochs[-1]['minutes']:.0f}",
-                     device=config["device"], processes=config["world_size"], max_tokens=a["max_tokens"],
+                     device=_named(lang, "device", config["device"]), processes=config["world_size"], max_tokens=a["max_tokens"],
                      accum=a["accum_iter"], factor=a["factor"], warmup=a["warmup"], smoothing=a["smoothing"],
                      bleu=f"{best['val_bleu']:.1f}", epoch=best["epoch"])
 
@@ -73,7 +79,7 @@ def _quality_md(lang="en"):
     path = model_dir() / "eval.json"
     if not path.exists():
         return None
-    rows = [f"| {r['split']} | {_decoding(r['beam'], lang)} | {r['bleu']:.2f} | {r['chrf']:.2f} |"
+    rows = [f"| {_named(lang, 'split', r['split'])} | {_decoding(r['beam'], lang)} | {r['bleu']:.2f} | {r['chrf']:.2f} |"
             for r in json.loads(path.read_text())]
     return "ui.engineering.quality", dict(rows="\n".join(rows))
 
@@ -92,7 +98,7 @@ def _speed_md(lang="en"):
 def sections(lang="en"):
     """The tab's text as (key, values) pairs, one Markdown each: how the shipped model was built and how well it
     does, from the files beside it (the tables' words in `lang`)."""
-    parts = [_model_md(get_translator()), _training_md(), _quality_md(lang), *_speed_md(lang),
+    parts = [_model_md(get_translator()), _training_md(lang), _quality_md(lang), *_speed_md(lang),
              ("ui.engineering.decoding", {})]
     return [p for p in parts if p]
 

@@ -39,6 +39,7 @@ from core.lab import (
 )
 from core.model import make_model
 
+from .. import hosting
 from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis
 from ..i18n import L, choices, text, texts
 from ..views import View, control_changes, opener, refresh, tab_views
@@ -258,24 +259,30 @@ def lab_command(cfg):
     return cmd
 
 
-def run_lab(cfg):
-    """Run core.lab for `cfg` in a process of its own, on one thread, killed past its time; yields the curve
-    so far after each progress line, and at the end the result record (a dict with "exact_match")."""
+def curves(messages):
+    """core.lab's messages (the curve's new points, then the result record) as the curve so far after each
+    batch of points, then the record; anything else (a {"device": ...} note) passes through."""
+    curve = {"step": [], "loss": [], "lr": []}
+    for msg in messages:
+        if "progress" in msg:
+            for k in curve:
+                curve[k] += msg["progress"][k]
+            yield curve
+        else:
+            yield msg
+
+
+def run_process(cfg):
+    """Run core.lab for `cfg` in a process of its own, on one thread, killed past its time: its messages, one
+    JSON line each."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(lab_command(cfg), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, env=env)
     timer = threading.Timer(cfg.seconds + START_MARGIN_S, proc.kill)  # the server's cap, whatever the run does
     timer.start()
-    curve = {"step": [], "loss": [], "lr": []}
     try:
         for line in proc.stdout:
-            msg = json.loads(line)
-            if "progress" in msg:
-                for k in curve:
-                    curve[k] += msg["progress"][k]
-                yield curve
-            else:
-                yield msg
+            yield json.loads(line)
     finally:
         timer.cancel()
         if proc.poll() is None:
@@ -283,29 +290,112 @@ def run_lab(cfg):
         proc.wait()
 
 
+def run_on_gpu(cfg):
+    """On ZeroGPU: the run in hosting.lab_on_gpu (the worker a GPU is attached to); when no GPU is given (the
+    visitor's daily quota spent, or any refusal before the first step), a note and the CPU process instead."""
+    runs = hosting.lab_on_gpu(cfg)
+    try:
+        first = next(runs, None)
+    except Exception as e:  # spaces raises gr.Error for a quota or a queue it cannot serve
+        print(f"Lab: no GPU for {run_name(cfg)} ({e}); training on the CPU", file=sys.stderr)
+        yield {"device": "fallback"}
+        yield from run_process(cfg)
+        return
+    if first is not None:
+        yield first
+        yield from runs
+
+
+def run_lab(cfg):
+    """The run of `cfg` where this server trains: on a GPU on ZeroGPU, else in a CPU process of its own; yields
+    the curve so far after each progress line, and at the end the result record (a dict with "exact_match")."""
+    yield from curves(run_on_gpu(cfg) if hosting.ZERO_GPU else run_process(cfg))
+
+
+class RunClock:
+    """How far a live run is, for the line beside the Train button: steps done, seconds since the click, and
+    what remains: the steps left, and their seconds at the rate measured between the run's progress lines
+    (before the second one, at the CPU seconds a step of the shipped intact run at the same depth took), both
+    bounded by what is left of the run's seconds cap."""
+
+    def __init__(self, cfg, intact, now=time.monotonic):
+        self.cfg, self.name, self.now = cfg, run_name(cfg), now
+        self.started = now()
+        spent = intact.get("cpu_seconds", intact["seconds"])
+        self.rate = spent / max(1, intact["steps"])  # seconds a step, until measured here
+        self.first = None   # (time, steps) at the first progress line
+        self.done, self.trained = 0, 0.0   # steps done; seconds of training so far (estimated)
+        self.where = "gpu" if hosting.ZERO_GPU else "cpu"
+
+    def seen(self, done):
+        t = self.now()
+        if self.first is None:
+            self.first = (t, done)
+        elif done > self.first[1]:
+            self.rate = (t - self.first[0]) / (done - self.first[1])
+        self.done = done
+        self.trained = (t - self.first[0]) + self.first[1] * self.rate
+
+    def elapsed(self):
+        return f"{self.now() - self.started:.0f}"
+
+    def left(self):
+        """(steps, seconds) of training still to come: the budget's steps, unless (once a rate is measured here)
+        the seconds cap ends the run first."""
+        steps = self.cfg.steps - self.done
+        seconds = min(steps * self.rate, max(0.0, self.cfg.seconds - self.trained))
+        measured = self.first is not None and self.done > self.first[1]
+        return (min(steps, round(seconds / self.rate)) if measured and self.rate else steps), seconds
+
+    def line(self, lang="en"):
+        """The run so far: steps done of all, seconds since the click, steps to go and their seconds."""
+        steps, seconds = self.left()
+        return _t(lang, "progress.running", name=html.escape(self.name), where=_t(lang, f"progress.{self.where}"),
+                  done=self.done, steps=self.cfg.steps, elapsed=self.elapsed(), left=steps, eta=f"{seconds:.0f}")
+
+    def finished(self, record, lang="en"):
+        """The finished run: its steps (of the budget, when its seconds cap ended it) and the seconds in all."""
+        words = dict(name=html.escape(self.name), where=_t(lang, f"progress.{self.where}"), elapsed=self.elapsed())
+        if record["steps"] < self.cfg.steps:
+            return _t(lang, "progress.capped", done=record["steps"], steps=self.cfg.steps,
+                      seconds=f"{self.cfg.seconds:g}", **words)
+        return _t(lang, "progress.done", steps=record["steps"], **words)
+
+    def stopped(self, lang="en"):
+        return _t(lang, "progress.stopped", name=html.escape(self.name), done=self.done, steps=self.cfg.steps,
+                  elapsed=self.elapsed())
+
+
 def train_run(task, breaks, smoothing, accum, layers=None, steps=None, lang="en"):
     """Press Train: a configuration trained already answers at once; otherwise it trains, its curve redrawn
-    beside the intact model's (at the same depth) as it goes, then its results, in `lang`. `steps` (tests) can
-    lower the budget, not raise it."""
+    beside the intact model's (at the same depth) as it goes, then its results, in `lang`. Each update is the
+    tab's five outputs and the progress line beside the button. `steps` (tests) can lower the budget, not
+    raise it."""
     cfg = config_from(task, breaks, smoothing, accum, layers, steps)
     run = cached(cfg)
     if run is not None:
-        yield outputs_for(run, cfg, lang)
+        yield (*outputs_for(run, cfg, lang), _t(lang, "progress.cached", name=html.escape(run_name(cfg))))
         return
     intact = intact_of(cfg)
     skip = (gr.skip(),) * 3
-    started, name = time.time(), run_name(cfg)
+    clock, name = RunClock(cfg, intact), run_name(cfg)
     yield (curve_figure(None, intact["curve"], _t(lang, "title.starting", name=name), lang),
-           _t(lang, "status.starting", name=html.escape(name), steps=cfg.steps, seconds=f"{cfg.seconds:g}"), *skip)
+           _t(lang, "status.starting", name=html.escape(name), steps=cfg.steps, seconds=f"{cfg.seconds:g}"), *skip,
+           clock.line(lang))
     for msg in run_lab(cfg):
+        if "device" in msg:
+            clock.where = msg["device"]
+            continue
         if "exact_match" in msg:
             keep(cfg, msg)
-            yield outputs_for(msg, cfg, lang)
+            yield (*outputs_for(msg, cfg, lang), clock.finished(msg, lang))
             return
+        clock.seen(msg["step"][-1])
         status = _t(lang, "status.training", name=html.escape(name), step=msg["step"][-1], steps=cfg.steps,
-                    loss=f"{msg['loss'][-1]:.4f}", seconds=f"{time.time() - started:.0f}")
-        yield (curve_figure(msg, intact["curve"], _t(lang, "title.training", name=name), lang), status, *skip)
-    yield (gr.skip(), _t(lang, "status.stopped"), *skip)
+                    loss=f"{msg['loss'][-1]:.4f}", seconds=clock.elapsed())
+        yield (curve_figure(msg, intact["curve"], _t(lang, "title.training", name=name), lang), status, *skip,
+               clock.line(lang))
+    yield (gr.skip(), _t(lang, "status.stopped"), *skip, clock.stopped(lang))
 
 
 def train_clicked(task, breaks, smoothing, accum, layers, lang="en"):
@@ -333,7 +423,8 @@ def break_choices():
 
 
 def _layout():
-    """The controls, then the outputs; returns (outputs in the order of VIEWS, controls by name, Train button)."""
+    """The controls, then the outputs; returns (outputs in the order of VIEWS, controls by name, Train button,
+    the progress line beside it)."""
     gr.Markdown(L("ui.lab.intro", N=SIZE["N"], d_model=SIZE["d_model"], h=SIZE["h"], deep=DEEP))
     with gr.Row():
         task = gr.Radio(choices("ui.lab.task", TASKS), value="copy", label=L("ui.lab.task"), elem_id="lab-task", scale=1)
@@ -344,6 +435,7 @@ def _layout():
                           scale=1)
     breaks = gr.CheckboxGroup(break_choices(), label=L("ui.lab.break"), elem_id="lab-breaks")
     train = gr.Button(L("ui.lab.train"), variant="primary", elem_id="lab-train")
+    progress = gr.Markdown(elem_id="lab-progress")  # how far a live run is, right under the button (train_run)
     curve = gr.Plot(elem_id="lab-curve")
     result = gr.Markdown(elem_id="lab-result")
     examples = gr.HTML(elem_id="lab-examples")
@@ -353,17 +445,17 @@ def _layout():
                core_lab.build_model, core_lab.masks, core_lab.lr_lambda, core_lab.PostNormSublayerConnection,
                core_lab.QueryScale)
     return ([curve, result, examples, cross, self_attn],
-            dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers), train)
+            dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers), train, progress)
 
 
 def build(page, lang):
     """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time)."""
     with gr.Tab(L("ui.tab.lab"), id="lab") as tab:
-        outputs, controls, train = _layout()
+        outputs, controls, train, progress = _layout()
     controls = dict(controls, lang=lang)  # the page's language: app/ui.py redraws the tab when it changes
     inputs = [page, *controls.values()]
     tab.select(opener(("lab",), show), inputs, outputs, api_visibility="private")
     gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
-    train.click(train_clicked, list(controls.values()), outputs, api_visibility="private", concurrency_limit=1,
-                concurrency_id="lab")
+    train.click(train_clicked, list(controls.values()), [*outputs, progress], api_visibility="private",
+                concurrency_limit=1, concurrency_id="lab", show_progress_on=outputs[0])
     return tab_views(show, VIEWS, controls, outputs)

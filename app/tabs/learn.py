@@ -1,12 +1,16 @@
 """The Learn tab: a guided path through The Annotated Transformer, one idea a step, in the order of the study
 note this project serves, each step on the shipped model and the learner's own sentence.
 
-A step is a few sentences (app/locale/<lang>.json, `learn.<key>.*`), one live figure, one action (a slider or a
-choice) that redraws the figure and completes the step, a question to answer before its answer is shown (the
-answer computed from the model and the sentence), and a button that opens the full tab at the same place.
+A step is a few sentences (app/locale/<lang>.json, `learn.<key>.*`), a question to answer before its answer is
+shown (the answer computed from the model and the sentence), one action (a slider or a choice) that redraws the
+step's live figure and completes the step, and a button that opens the full tab at the same place. Predict, then
+see: until the learner checks the answer, the figure and its fact line show the mechanism but keep back what
+would give the answer away (a number, an axis's scale, a hover, the pieces asked about); Check shows it, and the
+session's progress remembers which steps were checked.
 Nothing here runs the model for a step but what the step itself needs: the translation's Inspection, the
 Inside tab's recorded pass (kept per translation), or a tiny model from the Lab.
 """
+import hashlib
 import html
 import json
 import math
@@ -26,7 +30,7 @@ from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..common import clamp, label, md_literal, token_axis
-from ..i18n import L, read_lang, text
+from ..i18n import L, read_lang, table, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
 from . import inside, masks, positional, training
@@ -64,12 +68,13 @@ def _value(x, ins):
     return x(ins) if callable(x) else x
 
 
-def context(ins, lang):
-    """What a step's functions read: the translation, the shipped model, and its text in `lang`."""
+def context(ins, lang, revealed=False):
+    """What a step's functions read: the translation, the shipped model, its text in `lang`, and whether the
+    learner has checked the step's answer (until then its figure and fact line keep the answer to themselves)."""
     tr = get_translator()
     lang = read_lang(lang)
     return SimpleNamespace(ins=ins, lang=lang, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer,
-                           t=lambda key, **kw: text(lang, f"learn.{key}", **kw))
+                           revealed=revealed, t=lambda key, **kw: text(lang, f"learn.{key}", **kw))
 
 
 def _piece(t):
@@ -194,7 +199,11 @@ def draw_clones(c, how):
     how = how if how in CLONES else "clones"
     counts = {h: clone_counts(h) for h in CLONES}
     names = [wrap_title(c.t(f"clones.choice.{h}"), width=16) for h in CLONES]  # level, in lines: no tilted text
-    fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=[counts[h]["registered"] for h in CLONES],
+    hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
+    reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
+    fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
+                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in CLONES],
+                            textposition="outside", hoverinfo="skip" if hide else None,
                             marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
                      go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
                             marker_color=GREY)])
@@ -244,7 +253,8 @@ def quiz_layernorm(c):
     var = round(float(v["sigma"]) ** 2, 3)  # the variance: a tempting answer, and a wrong one
     values = [1.0, sigma, var, mean if abs(mean) > 1e-3 else 0.0]
     choices, right = _options(values, sigma, lambda x: f"γ = {x:.3f}")
-    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}", var=f"{var:.3f}")
+    word = _piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])  # plain text: the question is a label
+    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}", var=f"{var:.3f}", word=word)
 
 
 # ---- 4. scaled dot-product attention ------------------------------------------------------------------
@@ -260,8 +270,9 @@ def draw_scale(c, how):
     scaled = how != "raw"
     w, dk = scale_weights(c, scaled)
     tokens = c.ins.src_tokens
-    fig = go.Figure(go.Heatmap(z=inside.small(w, 3), colorscale="Blues", zmin=0, zmax=1,
-                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>", showscale=False))
+    fig = go.Figure(go.Heatmap(z=inside.small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
+                               # the weights' values wait for Check (the question averages them); colours show
+                               hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
     fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
     largest = float(w.max(-1).values.mean())
     return (_compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk)),
@@ -324,8 +335,8 @@ def draw_masks(c, which):
     which = which if which in ("padding", "subsequent", "both") else "both"
     batch = mask_batch(c)
     piece = lambda i: c.tokenizer.id_to_piece(int(i))  # raw pieces: the axis escapes them, once
-    if which == "padding":  # the German side: each sentence of the batch, its padding greyed
-        columns = [[piece(i) for i in row] for row in batch.src]
+    if which == "padding":  # the German side: each sentence of the batch, its padding greyed (named after Check)
+        columns = [[piece(i) if c.revealed or i != masks.PAD else "" for i in row] for row in batch.src]
         fig, rows = cell_table(columns, [c.t("masks.yours"), c.t("masks.ours")],
                                lambda i, j: bool(batch.src_mask[j, 0, i]))
         fig.update_yaxes(title=c.t("masks.position"))
@@ -386,12 +397,15 @@ def ffn_units(c, pos):
 
 def draw_ffn(c, pos):
     a, pos = ffn_units(c, pos)
+    ranked = a.sort(descending=True).values
+    if not c.revealed:  # the share that fires is the question: before Check, the firing units alone, uncounted
+        ranked = ranked[ranked > 0]
     # a filled step line, not 1024 bars: at a phone's width a bar is a third of a pixel and is not drawn; ranked
     # from 1, so that no x tick at 0 meets the y axis's 0
-    fig = go.Figure(go.Scatter(x=list(range(1, a.numel() + 1)), y=inside.small(a.sort(descending=True).values, 3),
-                               mode="lines", line=dict(color=ORANGE, width=1.5, shape="hv"), fill="tozeroy",
+    fig = go.Figure(go.Scatter(x=list(range(1, ranked.numel() + 1)), y=inside.small(ranked, 3), mode="lines",
+                               line=dict(color=ORANGE, width=1.5, shape="hv"), fill="tozeroy",
                                hovertemplate="%{y:.3f}<extra></extra>"))
-    fig.update_xaxes(title=c.t("ffn.units"))
+    fig.update_xaxes(title=c.t("ffn.units"), showticklabels=c.revealed)
     on = int((a > 0).sum())
     word = _piece(c.ins.src_tokens[pos])
     return (_compact(fig, c.t("ffn.fig", word=word)),
@@ -457,6 +471,9 @@ def draw_relative(c, k):
     fig.layout.annotations[1].text = c.t("relative.residual")
     fig.data[1].name = c.t("relative.float32")
     fig.update_xaxes(title_text=c.t("relative.pos"), row=1, col=2)
+    if not c.revealed:  # the error's size is the question: its shape shows, its scale waits for Check
+        fig.update_yaxes(showticklabels=False, row=1, col=2)
+        fig.update_traces(hoverinfo="skip", selector=dict(type="scatter"))
     # one panel above the other, each titled in lines above it: side by side, neither fits a phone
     fig.update_layout(xaxis=dict(domain=[0, 1]), xaxis2=dict(domain=[0, 1]), yaxis=dict(domain=[0.6, 0.92]),
                       yaxis2=dict(domain=[0, 0.36]))
@@ -490,9 +507,13 @@ def draw_init(c, how):
         nn.init.xavier_uniform_(layer.weight)  # as make_model does for every matrix
     w = layer.weight.detach().flatten()
     b = xavier_bound(d, d_ff)
-    fig = go.Figure(go.Histogram(x=inside.small(w[::16], 4), nbinsx=60, marker_color=ORANGE if how != "default" else GREY))
+    fig = go.Figure(go.Histogram(x=inside.small(w[::16], 4), nbinsx=60, marker_color=ORANGE if how != "default" else GREY,
+                                 hoverinfo=None if c.revealed else "skip"))
     for x in (-b, b):
         fig.add_vline(x=x, line=dict(color=BLUE, dash="dash"))
+    # one range for both draws, so that switching compares their widths; the bound's value is the question
+    wide = 1.15 * max(b, 1 / math.sqrt(d))
+    fig.update_xaxes(range=[-wide, wide], showticklabels=c.revealed)
     return (_compact(fig, c.t(f"init.fig.{'default' if how == 'default' else 'xavier'}", d=d, d_ff=d_ff)),
             dict(bound=f"{b:.4f}", lo=f"{float(w.min()):.4f}", hi=f"{float(w.max()):.4f}", d=d, d_ff=d_ff))
 
@@ -509,7 +530,9 @@ def quiz_init(c):
 
 def draw_greedy(c, step):
     t = clamp(step, 1, len(c.ins.out_tokens)) - 1
+    asked = greedy_question_step(c.ins) + 1  # the question's piece in tgt_tokens: it and what follows wait for Check
     seen = [label(_piece(w)) if w != "<s>" else "&lt;s&gt;" for w in c.ins.tgt_tokens[:t + 1]]
+    seen = [w if c.revealed or j < asked else "?" for j, w in enumerate(seen)]
     m = subsequent_mask(t + 1)[0].int()
     fig = go.Figure(go.Heatmap(z=m.tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
                                hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
@@ -535,7 +558,7 @@ def quiz_greedy(c):
     prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
     return ([_piece(w) for w in order], order.index(chosen),
             dict(prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)), p=f"{c.ins.token_probs[t]:.3f}",
-                 method=c.ins.decoding.get("method", "greedy")))
+                 method=c.ins.decoding.get("method", "greedy"), before=prefix))  # before: the question's, plain
 
 
 # ---- 12. Batch and teacher forcing ----------------------------------------------------------------------
@@ -543,7 +566,7 @@ def quiz_greedy(c):
 def draw_teacher(c, pos):
     inputs, targets = c.ins.tgt_tokens, c.ins.out_tokens  # tgt[:, :-1] and tgt[:, 1:] of <s> y ... </s>
     t = clamp(pos, 1, len(targets)) - 1
-    fig, rows = cell_table([[_piece(w) for w in inputs], [_piece(w) for w in targets]],
+    fig, rows = cell_table([[_piece(w) for w in inputs], [_piece(w) if c.revealed else "?" for w in targets]],
                            ["tgt[:, :-1]", "tgt[:, 1:]"], lambda i, j: i == t)
     # positions counted from 1, as the slider and the fact line count them
     fig.update_yaxes(tickmode="array", tickvals=list(range(rows)), ticktext=[str(i + 1) for i in range(rows)],
@@ -601,6 +624,9 @@ def draw_noam(c, warmup):
     fig = training.noam_figure(d, 1.0, warmup)  # the Training tab's figure, its words in the learner's language
     fig.data[-1].name = c.t("noam.yours", d=d, warmup=warmup)
     fig.update_layout(xaxis_title=c.t("noam.step"), yaxis_title=c.t("noam.rate"))
+    if not c.revealed:  # how high the rate climbs is the question: the curves' shapes show, their scale waits
+        fig.update_yaxes(showticklabels=False)
+        fig.update_traces(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
     peak = rate(warmup, d, 1.0, warmup)
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 
@@ -609,8 +635,13 @@ def quiz_noam(c):
     d, warmup = c.model.src_embed[0].d_model, 4000
     steps = range(1, 3 * warmup)
     peak = max(steps, key=lambda s: rate(s, d, 1.0, warmup))
-    choices, right = _options([warmup // 4, peak, 2 * warmup, 1], peak, lambda s: f"{s:,}")
-    return choices, right, dict(peak=f"{peak:,}", d=d, rate=f"{rate(peak, d, 1.0, warmup):.2e}")
+    top = rate(peak, d, 1.0, warmup)
+    # the wrong ones: the paper's base model (d_model 512, or 1024 if this is it), the rate without
+    # d_model^-0.5, and the first step's
+    other = 1024 if d == 512 else 512
+    values = [top, rate(warmup, other, 1.0, warmup), warmup ** -0.5, rate(1, d, 1.0, warmup)]
+    choices, right = _options(values, values[0], lambda x: f"{x:.2e}")
+    return choices, right, dict(peak=f"{peak:,}", d=d, rate=f"{top:.2e}")
 
 
 # ---- 15. label smoothing ---------------------------------------------------------------------------------
@@ -628,6 +659,8 @@ def draw_smoothing(c, eps):
     targets = [t.split()[-1] for t in fig.layout.yaxis.ticktext]
     fig.update_layout(xaxis_title=c.t("smoothing.token"), yaxis_title=c.t("smoothing.example"))
     fig.update_yaxes(ticktext=[c.t("smoothing.target", t=t) for t in targets])
+    if not c.revealed:  # the right piece's share is the question: the colours show, the numbers wait for Check
+        fig.update_traces(text=None, texttemplate=None, hovertemplate=None, hoverinfo="skip", showscale=False)
     return _compact(fig, c.t("smoothing.fig", eps=f"{eps:g}")), dict(eps=f"{eps:g}", right=f"{float(td[0, 2]):.3f}",
                                                                       other=f"{float(td[0, 1]):.3f}")
 
@@ -668,8 +701,9 @@ KEYS = tuple(s.key for s in STEPS)
 
 
 def new_progress():
-    """A session's place on the path: the step on screen (0-based) and the steps done."""
-    return {"step": 0, "done": []}
+    """A session's place on the path: the step on screen (0-based), the steps done, and the steps whose answer
+    was checked (key -> the choice picked and the question it answered, see `revealed`)."""
+    return {"step": 0, "done": [], "revealed": {}}
 
 
 def step_of(progress):
@@ -709,8 +743,43 @@ def control_updates(step, ins, c):
 
 
 def figure_and_fact(step, c, value):
+    """The step's figure for `value` and its fact line; once the answer is checked, the line goes on with what
+    it kept back (`learn.<key>.seen`, where the step has one)."""
     fig, values = step.draw(c, value)
-    return fig, c.t(f"{step.key}.fact", **values)
+    fact = c.t(f"{step.key}.fact", **values)
+    if c.revealed and f"learn.{step.key}.seen" in table("en"):
+        fact += ("" if fact.endswith(("。", "！", "？")) else " ") + c.t(f"{step.key}.seen", **values)  # no space after 。
+    return fig, fact
+
+
+def question_mark(right, values):
+    """A question's identity: its right choice and its answer's fields. Another sentence that changes the answer
+    makes it another question, which the learner has not answered yet."""
+    return hashlib.sha1(json.dumps([right, values], sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def revealed(progress, key, mark):
+    """The index of the choice the learner checked for step `key`, if they checked this very question; else None."""
+    seen = ((progress or {}).get("revealed") or {}).get(key)
+    if isinstance(seen, dict) and seen.get("quiz") == mark and isinstance(seen.get("pick"), int):
+        return seen["pick"]
+    return None
+
+
+def verdict(c, key, choices, right, values, pick):
+    """Whether the pick was right, and the answer, computed."""
+    word = c.t("right" if pick == right else "wrong", answer=md_literal(choices[right]))
+    return f"{word}\n\n{c.t(f'{key}.a', **values)}"
+
+
+def quiz_state(step, ins, progress, lang):
+    """The step's question in `lang` (choices, right, fields), and the context to draw it in: revealed when the
+    learner has checked it."""
+    c = context(ins, lang)
+    choices, right, values = step.quiz(c)
+    pick = revealed(progress, step.key, question_mark(right, values))
+    c.revealed = pick is not None and 0 <= pick < len(choices)
+    return c, (choices, right, values), pick if c.revealed else None
 
 
 def render(ins, progress, lang):
@@ -726,13 +795,15 @@ def render(ins, progress, lang):
         wait = text(lang, "learn.wait")
         return (progress_html(progress, lang), head, body, gr.update(visible=False), gr.update(visible=False), None,
                 wait, gr.update(choices=[], value=None, label=wait), "", gr.update(value=tab), where)
-    c = context(ins, lang)
+    c, (choices, right, values), pick = quiz_state(step, ins, progress, lang)
     slider, choice = control_updates(step, ins, c)
     fig, fact = figure_and_fact(step, c, _value(step.control.default, ins))
-    choices, _, _ = step.quiz(c)
-    question = gr.update(choices=list(choices), value=None, label=c.t(f"{step.key}.q"))
-    return (progress_html(progress, lang), head, body, slider, choice, fig, fact, question, "", gr.update(value=tab),
-            where)
+    # the question's fields are its answer's: a premise it states (never the answer itself)
+    question = gr.update(choices=list(choices), value=None if pick is None else choices[pick],
+                         label=c.t(f"{step.key}.q", **values))
+    answer = "" if pick is None else verdict(c, step.key, choices, right, values, pick)
+    return (progress_html(progress, lang), head, body, slider, choice, fig, fact, question, answer,
+            gr.update(value=tab), where)
 
 
 def act(ins, progress, value, lang):
@@ -743,21 +814,29 @@ def act(ins, progress, value, lang):
         return progress, progress_html(progress, lang), gr.skip(), gr.skip()
     if step.key not in progress["done"]:
         progress["done"] = [*progress["done"], step.key]
-    fig, fact = figure_and_fact(step, context(ins, lang), value)
+    c, _, _ = quiz_state(step, ins, progress, lang)
+    fig, fact = figure_and_fact(step, c, value)
     return progress, progress_html(progress, lang), fig, fact
 
 
-def check(ins, progress, picked, lang):
-    """The answer to the step's question, computed, and whether the learner's pick was it."""
+def check(ins, progress, picked, slider, choice, lang):
+    """The answer to the step's question, computed, and whether the learner's pick was it; then the evidence the
+    step kept back: its figure (at the action's value, `slider` or `choice`) and fact line, revealed. The step
+    stays revealed in the session's progress (Next, Back, the language switch and a redraw keep it)."""
     if ins is None:
-        return ""
+        return progress, "", gr.skip(), gr.skip()
+    progress = dict(progress or new_progress())
     step = STEPS[step_of(progress)]
     c = context(ins, lang)
     choices, right, values = step.quiz(c)
     if picked is None or picked not in choices:
-        return c.t("pick")
-    verdict = c.t("right" if choices.index(picked) == right else "wrong", answer=md_literal(choices[right]))
-    return f"{verdict}\n\n{c.t(f'{step.key}.a', **values)}"
+        return progress, c.t("pick"), gr.skip(), gr.skip()
+    pick = choices.index(picked)
+    progress["revealed"] = {**(progress.get("revealed") or {}),
+                            step.key: {"pick": pick, "quiz": question_mark(right, values)}}
+    c.revealed = True
+    fig, fact = figure_and_fact(step, c, slider if step.control.kind == "slider" else choice)
+    return progress, verdict(c, step.key, choices, right, values, pick), fig, fact
 
 
 def go_to(ins, progress, k, lang):
@@ -854,13 +933,15 @@ def _layout():
     path = gr.HTML(elem_id="learn-path", js_on_load=PICK_JS, css_template=MARK_CSS)
     head = gr.Markdown(elem_id="learn-head")
     body = gr.Markdown(elem_id="learn-body")
+    # predict, then see: the question and its check before the evidence (the action, the figure, the fact line),
+    # which keeps the answer back until the check
+    question = gr.Radio([], label=" ", elem_id="learn-question")
+    check_btn = gr.Button(L("ui.learn.check"), size="sm", elem_id="learn-check")
+    answer = gr.Markdown(elem_id="learn-answer")
     slider = gr.Slider(0, 1, value=0, label=" ", visible=False, elem_id="learn-slider")
     choice = gr.Radio([], label=" ", visible=False, elem_id="learn-choice")
     figure = gr.Plot(elem_id="learn-figure", show_label=False)
     fact = gr.Markdown(elem_id="learn-fact")
-    question = gr.Radio([], label=" ", elem_id="learn-question")
-    check_btn = gr.Button(L("ui.learn.check"), size="sm", elem_id="learn-check")
-    answer = gr.Markdown(elem_id="learn-answer")
     with gr.Row(elem_id="learn-nav"):
         back_btn = gr.Button(L("ui.learn.back"), elem_id="learn-back", min_width=88)
         open_btn = gr.Button(" ", elem_id="learn-open", min_width=88)
@@ -885,7 +966,8 @@ def build(page, state, lang):
     for control in (p.slider, p.choice):
         control.input(act, [state, progress, control, lang], [progress, p.path, p.figure, p.fact],
                       trigger_mode="always_last", api_visibility="private")
-    p.check.click(check, [state, progress, p.question, lang], p.answer, api_visibility="private")
+    p.check.click(check, [state, progress, p.question, p.slider, p.choice, lang],
+                  [progress, p.answer, p.figure, p.fact], api_visibility="private")
     for button, move in ((p.back, back), (p.next, forward), (p.path, pick)):
         button.click(move, [state, progress, lang], [progress, *outputs], api_visibility="private")
     p.where.change(None, p.where, None, js=WHERE_JS)

@@ -100,7 +100,7 @@ def overview_svg(ins, lang="en"):
 
 # the tab's one view: the diagram with the translation's shapes, in the page's language; cleared back to S and T
 # when it is hidden and a new translation comes (drawn again in the page's language when the tab opens)
-VIEWS = [View("overview/diagram", ("overview",), overview_svg, uses=("lang",), blank=lambda: (overview_svg(None),))]
+VIEWS = [View("overview/diagram", ("overview",), overview_svg, uses=("lang",), blank=lambda lang="en": (overview_svg(None, lang),))]
 
 
 def show(page, ins, lang="en"):

@@ -274,7 +274,7 @@ def replay_start(ins, lang="en"):
 VIEWS = [View("translate/tokens", (), token_probs, uses=("lang",), blank=("",)),
          View("translate/status", (), status_view, uses=("lang",), blank=("",)),
          View("translate/replay", ("translate",), replay_start, outputs=4, uses=("lang",),
-              blank=lambda: (step_slider(None), "", "", ""))]
+              blank=lambda lang="en": (step_slider(None), "", "", ""))]
 REPLAY = 2  # where the replay's outputs start, after the token strip's and the status line's
 
 
@@ -335,8 +335,8 @@ def _step_replay():
 
 
 def _layout(default_alpha):
-    """The text box, the examples, the settings and the button; the English, the status, the token strip and
-    the export button with its file."""
+    """The text box, the examples, the settings and the button; the English, the status (the page's and the
+    API's), the token strip and the export button with its file."""
     with gr.Row():
         with gr.Column(scale=1):
             src = gr.Textbox(label=L("ui.translate.german"), lines=2, max_lines=6, value=examples()[0],
@@ -347,12 +347,14 @@ def _layout(default_alpha):
         with gr.Column(scale=1):
             out = gr.Textbox(label=L("ui.translate.english"), interactive=False, elem_id="out")
             status = gr.Markdown(elem_id="status")
+            # the public API's status line (English), kept out of sight: the page shows its own, in its language
+            api_status = gr.Markdown(visible=False)
             probs = gr.HTML(elem_id="token-probs")
             with gr.Row():
                 export = gr.Button(L("ui.translate.export"), size="sm", elem_id="export-btn")
                 exported = gr.File(label=L("ui.translate.export-file"),
                                    visible=False, interactive=False, elem_id="export-file")
-    return src, settings, go_btn, out, status, probs, (export, exported)
+    return src, settings, go_btn, out, (status, api_status), probs, (export, exported)
 
 
 def build(demo, page, state, default_alpha, lang):
@@ -360,14 +362,14 @@ def build(demo, page, state, default_alpha, lang):
     Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
     translation runs (see app/ui.py), and the box, settings and results a link fills in."""
     with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
-        src, settings, go_btn, out, status, probs, (export, exported) = _layout(default_alpha)
+        src, settings, go_btn, out, (status, api_status), probs, (export, exported) = _layout(default_alpha)
         step, prev_btn, next_btn, step_views = _step_replay()
     outputs = [probs, status, step, *step_views]
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
-                       [out, status, state], api_name="translate", show_progress_on=[out],
+                       [out, api_status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
-    # the public API's status line is English; a problem with the input is said again in the page's language (a
-    # translation's status line is, by its view)
+    # the public API's status line is English, and goes to a hidden box; on the page, a problem with the input is
+    # said in the page's language (a translation's status line is, by its view)
     translated.then(input_notice, [src, lang], status, api_visibility="private")
     tab.select(opener(("translate",), show), [page, state, lang], outputs, api_visibility="private")
     lang.change(relabel, [page, state, step, lang], outputs, api_visibility="private")
@@ -380,4 +382,4 @@ def build(demo, page, state, default_alpha, lang):
         button.click(move, [state, step, lang], [step, *step_views], trigger_mode="always_last",
                      api_visibility="private")
     return tab_views(show, VIEWS, dict(lang=lang), outputs, translated=translated, inputs=[src, *settings],
-                     results=[out, status])
+                     results=[out, api_status])

@@ -1,7 +1,7 @@
 """The What if tab: the beam search behind the last translation as a tree, and the model made to
 continue from another word, from an English prefix, or to score a translation written by the user.
 
-The tree needs one beam search that records its candidates (Translator.search_tree), run when the tab is shown
+The tree needs one beam search that records its candidates (core.analysis.searchtree.search), run when the tab is shown
 and kept per translation and beam size. Each what-if is one decoding or one teacher-forced pass, run when its
 button is pressed; all of them use the translation's own settings and the shared model, one at a time.
 """
@@ -11,6 +11,7 @@ import math
 import gradio as gr
 import plotly.graph_objects as go
 
+from core.analysis import searchtree
 from core.decode import DECODING_LIMITS
 
 from ..cache import PerTranslation
@@ -38,8 +39,8 @@ def search_tree(ins, beam):
     def compute():
         decoding = ins.decoding or {}
         with MODEL_LOCK:
-            return get_translator().search_tree(source_text(ins), beam=beam, alpha=decoding.get("alpha"),
-                                                max_len=decoding.get("max_len"))
+            return searchtree.search(get_translator(), source_text(ins), beam=beam, alpha=decoding.get("alpha"),
+                                     max_len=decoding.get("max_len"))
     return _KEPT.get(ins, beam, compute)
 
 
@@ -213,7 +214,7 @@ def _blank(lang="en"):
     return empty_figure(not_yet(lang))
 
 
-VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam", "lang"), blank=lambda: (_blank(),)),
+VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam", "lang"), blank=lambda beam, lang="en": (_blank(lang),)),
          View("whatif/positions", ("whatif",), positions_view, outputs=3,
               blank=(gr.update(choices=[], value=None), gr.update(choices=[], value=None), ""))]
 

@@ -15,12 +15,18 @@ from core.analysis.attribution import attribute
 
 from ..cache import PerTranslation
 from ..common import clamp, code_panel, empty_figure, label, md_literal
-from ..i18n import L, texts
+from ..i18n import L, text, texts
 from ..shared import MODEL_LOCK, get_translator
-from ..views import View, opener, refresh, tab_views
+from ..views import View, opener, refresh, shown, tab_views
 from .attention import positions, rounded
 
-NOT_YET = "Translate a sentence first (Translate tab): its output tokens will be listed here."
+
+def not_yet(lang="en"):
+    """What the tab's figures say before a translation."""
+    return text(lang, "why.not-yet")
+
+
+NOT_YET = not_yet()
 MEASURES = ("attention", "gradient", "occlusion")  # the three readings of a token, as the figure shows them (why.<m>)
 
 
@@ -135,8 +141,8 @@ def why_view(ins, position, lang="en"):
             reading(ins, att, position, lang))
 
 
-def _blank_why():
-    return empty_figure(NOT_YET), empty_figure(NOT_YET), ""
+def _blank_why(position=None, lang="en"):
+    return empty_figure(not_yet(lang)), empty_figure(not_yet(lang)), ""
 
 
 # the token menu (its choices are the output tokens, in no language) and the token's figures and reading, in the
@@ -146,8 +152,12 @@ VIEWS = [View("why/tokens", ("why",), tokens_view, blank=(gr.update(choices=[], 
 
 
 def show(page, ins, position=None, lang="en"):
-    """The tab's views for the page as it is (app/views.py)."""
-    return refresh(page, ins, VIEWS, dict(position=position, lang=lang))
+    """The tab's views for the page as it is (app/views.py); before a translation, the figures' placeholders in
+    the page's language."""
+    out = refresh(page, ins, VIEWS, dict(position=position, lang=lang))
+    if ins is None and shown(page, VIEWS[1].where):
+        out = (*out[:1], *_blank_why(position, lang))
+    return out
 
 
 # ---- layout and events -----------------------------------------------------------------------------

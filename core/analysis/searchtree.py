@@ -10,8 +10,10 @@ token, the token's log-probability, the hypothesis's cumulative log-probability 
 """
 from dataclasses import dataclass, field
 
-from ..data import BOS
-from ..decode import length_penalty
+import torch
+
+from ..data import BOS, PAD
+from ..decode import beam_search, length_penalty
 
 
 @dataclass
@@ -76,3 +78,16 @@ class SearchTree:
     @property
     def returned(self):
         return next((n for n in self.nodes if n.status == "returned"), None)
+
+
+@torch.no_grad()
+def search(translator, text, beam=4, alpha=None, max_len=None):
+    """The beam search of `text` as a SearchTree, run with the model that `translator.translate` uses for it, so
+    that the returned hypothesis is the translation."""
+    src_ids, _ = translator.encode_source(text)
+    src = torch.tensor([src_ids], device=translator.device)
+    tree = SearchTree()
+    beam_search(translator.decoding_model(beam), src, (src != PAD).unsqueeze(-2),
+                max_len or translator.default_max_len(src.size(1)), beam=beam,
+                alpha=translator.alpha if alpha is None else alpha, tree=tree)
+    return tree

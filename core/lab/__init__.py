@@ -50,6 +50,7 @@ from .run import (  # noqa: F401
     held_out_set,
     setup,
     step_loss,
+    to_device,
     train,
 )
 from .shipped import (  # noqa: F401

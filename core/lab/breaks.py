@@ -147,7 +147,7 @@ def masks(batch_src, tgt_in, breaks):
         tgt_mask = (tgt_in != PAD).unsqueeze(-2).expand(-1, tgt_in.size(1), -1)  # padding only
         if "no_padding_mask" in breaks:
             tgt_mask = torch.ones_like(tgt_mask)
-    return src_mask, tgt_mask
+    return src_mask, tgt_mask.to(tgt_in.device)  # subsequent_mask is made on the CPU
 
 
 def lr_lambda(breaks, d_model=SIZE["d_model"]):

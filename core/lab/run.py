@@ -8,7 +8,16 @@ import torch
 
 from ..data import BOS, EOS, PAD
 from ..train import LabelSmoothing, SimpleLossCompute
-from .breaks import BREAKS, attention_layers, build_model, count, held_parameters, lr_lambda, masks
+from .breaks import (
+    BREAKS,
+    attention_layers,
+    build_model,
+    count,
+    held_modules,
+    held_parameters,
+    lr_lambda,
+    masks,
+)
 from .tasks import (
     BATCH,
     BUDGET,
@@ -73,11 +82,11 @@ def budget(task, layers=SIZE["N"]):
 ACCUM_CHOICES = (1, 2, 4, 8)   # micro-batches per step: BATCH / k sequences each, the same step as one batch
 
 
-def step_loss(model, loss_compute, task, breaks, seqs, accum=1, measure=False):
+def step_loss(model, loss_compute, task, breaks, seqs, accum=1, measure=False, device="cpu"):
     """Forward and backward over `seqs` in `accum` micro-batches, each loss divided by the tokens of all of them
     (so the summed gradients are those of one batch); returns (loss per token, activation bytes at the peak,
-    when `measure`, else 0)."""
-    batches = [to_batch(task, seqs[i::accum]) for i in range(accum)]
+    when `measure`, else 0). The batches are drawn on the CPU and moved to `device`, the model's."""
+    batches = [to_batch(task, seqs[i::accum]).to(device) for i in range(accum)]
     tokens = sum(b.ntokens for b in batches)
     total, peak = 0.0, 0
     for b in batches:
@@ -135,26 +144,36 @@ def gradient_check(task, accum, seed=0, breaks=(), layers=0):
             "activation_bytes_accumulated": peaks[1]}
 
 
-def setup(cfg):
-    """The model, Adam with its rate schedule, and the loss, for a checked configuration."""
-    model = build_model(cfg.breaks, cfg.seed, layers=cfg.layers)
+def to_device(model, device):
+    """The model on `device`, the layers of a plain list (plain_list: modules .to() does not reach) included."""
+    for m in held_modules(model):
+        m.to(device)
+    return model
+
+
+def setup(cfg, device="cpu"):
+    """The model (built on the CPU from its seed, then moved to `device`), Adam with its rate schedule, and the
+    loss, for a checked configuration."""
+    model = to_device(build_model(cfg.breaks, cfg.seed, layers=cfg.layers), device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg.breaks))
     loss_compute = SimpleLossCompute(model.generator, LabelSmoothing(VOCAB, PAD, cfg.smoothing))
     return model, optimizer, scheduler, loss_compute
 
 
-def fit(cfg, on_progress=None, every=20):
+def fit(cfg, on_progress=None, every=20, device="cpu"):
     """Train as `cfg` says until its steps or its seconds run out; returns (model, curve, seconds). Every
-    `every` steps `on_progress(curve)` is called with the curve so far."""
-    model, optimizer, scheduler, loss_compute = setup(cfg)
+    `every` steps `on_progress(curve)` is called with the curve so far. The sequences are drawn on the CPU
+    from the seed whatever the device, so a run on a GPU sees the same data and starts from the same weights."""
+    model, optimizer, scheduler, loss_compute = setup(cfg, device)
     gen = torch.Generator().manual_seed(cfg.seed)
     curve = {"step": [], "loss": [], "lr": []}
     model.train()
     start = time.perf_counter()
     for step in range(1, cfg.steps + 1):
         lr = optimizer.param_groups[0]["lr"]
-        loss, _ = step_loss(model, loss_compute, cfg.task, cfg.breaks, sample(BATCH, gen), cfg.accum)
+        loss, _ = step_loss(model, loss_compute, cfg.task, cfg.breaks, sample(BATCH, gen), cfg.accum,
+                            device=device)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         scheduler.step()
@@ -167,12 +186,15 @@ def fit(cfg, on_progress=None, every=20):
     return model, curve, time.perf_counter() - start
 
 
-def train(cfg, on_progress=None):
-    """Train a lab model on one thread and evaluate it: the result record (see `evaluate`)."""
+def train(cfg, on_progress=None, device="cpu", threads=1):
+    """Train a lab model and evaluate it: the result record (see `evaluate`), plain Python values whatever the
+    device. `threads` (None: leave torch's setting alone) is the CPU threads torch may use; the Lab's processes
+    use one."""
     cfg = cfg.checked()
-    torch.set_num_threads(1)
+    if threads:
+        torch.set_num_threads(threads)
     cpu = time.thread_time()
-    model, curve, seconds = fit(cfg, on_progress)
+    model, curve, seconds = fit(cfg, on_progress, device=device)
     cpu = time.thread_time() - cpu
     record = {"task": cfg.task, "breaks": list(cfg.breaks), "smoothing": cfg.smoothing, "accum": cfg.accum,
               "seed": cfg.seed, "layers": cfg.layers, "steps": len(curve["step"]), "steps_budget": cfg.steps,
@@ -199,7 +221,7 @@ def greedy(model, src, breaks, max_len=MAX_LEN + 1):
     model.eval()
     src_mask, _ = masks(src, src[:, :1], breaks)
     memory = model.encode(src, src_mask)
-    ys = torch.full((src.size(0), 1), BOS, dtype=torch.long)
+    ys = torch.full((src.size(0), 1), BOS, dtype=torch.long, device=src.device)
     for _ in range(max_len):
         _, tgt_mask = masks(src, ys, breaks)
         out = model.decode(memory, src_mask, ys, tgt_mask)
@@ -227,7 +249,7 @@ def evaluate(model, cfg, n_examples=6):
     """Exact match of greedy decoding on the held-out set, the teacher-forced loss, the parameter counts, a few
     examples, and the attention maps of one example."""
     seqs = held_out_set()
-    batch = to_batch(cfg.task, seqs)
+    batch = to_batch(cfg.task, seqs).to(next(model.parameters()).device)
     outputs = greedy(model, batch.src, cfg.breaks)
     right = [out == answer(cfg.task, s) for s, out in zip(seqs, outputs)]
     examples = [{"input": s, "target": answer(cfg.task, s), "output": o} for s, o in zip(seqs, outputs)][:n_examples]
@@ -244,9 +266,10 @@ def attention_maps(model, cfg, seqs):
     """Decoder self-attention and cross-attention (per layer and head, in percent) while the model reads its
     own greedy output for one held-out example of ATTENTION_EXAMPLE_LEN symbols."""
     seq = next(s for s in seqs if len(s) == ATTENTION_EXAMPLE_LEN)
-    src = torch.tensor([seq]) + FIRST
+    device = next(model.parameters()).device
+    src = torch.tensor([seq], device=device) + FIRST
     out = greedy(model, src, cfg.breaks)[0]
-    tgt_in = torch.tensor([[BOS] + [t + FIRST for t in out]])
+    tgt_in = torch.tensor([[BOS] + [t + FIRST for t in out]], device=device)
     roles = {}
     for layer in model.decoder.layers:
         roles[id(layer.self_attn)], roles[id(layer.src_attn)] = "decoder", "cross"
