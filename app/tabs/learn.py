@@ -202,8 +202,10 @@ def draw_clones(c, how):
     hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
     reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
     fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
-                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in CLONES],
-                            textposition="outside", hoverinfo="skip" if hide else None,
+                            text=[wrap_title(c.t("clones.hidden"), width=8) if hide and h == "plain" else ""
+                                  for h in CLONES],  # in short lines at 11 px: plotly shrinks a wide one to fit
+                            textposition="outside", textfont=dict(size=11), constraintext="none",
+                            hoverinfo="skip" if hide else None,
                             marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
                      go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
                             marker_color=GREY)])
