@@ -47,7 +47,7 @@ def build_demo():
         show, controls = translation_shower(shown), [c for t in shown for c in t.controls.values()]
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (tools.bench --browser)
-        for event in (translation.translated, tabs.learn.translates(learn, translation, state, lang), linked):
+        for event in (translation.translated, tabs.learn.translates(learn, translation, state, lang, linked), linked):
             event.then(show, [page, state, *controls], [o for t in shown for o in t.outputs], api_visibility="private",
                        show_progress_on=translation.outputs[0])
         # a new language: one event redraws the views on screen of every tab but two, which redraw themselves

@@ -207,6 +207,24 @@ def test_translate_and_step_replay(page):
     shot(page, "translate")
 
 
+def test_one_sentence_for_the_page_and_a_notice_when_it_is_not_german(page):
+    """A sentence translated in the Translate tab is the one the Learn box shows (its steps are drawn from it);
+    an English one is translated all the same, with a notice under both boxes."""
+    from app.tabs.translate import german_hint
+    english_input = "A dog runs on the beach."
+    assert translate(page, english_input)  # translated: the notice never refuses it
+    notice = re.sub(r"\\(.)", r"\1", german_hint(english_input))  # the Markdown as a reader sees it
+    wait_until(page, "text('#status').includes(arg)", notice[:40], what="the notice in the status line")
+    open_tab(page, "Learn", "#learn-src")
+    wait_until(page, "el('#learn-src textarea').value === arg && text('#learn-notice').includes(arg2)"
+               .replace("arg2", json.dumps(notice[:40])), english_input, what="the Learn box on the page's sentence")
+    # and back to German: the notice goes
+    translate(page, SENTENCE)
+    open_tab(page, "Learn", "#learn-src")
+    wait_until(page, "el('#learn-src textarea').value === arg && text('#learn-notice').trim() === ''", SENTENCE,
+               what="the Learn box on the German sentence, without a notice")
+
+
 def test_attention_heatmap_and_bertviz_render(page):
     translate(page, SENTENCE)
     open_tab(page, "Attention", "#heatmap")
@@ -607,12 +625,31 @@ def do_the_action(page, step):
         page.locator("#learn-choice label").filter(has_not=page.locator("input:checked")).last.click()
 
 
+# the step's heading at the top of the screen (WHERE_JS puts it 8 px below the top)
+HEAD_AT_TOP = "Math.abs(el('#learn-head').getBoundingClientRect().top - 8) < 24"
+
+
+def read_the_step(page, k):
+    """What a reader of step `k` on a phone meets: its heading at the top of the screen once it is drawn, and
+    nothing in the tab that cannot be read (tests/readability.py: figure text under 9 px, texts over each other
+    or under a button, number boxes cut, escaped markup, the page wider than the screen)."""
+    from tests import readability
+    wait_until(page, f"{HEAD_AT_TOP} && settled('learn-figure')", what=f"step {k}'s heading at the top of the screen")
+    problems = readability.problems(page, "#learn")
+    assert problems == [], f"step {k}: {problems}"
+
+
 def walk_the_path(page, lang, phone):
     from app.i18n import text
     from app.tabs.learn import STEPS
     for k, step in enumerate(STEPS, start=1):
         wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')",
                    f"{step_heading(lang, k)} · {text(lang, f'learn.{step.key}.title')}", what=f"step {k}")
+        # after Next (or, for the first, the page's opening) the reader starts at the step's heading
+        if phone:
+            read_the_step(page, k)
+        else:
+            wait_until(page, HEAD_AT_TOP, what=f"step {k}'s heading at the top of the screen")
         figure = plot_text(page, "learn-figure")
         do_the_action(page, step)
         # the action redraws the figure and marks the step done on the path
@@ -624,8 +661,9 @@ def walk_the_path(page, lang, phone):
         page.locator("#learn-check").click()
         wait_until(page, "/^[✓✗]/.test(text('#learn-answer').trim())", what=f"the answer of step {k}")
         if phone:
-            sizes = page.evaluate("""() => ['#learn-next', '#learn-back', '#learn-check', '#learn-question label']
-                .map(s => [s, document.querySelector(s).getBoundingClientRect().height])""")
+            sizes = page.evaluate("""() => ['#learn-next', '#learn-back', '#learn-check', '#learn-question label',
+                '#learn-path button.learn-mark'].map(s => [s, document.querySelector(s).getBoundingClientRect()])
+                .map(([s, r]) => [s, Math.min(r.height, s.includes('mark') ? r.width : r.height)])""")
             assert all(h >= 44 for _, h in sizes), sizes
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"step {k} scrolls sideways"
         if k < len(STEPS):
@@ -647,6 +685,16 @@ def test_the_learn_path_in_chinese_on_a_phone(app, browser):
         assert page.evaluate("getComputedStyle(document.querySelector('#learn-figure .nsewdrag')).pointerEvents") \
             == "none"
         walk_the_path(page, "zh-CN", phone=True)
+        # a tapped circle opens its step, its heading at the top of the screen
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        page.locator("#learn-path button.learn-mark[data-step='3']").tap()
+        wait_until(page, "text('#learn-head').includes(arg)", step_heading("zh-CN", 3), what="step 3 from its circle")
+        read_the_step(page, 3)
+        assert page.locator("#learn-path button[aria-current=step]").get_attribute("data-step") == "3"
+        # the current step's own circle, tapped from further down, brings its heading back
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        page.locator("#learn-path button.learn-mark[data-step='3']").tap()
+        wait_until(page, HEAD_AT_TOP, what="step 3's heading back at the top from its own circle")
         # a sentence the tab cannot take is told under its box, in the page's language
         page.locator("#learn-src textarea").fill("   ")
         page.locator("#learn-go").click()
@@ -678,6 +726,7 @@ def test_a_link_restores_a_learn_step_and_the_switch_changes_language(app, brows
     context, page = learner(app, browser, {"width": 1000, "height": 900}, "en-US", "?learn=3&lang=zh-CN")
     try:
         wait_until(page, "text('#learn-head').includes(arg)", step_heading("zh-CN", 3), what="step 3 in Chinese")
+        wait_until(page, HEAD_AT_TOP, what="the linked step's heading at the top of the screen")
         assert page.locator("[role=tab]").first.inner_text() == "学习"
         # its full view: the Inside tab at its LayerNorm sub-tab
         page.locator("#learn-open").click()

@@ -11,6 +11,7 @@ Nothing here runs the model for a step but what the step itself needs: the trans
 Inside tab's recorded pass (kept per translation), or a tiny model from the Lab.
 """
 import hashlib
+import html
 import json
 import math
 import re
@@ -33,7 +34,7 @@ from ..i18n import L, read_lang, table, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
 from . import inside, masks, positional, training
-from .translate import input_problem
+from .translate import german_hint, input_problem
 from .translate import translate as translate_fn
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
@@ -99,13 +100,46 @@ def wrap_title(title, width=TITLE_WIDTH):
     return "<br>".join(label(x) for x in lines if x)
 
 
-def _compact(fig, title):
-    """A step's figure: short, its title the step's own (in lines a phone shows), and still on a phone (a touch
-    scrolls the page)."""
+TITLE_PAD = 18  # px above the title: plotly places a title's first line by its baseline, the rest below it
+LEGEND_LINE, LEGEND_WIDTH = 19, 330  # a legend line's height, and the width it is packed into: a phone's figure
+LEGEND_NAME = 30  # a legend entry's line width, in Latin letters: plotly cuts a longer one at the figure's edge
+
+
+def text_width(s, size=12):
+    """About how wide `s` is drawn, in px, at font `size` (a Chinese character counts about twice a letter)."""
+    return sum(size if re.match(r"[\u3000-\u9fff\uff00-\uffef]", ch) else 0.6 * size for ch in s)
+
+
+def legend_entries(fig):
+    return [t for t in fig.data if t.type != "heatmap" and t.showlegend is not False]
+
+
+def legend_height(fig):
+    """The px a horizontal legend of `fig` takes at a phone's width, its names in lines as they are (0 without a
+    legend). Plotly puts its entries in one row if they fit, else one under another."""
+    shown = legend_entries(fig)
+    if fig.layout.showlegend is False or (len(shown) < 2 and not any(t.showlegend for t in shown)):
+        return 0  # plotly draws a legend for two traces or more, or one that asks for it
+    lines = [(t.name or "").count("<br>") + 1 for t in shown]
+    if sum(40 + max(text_width(x) for x in t.name.split("<br>")) for t in shown) <= LEGEND_WIDTH:
+        return LEGEND_LINE * max(lines) + 4
+    return sum(LEGEND_LINE * n + 2 for n in lines)
+
+
+def _compact(fig, title, height=FIGURE_HEIGHT):
+    """A step's figure: short, its title the step's own (in lines a phone shows), its legend above the plot
+    (where no tick label or axis title reaches it), and still on a phone (a touch scrolls the page)."""
     text = wrap_title(title)
-    fig.update_layout(title=dict(text=text, font=dict(size=14)), height=FIGURE_HEIGHT, dragmode=False,
-                      margin=dict(l=10, r=10, t=30 + 20 * (text.count("<br>") + 1), b=10),  # room for its lines
-                      legend=dict(orientation="h", y=-0.18))
+    for t in legend_entries(fig):
+        t.name = wrap_title(t.name or "", width=LEGEND_NAME)  # the names are plain text: escaped here, once
+    legend = legend_height(fig)
+    # the title at the top (plotly would centre it in the top margin, over the legend), the legend under it
+    fig.update_layout(title=dict(text=text, font=dict(size=14), x=0.02, xanchor="left", y=1, yref="container",
+                                 yanchor="top", pad=dict(t=TITLE_PAD)),
+                      height=height + legend, dragmode=False, font=dict(size=12),
+                      margin=dict(l=10, r=10, t=TITLE_PAD + 16 + 20 * (text.count("<br>") + 1) + legend, b=10),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=1, yref="paper", yanchor="bottom",
+                                  font=dict(size=12)))
     fig.update_xaxes(fixedrange=True)
     fig.update_yaxes(fixedrange=True)
     return fig
@@ -164,16 +198,18 @@ def clone_counts(how):
 def draw_clones(c, how):
     how = how if how in CLONES else "clones"
     counts = {h: clone_counts(h) for h in CLONES}
-    names = [c.t(f"clones.choice.{h}") for h in CLONES]
+    names = [wrap_title(c.t(f"clones.choice.{h}"), width=16) for h in CLONES]  # level, in lines: no tilted text
     hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
     reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
     fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
-                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in CLONES],
-                            textposition="outside", hoverinfo="skip" if hide else None,
+                            text=[wrap_title(c.t("clones.hidden"), width=8) if hide and h == "plain" else ""
+                                  for h in CLONES],  # in short lines at 11 px: plotly shrinks a wide one to fit
+                            textposition="outside", textfont=dict(size=11), constraintext="none",
+                            hoverinfo="skip" if hide else None,
                             marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
                      go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
                             marker_color=GREY)])
-    fig.update_layout(barmode="group")
+    fig.update_layout(barmode="group", xaxis=dict(tickangle=0))
     n = counts[how]
     return _compact(fig, c.t("clones.fig", how=c.t(f"clones.choice.{how}"))), dict(how=c.t(f"clones.choice.{how}"), registered=f"{n['registered']:,}",
                                                   held=f"{n['held']:,}", objects=n["objects"], levels=n["levels"])
@@ -277,20 +313,51 @@ def short_row(batch):
     return int((batch.src == masks.PAD).sum(1).argmax())
 
 
+def cell_table(columns, names, marked):
+    """A table drawn as a heatmap, for a phone: one row per position, one column per list of pieces in
+    `columns` (named `names`), each piece written in its cell at a readable size, the cells where `marked` holds
+    coloured. Pieces down a column, not across: a phone has room for two columns of words, not for twenty."""
+    rows = max(len(col) for col in columns)
+    z = [[int(marked(i, j)) if i < len(col) else 0 for j, col in enumerate(columns)] for i in range(rows)]
+    words = [[label(col[i]) if i < len(col) else "" for col in columns] for i in range(rows)]
+    fig = go.Figure(go.Heatmap(z=z, text=words, texttemplate="%{text}", textfont=dict(size=12, color="#1d2733"),
+                               colorscale=[[0, "#eef1f6"], [1, "#9cc3ec"]], zmin=0, zmax=1, showscale=False,
+                               xgap=2, ygap=2, hoverinfo="skip"))
+    fig.update_layout(xaxis=dict(token_axis(names), side="top"),
+                      yaxis=dict(autorange="reversed", dtick=1 if rows <= 24 else 2))
+    return fig, rows
+
+
+def table_height(rows):
+    """A figure tall enough for `rows` rows of text at 12 px, and never shorter than a step's figure."""
+    return max(FIGURE_HEIGHT, 22 * rows + 70)
+
+
 def draw_masks(c, which):
     which = which if which in ("padding", "subsequent", "both") else "both"
     batch = mask_batch(c)
-    row = int((batch.tgt == masks.PAD).sum(1).argmax())  # the row whose English is padded
-    T = batch.tgt.size(1)
-    pad = (batch.tgt[row] != masks.PAD).unsqueeze(0).expand(T, T)
-    sub = subsequent_mask(T)[0]
-    m = {"padding": pad, "subsequent": sub, "both": batch.tgt_mask[row]}[which]
-    pieces = [label(c.tokenizer.id_to_piece(int(i))) for i in batch.tgt[row]]
-    fig = go.Figure(go.Heatmap(z=m.int().tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1,
-                               showscale=False, hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
-    fig.update_layout(xaxis=token_axis(pieces, tickangle=-60), yaxis=dict(token_axis(pieces), autorange="reversed"))
-    pads = int((batch.tgt[row] == masks.PAD).sum())
-    return _compact(fig, c.t(f"masks.fig.{which}")), dict(T=T, pads=pads, allowed=int(m.sum()), cells=T * T)
+    piece = lambda i: c.tokenizer.id_to_piece(int(i))  # raw pieces: the axis escapes them, once
+    if which == "padding":  # the German side: each sentence of the batch, its padding greyed (named after Check)
+        columns = [[piece(i) if c.revealed or i != masks.PAD else "" for i in row] for row in batch.src]
+        fig, rows = cell_table(columns, [c.t("masks.yours"), c.t("masks.ours")],
+                               lambda i, j: bool(batch.src_mask[j, 0, i]))
+        fig.update_yaxes(title=c.t("masks.position"))
+        allowed, cells = int(batch.src_mask.sum()), batch.src.numel()
+        fig = _compact(fig, c.t("masks.fig.padding"), height=table_height(rows))
+    else:
+        row = int((batch.tgt == masks.PAD).sum(1).argmax())  # the row whose English is padded
+        T = batch.tgt.size(1)
+        m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
+        pieces = [piece(i) for i in batch.tgt[row]]
+        fig = go.Figure(go.Heatmap(z=m.int().tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1,
+                                   showscale=False, hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
+        fig.update_layout(xaxis=token_axis(pieces, tickangle=-90),
+                          yaxis=dict(token_axis(pieces), autorange="reversed"))
+        allowed, cells = int(m.sum()), T * T
+        fig = _compact(fig, c.t(f"masks.fig.{which}"))
+    pads = int((batch.tgt == masks.PAD).sum(1).max())
+    shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
+    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, shown=shown)
 
 
 def quiz_masks(c):
@@ -311,7 +378,7 @@ def draw_buffer(c, pos):
     fig = go.Figure(go.Scatter(y=inside.small(pe[pos], 3), mode="lines", line=dict(color=BLUE)))
     fig.update_xaxes(title=c.t("layernorm.dimension"))
     return (_compact(fig, c.t("buffer.fig", pos=pos, word=_piece(c.ins.src_tokens[pos]))),
-            dict(pos=pos, shape=" × ".join(map(str, pe.shape)), word=md_literal(_piece(c.ins.src_tokens[pos]))))
+            dict(pos=pos, shape=" × ".join(map(str, c.model.src_embed[1].pe.shape)), word=md_literal(_piece(c.ins.src_tokens[pos]))))
 
 
 def quiz_buffer(c):
@@ -335,8 +402,11 @@ def draw_ffn(c, pos):
     ranked = a.sort(descending=True).values
     if not c.revealed:  # the share that fires is the question: before Check, the firing units alone, uncounted
         ranked = ranked[ranked > 0]
-    fig = go.Figure(go.Bar(y=inside.small(ranked, 3), marker_color=ORANGE,
-                           hovertemplate="%{y:.3f}<extra></extra>"))
+    # a filled step line, not 1024 bars: at a phone's width a bar is a third of a pixel and is not drawn; ranked
+    # from 1, so that no x tick at 0 meets the y axis's 0
+    fig = go.Figure(go.Scatter(x=list(range(1, ranked.numel() + 1)), y=inside.small(ranked, 3), mode="lines",
+                               line=dict(color=ORANGE, width=1.5, shape="hv"), fill="tozeroy",
+                               hovertemplate="%{y:.3f}<extra></extra>"))
     fig.update_xaxes(title=c.t("ffn.units"), showticklabels=c.revealed)
     on = int((a > 0).sum())
     word = _piece(c.ins.src_tokens[pos])
@@ -406,7 +476,13 @@ def draw_relative(c, k):
     if not c.revealed:  # the error's size is the question: its shape shows, its scale waits for Check
         fig.update_yaxes(showticklabels=False, row=1, col=2)
         fig.update_traces(hoverinfo="skip", selector=dict(type="scatter"))
-    return (_compact(fig, c.t("relative.fig", k=k)),
+    # one panel above the other, each titled in lines above it: side by side, neither fits a phone
+    fig.update_layout(xaxis=dict(domain=[0, 1]), xaxis2=dict(domain=[0, 1]), yaxis=dict(domain=[0.6, 0.92]),
+                      yaxis2=dict(domain=[0, 0.36]))
+    for note, y in zip(fig.layout.annotations, (0.92, 0.36)):
+        note.update(text=wrap_title(note.text, width=46), x=0, xanchor="left", y=y, yanchor="bottom",
+                    font=dict(size=12), align="left")
+    return (_compact(fig, c.t("relative.fig", k=k), height=560),
             dict(k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}", gap=f"{log_space_gap(d):.1e}"))
 
 
@@ -492,13 +568,12 @@ def quiz_greedy(c):
 def draw_teacher(c, pos):
     inputs, targets = c.ins.tgt_tokens, c.ins.out_tokens  # tgt[:, :-1] and tgt[:, 1:] of <s> y ... </s>
     t = clamp(pos, 1, len(targets)) - 1
-    z = [[1 if j == t else 0 for j in range(len(targets))]] * 2
-    text_ = [[label(_piece(w)) for w in inputs], [label(_piece(w)) if c.revealed else "?" for w in targets]]
-    fig = go.Figure(go.Heatmap(z=z, text=text_, texttemplate="%{text}", colorscale=[[0, "#eef1f6"], [1, "#fde2da"]],
-                               showscale=False, hoverinfo="skip"))
-    fig.update_layout(yaxis=dict(tickmode="array", tickvals=[0, 1], ticktext=["tgt[:, :-1]", "tgt[:, 1:]"],
-                                 autorange="reversed"), xaxis=dict(title=c.t("teacher.position")))
-    return (_compact(fig, c.t("teacher.fig", pos=t + 1)),
+    fig, rows = cell_table([[_piece(w) for w in inputs], [_piece(w) if c.revealed else "?" for w in targets]],
+                           ["tgt[:, :-1]", "tgt[:, 1:]"], lambda i, j: i == t)
+    # positions counted from 1, as the slider and the fact line count them
+    fig.update_yaxes(tickmode="array", tickvals=list(range(rows)), ticktext=[str(i + 1) for i in range(rows)],
+                     title=c.t("teacher.position"))
+    return (_compact(fig, c.t("teacher.fig", pos=t + 1), height=table_height(rows)),
             dict(pos=t + 1, input=md_literal(_piece(inputs[t])), target=md_literal(_piece(targets[t])),
                  n=len(targets)))
 
@@ -638,15 +713,23 @@ def step_of(progress):
 
 
 def progress_html(progress, lang):
-    """The path as a row of numbered marks: done ones ticked, the current one outlined."""
+    """The path as a row of numbered buttons, each opening its step: done ones ticked, the current one outlined
+    (and marked as the current step for a screen reader), each named by its step's title."""
     done, k = set((progress or {}).get("done", ())), step_of(progress)
     marks = []
     for i, s in enumerate(STEPS):
         cls = "learn-mark" + (" done" if s.key in done else "") + (" current" if i == k else "")
-        title = label(text(lang, f"learn.{s.key}.title"))
-        marks.append(f'<span class="{cls}" title="{title}">{"✓" if s.key in done else i + 1}</span>')
+        name = f"{text(lang, 'learn.step', k=i + 1, n=len(STEPS))} · {text(lang, f'learn.{s.key}.title')}"
+        if s.key in done:
+            name = f"{name} ({text(lang, 'learn.mark.done')})"
+        name = html.escape(name, quote=True)  # an attribute: its quotes escaped too
+        current = ' aria-current="step"' if i == k else ""
+        marks.append(f'<button type="button" class="{cls}" data-step="{i + 1}" title="{name}" aria-label="{name}"'
+                     f'{current}>{"✓" if s.key in done else i + 1}</button>')
     count = text(lang, "learn.progress", done=len(done), n=len(STEPS))
-    return f'<div class="learn-path" data-step="{k + 1}">{"".join(marks)}<span class="learn-count">{count}</span></div>'
+    nav = html.escape(text(lang, "learn.mark.nav"), quote=True)
+    return (f'<nav class="learn-path" data-step="{k + 1}" aria-label="{nav}">{"".join(marks)}'
+            f'<span class="learn-count">{label(count)}</span></nav>')
 
 
 def control_updates(step, ins, c):
@@ -772,6 +855,13 @@ def forward(ins, progress, lang):
     return go_to(ins, progress, step_of(progress) + 1, lang)
 
 
+def pick(ins, progress, lang, evt: gr.EventData):
+    """The step whose circle was clicked (its number, 1-based, as the browser sent it: kept within the path)."""
+    data = getattr(evt, "_data", None)
+    k = clamp(data.get("step") if isinstance(data, dict) else None, 1, len(STEPS))
+    return go_to(ins, progress, k - 1, lang)
+
+
 # the tab's view: the step on screen, drawn for the translation when the tab is shown
 VIEWS = [View("learn", ("learn",), render, outputs=11, uses=("progress", "lang"))]
 
@@ -783,8 +873,57 @@ def show(page, ins, progress=None, lang="en"):
 # ---- layout and events -----------------------------------------------------------------------------------
 
 # the step on screen, kept in the address (?learn=K) as a link would open it; its button opens the full tab
-WHERE_JS = "(w) => { const o = JSON.parse(w || '{}'); if (o.step) window.explorerLink?.set({learn: o.step}); }"
 OPEN_JS = "(w) => { const o = JSON.parse(w || '{}'); window.explorerLink?.open(o.tab || 'learn'); }"
+
+# Run when the step on screen changes (Next, Back, a circle, the page's first step): the address records it, and
+# once the new step is drawn (the path and heading show it, no event is pending on its heading or figure) its
+# heading is brought to the top of the screen. The page above it may still move as it settles (labels switched
+# to the page's language, fonts), so the heading is held there for a moment, until the reader scrolls or touches.
+WHERE_JS = """(w) => {
+  const o = JSON.parse(w || '{}');
+  if (!o.step) return;
+  window.explorerLink?.set({learn: o.step});
+  const el = s => document.querySelector(s);
+  const settled = id => el(`#${id} [data-testid=status-tracker]`)?.classList.contains('hide') ?? true;
+  const head = el('#learn-head');
+  const drawn = () => +el('#learn-path .learn-path')?.dataset.step === o.step && settled('learn-head')
+    && settled('learn-figure') && head.offsetParent !== null;
+  // one placing at a time: a newer step change takes over, the reader's own scroll or touch ends it
+  const me = window.learnPlacing = (window.learnPlacing || 0) + 1;
+  // the reader's own move: a touch, a click, a key, the wheel, or a scroll to anywhere but where this put the page
+  let moved = false, placed = null;
+  const stop = (e) => { if (e.type !== 'scroll' || (placed !== null && Math.abs(window.scrollY - placed) > 2)) moved = true; };
+  const inputs = ['wheel', 'touchstart', 'pointerdown', 'keydown', 'scroll'];
+  inputs.forEach(e => window.addEventListener(e, stop, {passive: true}));
+  const done = () => inputs.forEach(e => window.removeEventListener(e, stop));
+  const start = Date.now();
+  let shown = 0;
+  const place = () => {
+    if (moved || me !== window.learnPlacing || Date.now() - start > 60000) { done(); return; }
+    if (!drawn()) { setTimeout(place, 40); return; }
+    const top = head.getBoundingClientRect().top;
+    if (Math.abs(top - 8) > 2) window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
+    placed = window.scrollY;
+    shown = shown || Date.now();
+    if (Date.now() - shown < 1200) requestAnimationFrame(place);
+    else done();
+  };
+  place();
+}"""
+
+# the path's circles: a click on one asks for its step (its number, from the button's own data); the current
+# step's own circle has nothing to draw, and brings its heading back to the top of the screen
+PICK_JS = """element.addEventListener('click', (e) => {
+  const b = e.target.closest && e.target.closest('button[data-step]');
+  if (!b) return;
+  if (!b.hasAttribute('aria-current')) { trigger('click', {step: Number(b.dataset.step)}); return; }
+  const top = document.querySelector('#learn-head').getBoundingClientRect().top;
+  window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
+});"""
+# room for a finger on a phone, and the look of a button taken off
+MARK_CSS = """button.learn-mark {font:inherit; font-size:0.85em; padding:0 4px; cursor:pointer}
+button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
+@media (max-width: 640px) { button.learn-mark {min-width:44px; min-height:44px; border-radius:22px} }"""
 
 
 def _layout():
@@ -793,7 +932,7 @@ def _layout():
         src = gr.Textbox(label=L("ui.learn.sentence"), lines=1, max_lines=3, scale=4, elem_id="learn-src")
         go_btn = gr.Button(L("ui.learn.translate"), variant="secondary", scale=1, min_width=88, elem_id="learn-go")
     notice = gr.Markdown(elem_id="learn-notice")  # what is wrong with the sentence typed, if anything
-    path = gr.HTML(elem_id="learn-path")
+    path = gr.HTML(elem_id="learn-path", js_on_load=PICK_JS, css_template=MARK_CSS)
     head = gr.Markdown(elem_id="learn-head")
     body = gr.Markdown(elem_id="learn-body")
     # predict, then see: the question and its check before the evidence (the action, the figure, the fact line),
@@ -831,27 +970,42 @@ def build(page, state, lang):
                       trigger_mode="always_last", api_visibility="private")
     p.check.click(check, [state, progress, p.question, p.slider, p.choice, lang],
                   [progress, p.answer, p.figure, p.fact], api_visibility="private")
-    for button, move in ((p.back, back), (p.next, forward)):
+    for button, move in ((p.back, back), (p.next, forward), (p.path, pick)):
         button.click(move, [state, progress, lang], [progress, *outputs], api_visibility="private")
     p.where.change(None, p.where, None, js=WHERE_JS)
     p.open.click(None, p.where, None, js=OPEN_JS)
-    lang.change(render, [state, progress, lang], outputs, api_visibility="private")
+    # the step, then the notice under the sentence box, in the new language
+    lang.change(render, [state, progress, lang], outputs, api_visibility="private").then(
+        sentence_notice, [p.src, lang], p.notice, api_visibility="private")
     return tab_views(show, VIEWS, {"progress": progress, "lang": lang}, outputs, progress=progress, parts=p)
 
 
-def translates(learn, translation, state, lang):
+def translates(learn, translation, state, lang, linked=None):
     """The tab's sentence box translated as the Translate tab translates (its settings, its results), its text
-    copied into that tab's box. Returns the event, which the page follows with the new translation's views."""
+    copied into that tab's box; and the box following the page's sentence, whichever tab (or link, `linked`)
+    translated it, so that it always shows the sentence its steps are drawn from. Returns the event, which the
+    page follows with the new translation's views."""
     p = learn.parts
     event = gr.on([p.go.click, p.src.submit], translate_fn, [p.src, *translation.inputs[1:], state],
                   [*translation.results, state], api_visibility="private", concurrency_limit=1,
                   concurrency_id="model", show_progress_on=[p.figure])
     event.then(lambda s: s, p.src, translation.inputs[0], api_visibility="private")
     event.then(sentence_notice, [p.src, lang], p.notice, api_visibility="private")
+    for other in (translation.translated, linked):
+        if other is not None:
+            other.then(follow, [state, lang], [p.src, p.notice], api_visibility="private")
     return event
 
 
 def sentence_notice(typed, lang="en"):
-    """Under the tab's sentence box: what is wrong with the German typed (nothing typed, too long), in `lang`; else
-    nothing. The step on screen stays with the last good translation."""
-    return input_problem(typed, lang) or ""
+    """Under the tab's sentence box: what is wrong with the German typed (nothing typed, too long), or that it
+    does not look like German (it is translated all the same), in `lang`; else nothing. After a problem the step
+    on screen stays with the last good translation."""
+    return input_problem(typed, lang) or german_hint(typed, lang) or ""
+
+
+def follow(ins, lang="en"):
+    """The tab's box and its notice for the page's sentence (the Inspection's), once another tab translated it."""
+    if ins is None:
+        return gr.skip(), gr.skip()
+    return ins.source, german_hint(ins.source, lang) or ""

@@ -9,6 +9,7 @@ status line stays English: the status view writes it again in the page's languag
 """
 import html
 import itertools
+import re
 import time
 
 import gradio as gr
@@ -16,7 +17,7 @@ import gradio as gr
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, export_file, token_strip, within
+from ..common import MASK_SCALE, clamp, export_file, md_literal, token_strip, within
 from ..i18n import L, choices, text
 from ..shared import MODEL_LOCK, examples, get_translator
 from ..views import View, opener, refresh, tab_views
@@ -125,10 +126,46 @@ def input_problem(typed, lang="en"):
     return None
 
 
-def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, lang="en"):
+# Words of one language that are not words of the other (lower-cased): frequent in Multi30k's English captions
+# and in its German ones. Words both languages have ("in", "an", "man", "hat", "am", "so", "was", "die" aside)
+# are left out, so that one such word decides nothing.
+ENGLISH_WORDS = frozenset("the a is are and of with on at his their while who this that to from for by into it "
+                          "they he she we you my your not be has have there".split())
+GERMAN_WORDS = frozenset("der die das den dem des ein eine einen einem einer eines und ist sind mit im auf von zu "
+                         "zum zur nicht sich auch vor über unter bei nach aus für sein seine ihr ihre es er sie "
+                         "wir ich du haben wird werden während dass oder aber durch neben zwei drei".split())
+
+
+def german_hint(typed, lang="en", tokenizer=None):
+    """A notice, in `lang` (Markdown, the input's words escaped), when the text typed does not look like German;
+    else None. Never a reason to refuse it: the model still translates it. Three signs, in order: no letter at
+    all (emoji, digits); most of its characters unknown to the shipped SentencePiece model (emoji, another
+    script: the model reads each run of them as one <unk> piece); more English words than German ones, from the
+    two lists above (the model never saw English input). Measured in tests/test_learn.py: none of our German
+    examples and probes is flagged, every one of their English translations is."""
+    chars = [ch for ch in (typed or "") if not ch.isspace()]
+    if not chars:
+        return None  # nothing typed: input_problem says so
+    if not any(ch.isalpha() for ch in chars):
+        return text(lang, "translate.hint.letters")
+    sp = tokenizer or get_translator().tokenizer
+    unknown = sum(1 for ch in chars if sp.unk_id() in sp.encode(ch))
+    if unknown * 2 >= len(chars):
+        return text(lang, "translate.hint.unknown", n=unknown, total=len(chars))
+    words = re.findall(r"[^\W\d_]+", typed.lower())
+    english = [w for w in words if w in ENGLISH_WORDS]
+    german = sum(w in GERMAN_WORDS for w in words)
+    if len(english) > german:
+        return text(lang, "translate.hint.english", en=len(english), de=german,
+                    words=", ".join(f"“{md_literal(w)}”" for w in dict.fromkeys(english[:3])))
+    return None
+
+
+def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, lang="en", hint=None):
     """A translation's status line in Markdown, in `lang`: how it was decoded (`settings`, as translate() hands
     them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
-    notice where the input was cut to `cut_to` pieces, and one where the output reached the maximum length."""
+    notice where the input was cut to `cut_to` pieces, one where the output reached the maximum length, and
+    `hint` (german_hint's notice) where there is one."""
     method = settings.get("method", DEFAULT_METHOD)
     decoding = text(lang, f"translate.status.{method}", beam=settings.get("beam"),
                     alpha=f"{settings.get('alpha', 0):g}", temperature=f"{settings.get('temperature', 1):g}",
@@ -142,6 +179,8 @@ def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, lang="en
         status += notice + text(lang, "translate.status.cut", n=cut_to)
     if out_pieces > settings.get("max_len", out_pieces):  # max_len decoded tokens, none of them </s> (appended after)
         status += notice + text(lang, "translate.status.max-len")
+    if hint:
+        status += notice + hint
     return status
 
 
@@ -167,7 +206,7 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     ms = (time.perf_counter() - t0) * 1e3
     ins.server_ms = ms  # for its status line in another language (status_view)
     status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
-                         tr.max_src_tokens - 2 if ins.truncated else None)
+                         tr.max_src_tokens - 2 if ins.truncated else None, hint=german_hint(text))
     return ins.translation, status, ins
 
 
@@ -187,7 +226,7 @@ def status_view(ins, lang="en"):
     """The status line of the kept translation in `lang` (translate() returns it in English, for its API)."""
     cut = get_translator().max_src_tokens - 2 if ins.truncated else None
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
-                       lang)
+                       lang, german_hint(ins.source, lang))
 
 
 def step_slider(ins):

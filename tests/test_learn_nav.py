@@ -1,0 +1,210 @@
+"""The Learn tab's path and figures as a phone shows them (app/tabs/learn.py): the circles that open their steps,
+figures whose words are escaped once and laid out where nothing collides, the German side of step 5, the buffer's
+shape in step 6, one counting origin in step 12; and the notice for a sentence that does not look like German
+(app/tabs/translate.py german_hint), measured on our own sentences. The same things in the browser:
+tests/test_browser.py's Learn walks."""
+import re
+from html.parser import HTMLParser
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import pytest
+
+from app import i18n
+from app.common import label
+from app.tabs import learn, masks
+from app.tabs.translate import german_hint, status_view
+from core.data import ASSETS
+from tests.conftest import needs_shipped
+
+SENTENCE = "Ein kleiner Junge spielt mit einem roten Ball im Garten."
+
+
+@pytest.fixture(scope="module")
+def ins():
+    from app.shared import get_translator
+    return get_translator().inspect(SENTENCE, method="greedy")
+
+
+class Buttons(HTMLParser):
+    """The <button> elements of a piece of HTML: their attributes (unescaped, as a browser reads them) and text."""
+    def __init__(self):
+        super().__init__()
+        self.found, self.inside = [], False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "button":
+            self.found.append({**dict(attrs), "text": ""})
+            self.inside = True
+
+    def handle_endtag(self, tag):
+        self.inside = self.inside and tag != "button"
+
+    def handle_data(self, data):
+        if self.inside:
+            self.found[-1]["text"] += data
+
+
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_the_circles_are_buttons_named_by_their_steps(lang):
+    progress = {"step": 4, "done": ["generator", "scale"]}
+    parser = Buttons()
+    parser.feed(learn.progress_html(progress, lang))
+    marks = parser.found
+    assert [int(b["data-step"]) for b in marks] == list(range(1, len(learn.STEPS) + 1))
+    for k, (b, step) in enumerate(zip(marks, learn.STEPS), start=1):
+        name = f"{i18n.text(lang, 'learn.step', k=k, n=len(learn.STEPS))} · {i18n.text(lang, f'learn.{step.key}.title')}"
+        assert b["aria-label"].startswith(name) and b["title"] == b["aria-label"], b  # read back whole: escaped right
+        assert b["type"] == "button"
+        assert (b["text"] == "✓") == (step.key in progress["done"]) and ("✓" in b["aria-label"]) is False
+        assert ("aria-current" in b) == (k == 5)
+    assert sum(i18n.text(lang, "learn.mark.done") in b["aria-label"] for b in marks) == 2
+
+
+def test_a_title_with_markup_stays_text_in_its_circle(monkeypatch):
+    real = learn.text
+    monkeypatch.setattr(learn, "text", lambda lang, key, **kw: '"><img src=x onerror=alert(1)>'
+                        if key.endswith(".title") else real(lang, key, **kw))
+    out = learn.progress_html(learn.new_progress(), "en")
+    assert "<img" not in out
+    parser = Buttons()
+    parser.feed(out)
+    assert parser.found[0]["aria-label"].endswith('"><img src=x onerror=alert(1)>')
+
+
+def test_a_circle_opens_its_step_and_anything_else_stays_on_the_path():
+    p = {"step": 0, "done": ["generator"]}
+    event = lambda data: SimpleNamespace(_data=data)  # what gr.EventData carries from the browser
+    assert learn.pick(None, p, "en", event({"step": 12}))[0] == {"step": 11, "done": ["generator"]}
+    for bad, k in (({"step": "<b>"}, 0), ({"step": 99}, len(learn.STEPS) - 1), (None, 0), ("12", 0), ({}, 0)):
+        assert learn.pick(None, p, "en", event(bad))[0]["step"] == k, bad
+
+
+def _texts(fig):
+    """Every string a figure draws: title, annotations, tick labels, trace names and cell texts."""
+    out = [fig.layout.title.text or ""] + [a.text or "" for a in fig.layout.annotations]
+    for axis in (fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))):
+        out += list(axis.ticktext or []) + [axis.title.text or ""]
+    for t in fig.data:
+        out.append(t.name or "")
+        if getattr(t, "text", None) is not None:
+            out += [x for row in t.text for x in (row if isinstance(row, (list, tuple)) else [row])]
+    return [str(x) for x in out]
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_no_figure_escapes_twice_and_each_legend_sits_above_its_plot(ins, lang):
+    for k, step in enumerate(learn.STEPS):
+        values = step.control.choices or [learn._value(step.control.lo, ins), learn._value(step.control.hi, ins)]
+        for value in values:
+            fig, _ = learn.figure_and_fact(step, learn.context(ins, lang), value)
+            for s in _texts(fig):
+                assert "&amp;" not in s, (step.key, value, s)  # an entity escaped again shows as "&lt;"
+                assert not re.search(r"[<>]", s.replace("<br>", "")), (step.key, value, s)  # and escaped once
+            # the legend above the plot, under the title: where no tick label or axis title reaches it
+            assert fig.layout.legend.y == 1 and fig.layout.legend.yanchor == "bottom", step.key
+            assert fig.layout.title.yanchor == "top" and fig.layout.title.yref == "container", step.key
+
+
+@needs_shipped
+def test_the_masks_step_shows_the_german_side_and_its_pieces_once_escaped(ins):
+    c = learn.context(ins, "en", revealed=True)
+    batch = learn.mask_batch(c)
+    hidden = learn.draw_masks(learn.context(ins, "en"), "padding")[0].data[0].text  # before Check: pads unnamed
+    assert not any("pad" in x for row in hidden for x in row) and hidden[0][0] == "&lt;s&gt;"
+    fig, values = learn.draw_masks(c, "padding")
+    cells = fig.data[0].text
+    for j, row in enumerate(batch.src):  # one column per German sentence of the batch, its pieces in order
+        assert [cells[i][j] for i in range(len(row))] == [label(c.tokenizer.id_to_piece(int(t))) for t in row]
+        assert [bool(fig.data[0].z[i][j]) for i in range(len(row))] == [bool(x) for x in batch.src_mask[j, 0]]
+    assert values["S"] == batch.src.size(1)
+    assert sum(x == "&lt;pad&gt;" for row in cells for x in row) == int((batch.src == masks.PAD).sum())
+    fig, values = learn.draw_masks(c, "subsequent")
+    assert "&lt;s&gt;" in fig.layout.xaxis.ticktext and not any("&amp;" in t for t in fig.layout.xaxis.ticktext)
+    assert str(values["T"]) in learn.figure_and_fact(learn.STEPS[4], c, "both")[1]
+
+
+@needs_shipped
+def test_the_buffer_step_names_the_axes_of_the_buffers_whole_shape(ins):
+    c = learn.context(ins, "en")
+    pe = c.model.src_embed[1].pe
+    _, values = learn.draw_buffer(c, 1)
+    assert values["shape"] == " × ".join(map(str, pe.shape)) and pe.dim() == 3 and pe.size(0) == 1
+    for lang in i18n.LANGS:
+        fact = i18n.text(lang, "learn.buffer.fact", **values)
+        assert values["shape"] in fact
+
+
+@needs_shipped
+def test_the_teacher_step_counts_positions_from_one_on_slider_and_axis(ins):
+    step = learn.STEPS[learn.KEYS.index("teacher")]
+    c = learn.context(ins, "zh-CN", revealed=True)
+    slider, _ = learn.control_updates(step, ins, c)
+    assert slider["minimum"] == 1 and slider["maximum"] == len(ins.out_tokens)
+    for pos in (1, 3, len(ins.out_tokens)):
+        fig, values = learn.draw_teacher(c, pos)
+        ticks = fig.layout.yaxis.ticktext
+        marked = [i for i, row in enumerate(fig.data[0].z) if any(row)]
+        assert ticks[0] == "1" and marked == [pos - 1] and ticks[marked[0]] == str(values["pos"]) == str(pos)
+        assert fig.data[0].text[pos - 1][1] == label(learn._piece(ins.out_tokens[pos - 1]))
+        assert fig.data[0].textfont.size >= 12 and fig.layout.height >= 22 * len(ins.out_tokens)
+
+
+def _sentences(name):
+    return [s for s in (ASSETS / name).read_text(encoding="utf-8").splitlines() if s.strip()]
+
+
+@needs_shipped
+def test_the_not_german_notice_is_measured_on_our_own_sentences():
+    """None of our German examples and probes is flagged; each of their English translations by the shipped
+    model is, and so are emoji, numbers and another script; a notice never refuses the sentence."""
+    from app.shared import get_translator
+    german = _sentences("examples.txt") + _sentences("probes.txt") + [learn.SHORT_PAIR[0], learn.LONG_PAIR[0]]
+    assert len(german) >= 18
+    assert [s for s in german if german_hint(s) is not None] == []
+    tr = get_translator()
+    english = [tr.inspect(s, method="greedy").translation for s in german] + [learn.SHORT_PAIR[1], learn.LONG_PAIR[1]]
+    missed = [s for s in english if german_hint(s) is None]
+    assert missed == [], missed
+    for s in ("😀🎉🐕", "12345 67", "!!!"):
+        assert german_hint(s) == i18n.text("en", "translate.hint.letters"), s
+    assert german_hint("我的狗在公园里跑") == i18n.text("en", "translate.hint.unknown", n=8, total=8)
+    for s in ("Paris", "Hallo!", "Ein Hund.", "", "   "):  # nothing to go on, or German: no notice
+        assert german_hint(s) is None, s
+
+
+def test_the_notice_escapes_the_words_it_quotes_in_both_languages():
+    for lang in i18n.LANGS:
+        hint = german_hint("the <b>a</b> [is](javascript:x)", lang)
+        assert hint and "<b>" not in hint and "](" not in hint
+        assert "“a”" in hint.replace("\\", "") or "“the”" in hint
+
+
+@needs_shipped
+def test_the_notice_shows_in_the_status_line_and_under_the_learn_box():
+    from app.tabs.translate import translate
+    _, status, ins = translate("A dog runs on the beach.")
+    assert german_hint(ins.source) in status  # the API's status line, in English
+    for lang in i18n.LANGS:
+        hint = german_hint(ins.source, lang)
+        assert hint and hint in status_view(ins, lang)
+        assert learn.sentence_notice(ins.source, lang) == hint
+        assert learn.follow(ins, lang) == (ins.source, hint)  # the Learn box follows the page's sentence
+    german = translate(SENTENCE)[2]
+    assert learn.follow(german, "zh-CN") == (SENTENCE, "")
+    assert i18n.text("en", "translate.status.notice") not in status_view(german, "en")
+
+
+def test_a_figure_legend_is_given_room_for_its_lines():
+    one = go.Figure([go.Scatter(y=[1], name="a"), go.Scatter(y=[2], name="b")])
+    long = go.Figure([go.Scatter(y=[1], name="本模型：d_model = 256，预热 4000 步，一个很长的名字 <x>"),
+                      go.Scatter(y=[2], name="x"), go.Scatter(y=[3], name="y")])
+    assert learn.legend_height(go.Figure(go.Heatmap(z=[[1]]))) == 0
+    assert learn.legend_height(go.Figure(go.Scatter(y=[1], name="alone"))) == 0
+    short = learn._compact(one, "t").layout.height
+    tall = learn._compact(long, "t")
+    assert "<br>" in tall.data[0].name and "&lt;x&gt;" in tall.data[0].name  # in lines, escaped, not cut
+    lines = tall.data[0].name.count("<br>") + 1
+    assert learn.legend_height(tall) >= learn.LEGEND_LINE * lines and tall.layout.height > short
+    assert learn.legend_height(tall) == learn.legend_height(tall)  # reading it changes nothing
