@@ -10,6 +10,8 @@ from app import links
 from app.tabs import translate as tab
 from app.tabs import whatif
 from app.views import ROOT, page_state
+from core.checkpoint import read_tokenizer
+from core.data import ASSETS
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 
 ALPHA = 0.7  # the model's own length penalty, as Translator.alpha gives it
@@ -53,8 +55,9 @@ def asked(monkeypatch):
         return SimpleNamespace(translation="A dog.", src_tokens=["<s>", "▁Hund", "</s>"], out_tokens=["▁A", "</s>"],
                                truncated=False)
 
+    tokenizer = read_tokenizer(ASSETS / "spm.model")  # the German hint reads it; the model is not loaded
     monkeypatch.setattr(tab, "get_translator", lambda: SimpleNamespace(alpha=ALPHA, max_src_tokens=128,
-                                                                       inspect=inspect))
+                                                                       inspect=inspect, tokenizer=tokenizer))
     return calls
 
 
