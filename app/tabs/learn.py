@@ -30,6 +30,7 @@ from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..common import clamp, label, md_literal, token_axis
+from ..common import wrap_title as common_wrap_title
 from ..i18n import L, read_lang, table, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
@@ -85,19 +86,8 @@ TITLE_WIDTH = 40  # a title line's width, in Latin letters (a Chinese character 
 
 
 def wrap_title(title, width=TITLE_WIDTH):
-    """A figure title in lines of at most `width` (plotly does not wrap titles): broken at a space where there is
-    one, anywhere in Chinese; escaped, its lines joined by <br>."""
-    lines, line, size = [], "", 0
-    for word in re.findall(r"[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+|\s+", title):
-        wide = 2 if re.match(r"[\u3000-\u9fff\uff00-\uffef]", word) else 1
-        n = len(word) * wide
-        if line.strip() and size + n > width and not word.isspace():
-            lines.append(line.strip())
-            line, size = "", 0
-        if line or not word.isspace():
-            line, size = line + word, size + n
-    lines.append(line.strip())
-    return "<br>".join(label(x) for x in lines if x)
+    """A step's figure title, escaped, in lines a phone's figure shows (app/common.py wrap_title)."""
+    return common_wrap_title(label(title), width)
 
 
 TITLE_PAD = 18  # px above the title: plotly places a title's first line by its baseline, the rest below it
