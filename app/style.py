@@ -2,6 +2,8 @@
 script that adds an SVG button to every figure."""
 import gradio as gr
 
+from .i18n import LANGS, text
+
 CSS = """
 .tok-row {display:flex; flex-wrap:wrap; gap:4px; font-size:1.05em}
 .tok {padding:2px 6px; border-radius:5px; border:1px solid #ccd}
@@ -46,15 +48,6 @@ CSS = """
   .js-plotly-plot .modebar-container {display:none !important}
   .js-plotly-plot {padding-bottom:46px !important}
   .diagram-wide {display:none}
-  /* figures of panels side by side: drawn 640 px wide, as on a desktop, in a block that a finger scrolls
-     sideways (at 390 px their tick labels and panel titles would run into each other) */
-  #overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
-  #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching {overflow-x:auto !important}
-  :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
-      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching) .js-plotly-plot {min-width:640px}
-  :is(#overview-grid, #why-target, #in-ln-params, #in-scale, #in-sweep, #in-residual, #in-ffn, #m-masks, #m-scores,
-      #pe-rel, #pe-scale, #r-fig, #n-fig, #t-ablation, #lab-curve, #whatif-tree, #m-batching) :is(.js-plotly-plot, .main-svg) {
-    touch-action:pan-x pan-y !important}
 }
 @media (min-width: 641px) {.diagram-column {display:none}}
 /* Gradio's "Plot" label over a figure's corner says nothing the figure does not, and covers its title */
@@ -75,6 +68,31 @@ CSS = """
 .save-svg {position:absolute; bottom:0; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
   border-radius:4px; background:#fff; color:#445; cursor:pointer; opacity:0.75} .save-svg:hover {opacity:1}
 """
+
+
+# figures of panels side by side: on a phone drawn 640 px wide, as on a desktop, in a block that a finger scrolls
+# sideways (at 390 px their tick labels and panel titles would run into each other), with a line above that says so
+WIDE_FIGURES = ("overview-grid", "why-target", "in-ln-params", "in-scale", "in-sweep", "in-residual", "in-ffn",
+                "m-masks", "m-scores", "pe-rel", "pe-scale", "r-fig", "n-fig", "t-ablation", "lab-curve", "whatif-tree",
+                "m-batching")
+
+
+def wide_figures_css():
+    """The phone's rules for WIDE_FIGURES, the hint in each language: `:lang()` reads the page's <html lang>, which
+    Gradio sets (a selector naming <html> would not match: Gradio puts its container's selector before each rule)."""
+    blocks = ", ".join(f"#{i}" for i in WIDE_FIGURES)
+    hints = " ".join(f':is({blocks}):lang({lang[:2]})::before {{content:"{text(lang, "page.swipe")}"}}' for lang in LANGS)
+    return f"""@media (max-width: 640px) {{
+  :is({blocks}) {{overflow-x:auto !important}}
+  :is({blocks}) .js-plotly-plot {{min-width:640px}}
+  :is({blocks}) :is(.js-plotly-plot, .main-svg) {{touch-action:pan-x pan-y !important}}
+  :is({blocks})::before {{display:block; position:sticky; left:0; font-size:12px; color:#667; padding:2px 4px}}
+  {hints}
+}}
+"""
+
+
+CSS += wide_figures_css()
 
 
 def theme():

@@ -119,3 +119,26 @@ def test_the_desktop_translation_shows_in_view(app, browser):  # noqa: F811
         assert page.errors == [], page.errors
     finally:
         context.close()
+
+
+def test_a_wide_figure_says_it_scrolls_sideways_in_the_pages_language(app, browser):  # noqa: F811
+    """On a phone a figure drawn wider than the screen scrolls inside its block, and a line above it says so in
+    the page's language, which follows the switch."""
+    from app.i18n import text
+    from app.style import WIDE_FIGURES
+    context, page = open_page(app, browser, PHONE, "?lang=zh-CN")
+    try:
+        page.locator("[role=tab][data-tab-id=whatif]").click()
+        wait_until(page, "plot('whatif-tree') && settled('whatif-tree')", what="the search tree")
+        assert "whatif-tree" in WIDE_FIGURES
+        state = """() => { const b = document.querySelector('#whatif-tree');
+          return [getComputedStyle(b, '::before').content, b.scrollWidth > b.clientWidth]; }"""
+        for lang in ("zh-CN", "en"):
+            if lang == "en":
+                page.locator("#lang label").filter(has_text="English").click()
+            wait_until(page, "getComputedStyle(el('#whatif-tree'), '::before').content === JSON.stringify(arg)",
+                       text(lang, "page.swipe"), what=f"the hint in {lang}")
+            assert page.evaluate(state)[1], "the tree does not scroll sideways in its block"
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
