@@ -475,3 +475,21 @@ def test_a_reformatted_answer_is_still_caught():
     share = (10.0, 0, True, True)
     assert any(points_to(n, share, [0.0, 50.0, 100.0]) for n in numbers("56 of 1024 units fire (5%)"))
     assert not any(points_to(n, share, [0.0, 50.0, 100.0]) for n in numbers("56 of 1024 units fire"))
+
+
+def test_the_init_and_clones_steps_never_seed_the_global_generator(inspections, monkeypatch):
+    """Two steps draw weights in the server's process: from a generator of their own, or unseeded, so that no
+    other event's draws are reset by a learner opening them. The init step's two draws are still the ones it
+    describes: Xavier within its bound, PyTorch's default within 1/sqrt(fan_in)."""
+    learn.clone_counts.cache_clear()
+    c = learn.context(inspections[0], "en")
+    for name in ("manual_seed", "seed"):
+        monkeypatch.setattr(torch, name, lambda *a: pytest.fail("the process's generator was seeded"))
+    for how in ("xavier", "default"):
+        _, fields = learn.draw_init(c, how)
+        d, d_ff = fields["d"], fields["d_ff"]
+        bound = learn.xavier_bound(d, d_ff) if how == "xavier" else 1 / math.sqrt(d)
+        lo, hi = float(fields["lo"]), float(fields["hi"])  # written to 4 decimals
+        assert -bound - 5e-5 <= lo < -0.9 * bound and 0.9 * bound < hi <= bound + 5e-5
+    for how in learn.CLONES:
+        learn.draw_clones(c, how)

@@ -177,9 +177,8 @@ CLONES = {"clones": (), "repeat": ("shared_layers",), "plain": ("plain_list",)}
 @lru_cache(maxsize=None)
 def clone_counts(how):
     """Parameters of the Lab's small model built the three ways: what parameters() reports and what the
-    layers really hold. Built once per process (build_model seeds torch's generator, and the counts never
-    change)."""
-    model = lab.build_model(CLONES.get(how, ()))
+    layers really hold, which no draw of the weights changes: built unseeded, once per process."""
+    model = lab.build_model(CLONES.get(how, ()), seed=None)
     layers = model.encoder.layers
     return dict(registered=lab.count(model.parameters()), held=lab.count(lab.held_parameters(model)),
                 objects=len({id(m) for m in layers}), levels=len(layers))
@@ -493,11 +492,13 @@ def xavier_bound(fan_in, fan_out):
 
 def draw_init(c, how):
     d, d_ff = c.model.src_embed[0].d_model, c.cfg["d_ff"]
-    torch.manual_seed(0)
-    layer = nn.Linear(d, d_ff)  # W_1's shape; PyTorch's default draws it
+    g = torch.Generator().manual_seed(0)  # its own generator: the server's other events draw from the global one
+    w = torch.empty(d_ff, d)  # W_1's shape
     if how != "default":
-        nn.init.xavier_uniform_(layer.weight)  # as make_model does for every matrix
-    w = layer.weight.detach().flatten()
+        nn.init.xavier_uniform_(w, generator=g)  # as make_model does for every matrix
+    else:
+        nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=g)  # nn.Linear's own draw: U(±1/sqrt(fan_in))
+    w = w.flatten()
     b = xavier_bound(d, d_ff)
     fig = go.Figure(go.Histogram(x=inside.small(w[::16], 4), nbinsx=60, marker_color=ORANGE if how != "default" else GREY,
                                  hoverinfo=None if c.revealed else "skip"))

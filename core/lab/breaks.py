@@ -67,9 +67,11 @@ def _default_init(model):
 
 def build_model(breaks=(), seed=0, size=SIZE, layers=0):
     """make_model at the lab's size (N = `layers` in each stack if given), seeded, with the named structural
-    breaks applied to its modules."""
+    breaks applied to its modules. `seed=None` draws the weights without seeding (where only the shapes matter:
+    the server's process keeps its global generator as it is)."""
     size = dict(size, N=layers) if layers else size
-    torch.manual_seed(seed)
+    if seed is not None:
+        torch.manual_seed(seed)
     model = make_model(VOCAB, VOCAB, tie_weights="untied" not in breaks, **size)
     N = size["N"]
     for stack in (model.encoder, model.decoder):
