@@ -358,7 +358,7 @@ def test_the_words_of_hovers_and_menus_follow_the_language(ins):
     assert note.startswith("**解码器第 1 层**：")
     res, _ = tab.residual_view(ins, "zh-CN")
     assert res.data[0].y[0] == "嵌入 + 位置编码" and "第 0 层自注意力" in res.data[2].y
-    assert list(tab.residual_view(ins)[0].data[0].y) == tab.recorded(ins).stages["encoder"]  # English: the stages' names
+    assert list(tab.residual_view(ins)[0].data[0].y)[:3] == ["embedding + PE", "layer 0 self-attention", "layer 0 FFN"]
     lens, _ = tab.lens_view(ins, "zh-CN")
     assert "在 &lt;s&gt; 之后" in lens.data[0].hovertext[0][0] and "&lt;s&gt;→" in lens.layout.yaxis.ticktext
     weights = tab.module_view("generator.proj", "zh-CN")[2]
@@ -379,3 +379,15 @@ def test_switching_the_language_redraws_the_views_on_screen(ins):
     chinese = tab.show(page, ins, *controls[:-1], "zh-CN")
     ffn = [i for i, v in enumerate(chinese) if v != gr.skip()]
     assert len(ffn) == 3 and "平均每个词元" in chinese[ffn[-1]]  # the FFN view, drawn again in Chinese
+
+
+def test_core_names_the_stages_by_keys_whose_words_are_in_both_tables():
+    from app.i18n import LANGS, table
+    stages = inside.stage_names(3)
+    assert len(stages["encoder"]) == 2 + 3 * 2 and len(stages["decoder"]) == 2 + 3 * 3
+    for side in stages.values():
+        assert side[0] == (None, "embedding") and side[-1] == (None, "final")
+        for layer, part in side:
+            assert layer is None or isinstance(layer, int)
+            for lang in LANGS:
+                assert f"inside.stage.{part}" in table(lang), (lang, part)

@@ -458,17 +458,12 @@ def scale_view(ins, kind, layer, head, lang="en"):
 
 # ---- residual stream, feed-forward, logit lens ------------------------------------------------------
 
-# the residual stream's stages (core.analysis.inside.stage_names) by the key of their words
-STAGES = {"embedding + PE": "embedding", "final LayerNorm": "final", "self-attention": "self-attn",
-          "cross-attention": "cross-attn", "FFN": "ffn"}
-
-
-def stage_label(stage, lang="en"):
-    """A stage of the residual stream in words: "layer 0 self-attention", "embedding + PE", ..."""
-    if stage.startswith("layer "):
-        _, layer, sub = stage.split(" ", 2)
-        return say(lang, "stage.layer", layer=layer, sub=say(lang, f"stage.{STAGES[sub]}"))
-    return say(lang, f"stage.{STAGES[stage]}")
+def stage_label(stage, lang):
+    """A stage of the residual stream (core.analysis.inside.stage_names: (layer, part)) in words: "layer 0
+    self-attention", "embedding + PE", ..."""
+    layer, part = stage
+    words = say(lang, f"stage.{part}")
+    return words if layer is None else say(lang, "stage.layer", layer=layer, sub=words)
 
 
 def residual_figure(rec, ins, lang="en"):

@@ -150,11 +150,14 @@ def _heads(mha: MultiHeadedAttention):
 
 
 def stage_names(n_layers):
-    """The residual stream's stages on each side, in the order the pass writes them."""
-    enc = [f"layer {i} {s}" for i in range(n_layers) for s in ("self-attention", "FFN")]
-    dec = [f"layer {i} {s}" for i in range(n_layers) for s in ("self-attention", "cross-attention", "FFN")]
-    return {"encoder": ["embedding + PE", *enc, "final LayerNorm"],
-            "decoder": ["embedding + PE", *dec, "final LayerNorm"]}
+    """The residual stream's stages on each side, in the order the pass writes them, as keys: (layer, part) with
+    part one of "embedding" (the embedding + PE), "self-attn", "cross-attn", "ffn" (after that sub-layer of that
+    layer) and "final" (the final LayerNorm); layer is None for the first and the last. Their words are the
+    page's (app/locale, inside.stage.*)."""
+    enc = [(i, part) for i in range(n_layers) for part in ("self-attn", "ffn")]
+    dec = [(i, part) for i in range(n_layers) for part in ("self-attn", "cross-attn", "ffn")]
+    return {"encoder": [(None, "embedding"), *enc, (None, "final")],
+            "decoder": [(None, "embedding"), *dec, (None, "final")]}
 
 
 @torch.no_grad()
