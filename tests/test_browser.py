@@ -162,8 +162,10 @@ def set_number(page, elem_id, value):
 
 
 def translate(page, german):
-    """Translate `german` in the Translate tab; return the English once the views of the translation are shown."""
-    open_tab(page, "Translate", "#src")
+    """Translate `german` in the Translate tab (opened by its id: its name is in the page's language); return the
+    English once the views of the translation are shown."""
+    page.locator("[role=tab][data-tab-id=translate]").click()
+    page.locator("#src").first.wait_for(state="visible")
     english, tokens = page.evaluate("[document.querySelector('#out textarea').value, "
                                     "document.querySelector('#token-probs').innerText]")
     page.locator("#src textarea").fill(german)
@@ -595,10 +597,10 @@ def test_translate_api_endpoint(app):
 PHONE = {"width": 390, "height": 844}
 
 
-def learner(app, browser, viewport, locale, path="", init=None):
-    """A page in a context of its own (a phone or a desktop, a language) once its Learn step is drawn; `init`, a
-    script run in it before the page's own."""
-    context = browser.new_context(viewport=viewport, locale=locale, has_touch=viewport == PHONE)
+def learner(app, browser, viewport=None, locale=None, path="", init=None, device=None):
+    """A page in a context of its own (a phone or a desktop, a language; or `device`, new_context's arguments)
+    once its Learn step is drawn; `init`, a script run in it before the page's own."""
+    context = browser.new_context(**(device or dict(viewport=viewport, locale=locale, has_touch=viewport == PHONE)))
     if init:
         context.add_init_script(init)
     page = context.new_page()

@@ -12,7 +12,7 @@ from tests import readability
 from tests.conftest import needs_shipped
 
 # app and browser: test_browser's fixtures, one server and one browser for this module
-from tests.test_browser import CHROMIUM, SENTENCE, TIMEOUT_MS, app, browser, wait_until  # noqa: F401
+from tests.test_browser import CHROMIUM, SENTENCE, app, browser, learner, translate, wait_until  # noqa: F401
 
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                                                   reason=f"{CHROMIUM} not installed")]
@@ -45,28 +45,7 @@ DRAWN = """(() => { const p = el('[data-checking]');
 
 
 def open_page(app, browser, device, path):  # noqa: F811
-    context = browser.new_context(**device)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.app, page.errors, page.events = app, [], []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.goto(app.url + path)
-    wait_until(page, "plot('learn-figure') && settled('learn-figure') && settled('learn-head')", what="the first step")
-    return context, page
-
-
-def translate(page, german):
-    """Open the Translate tab by its id (its name is the page's language's), translate `german`, and wait until
-    the tab's views show it."""
-    page.locator("[role=tab][data-tab-id=translate]").click()
-    english, tokens = page.evaluate("[document.querySelector('#out textarea').value, "
-                                    "document.querySelector('#token-probs').innerText]")
-    page.locator("#src textarea").fill(german)
-    page.locator("#translate-btn").click()
-    wait_until(page, "el('#out textarea').value !== arg && settled('out')", english, what="a new translation")
-    wait_until(page, "text('#token-probs') !== arg && settled('token-probs') && settled('step')", tokens,
-               what="the new translation's views")
+    return learner(app, browser, path=path, device=device)
 
 
 def read(page, where):
