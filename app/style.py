@@ -40,6 +40,9 @@ CSS = """
   .js-plotly-plot, .js-plotly-plot .main-svg {touch-action:pan-y}
   .tok-row, .mask-svg, table {max-width:100%; overflow-x:auto}
   .learn-mark {min-width:32px; height:32px}
+  /* the button that opens the full tab has a long name: a row of its own under Back and Next */
+  #learn-nav {flex-wrap:wrap !important}
+  #learn-nav > #learn-open {order:3; flex:1 1 100% !important}
   /* a slider's number box and reset button: its row grows to their 44 px instead of cutting them */
   .tab-like-container {height:auto !important; overflow:visible !important}
   .tab-like-container input[type=number] {min-width:4.5em}

@@ -468,6 +468,12 @@ def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     # where the benchmark left the bf16 rows out, the table says why (escaped: it is shown as Markdown)
     note = engineering.speed_table(dict(full, bf16_training_skipped="<b>emulated</b>")).splitlines()[-1]
     assert note == "bf16 training rows left out: &lt;b&gt;emulated&lt;/b&gt;."
+    # the reason the benchmark measured, in the page's language, from its number
+    measured = dict(full, bf16_training_skipped="bfloat16 matrix products run 60x slower", bf16_matmul_slowdown=60.1)
+    assert engineering.speed_table(measured, "zh-CN").splitlines()[-1] == (
+        "未列出 bf16 训练的几行，原因：在这台 CPU 上，bfloat16 矩阵乘法比 float32 慢 60 倍。")
+    assert engineering.speed_table(measured).splitlines()[-1] == (
+        "bf16 training rows left out: bfloat16 matrix products run 60x slower than float32 on this CPU.")
     # the tab shows the shipped bench.json: a row for each declared row whose figures the file holds, in order
     shipped = json.loads((ASSETS / "bench.json").read_text(encoding="utf-8"))
     table = engineering.speed_table(shipped)

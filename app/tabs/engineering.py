@@ -26,8 +26,11 @@ def _speed_section(b, lang="en"):
     if not rows:
         return None
     values = dict(rows="\n".join(rows))
-    if isinstance(b.get("bf16_training_skipped"), str):
-        return "ui.engineering.speed.table-skipped", dict(values, reason=html.escape(b["bf16_training_skipped"]))
+    if isinstance(b.get("bf16_training_skipped"), str):  # why: from the measured slowdown, in `lang`
+        slow = b.get("bf16_matmul_slowdown")
+        reason = (text(lang, "engineering.bf16-slow", x=f"{slow:.0f}") if isinstance(slow, (int, float))
+                  else html.escape(b["bf16_training_skipped"]))
+        return "ui.engineering.speed.table-skipped", dict(values, reason=reason)
     return "ui.engineering.speed.table", values
 
 

@@ -541,6 +541,12 @@ def greedy_question_step(ins):
     return min(1, len(ins.out_tokens) - 1)
 
 
+def _method(ins):
+    """The decoding that made the translation: greedy, beam or sample (greedy when unknown)."""
+    m = (ins.decoding or {}).get("method", "greedy")
+    return m if m in ("greedy", "beam", "sample") else "greedy"
+
+
 def quiz_greedy(c):
     t = greedy_question_step(c.ins)
     cands = [w for w, _ in c.ins.topk[t][:4]]
@@ -551,7 +557,7 @@ def quiz_greedy(c):
     prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
     return ([_piece(w) for w in order], order.index(chosen),
             dict(prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)), p=f"{c.ins.token_probs[t]:.3f}",
-                 method=c.ins.decoding.get("method", "greedy"), before=prefix))  # before: the question's, plain
+                 method=_method(c.ins), before=prefix))  # method: the API's name of it; before: the question's
 
 
 # ---- 12. Batch and teacher forcing ----------------------------------------------------------------------
