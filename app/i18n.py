@@ -145,7 +145,11 @@ HEAD_JS = """<script>
       }
     }
   });
-  new MutationObserver(() => { relabel(); restatus(); })
+  // the status lines at once (they are rewritten as they tick); the labels once a frame at most, before it is
+  // painted (a redrawn figure is hundreds of mutations)
+  let queued = false;
+  const mend = () => { queued = false; relabel(); };
+  new MutationObserver(() => { restatus(); if (!queued) { queued = true; requestAnimationFrame(mend); } })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
   // plotly arrives with the first figure (Gradio sets window.Plotly): it gets the page's locales before it draws
   let plotly = window.Plotly;

@@ -26,6 +26,8 @@ CSS = """
   border-radius:14px; border:1px solid #ccd; font-size:0.85em; color:#445; background:#fff}
 .learn-mark.done {background:#2a9d4b; border-color:#2a9d4b; color:#fff}
 .learn-mark.current {outline:3px solid #2f6db5; outline-offset:1px; font-weight:bold}
+button.learn-mark {font:inherit; font-size:0.85em; padding:0 4px; cursor:pointer}  /* the path's circles */
+button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
 .learn-count {margin-left:6px; font-size:0.85em; color:#556}
 #learn-answer {min-height:1.5em}
 /* a phone: nothing wider than the screen, controls a finger can hit, figures that let a touch scroll the page
@@ -39,7 +41,7 @@ CSS = """
   .js-plotly-plot .draglayer, .js-plotly-plot .nsewdrag {pointer-events:none !important}
   .js-plotly-plot, .js-plotly-plot .main-svg {touch-action:pan-y}
   .tok-row, .mask-svg, table {max-width:100%; overflow-x:auto}
-  .learn-mark {min-width:32px; height:32px}
+  .learn-mark {min-width:44px; min-height:44px; border-radius:22px}  /* room for a finger */
   /* the button that opens the full tab has a long name: a row of its own under Back and Next */
   #learn-nav {flex-wrap:wrap !important}
   #learn-nav > #learn-open {order:3; flex:1 1 100% !important}

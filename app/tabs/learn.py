@@ -854,8 +854,7 @@ def forward(ins, progress, lang):
 
 def pick(ins, progress, lang, evt: gr.EventData):
     """The step whose circle was clicked (its number, 1-based, as the browser sent it: kept within the path)."""
-    data = getattr(evt, "_data", None)
-    k = clamp(data.get("step") if isinstance(data, dict) else None, 1, len(STEPS))
+    k = clamp(getattr(evt, "step", None), 1, len(STEPS))  # EventData's attributes are the data trigger() sent
     return go_to(ins, progress, k - 1, lang)
 
 
@@ -917,10 +916,6 @@ PICK_JS = """element.addEventListener('click', (e) => {
   const top = document.querySelector('#learn-head').getBoundingClientRect().top;
   window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
 });"""
-# room for a finger on a phone, and the look of a button taken off
-MARK_CSS = """button.learn-mark {font:inherit; font-size:0.85em; padding:0 4px; cursor:pointer}
-button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
-@media (max-width: 640px) { button.learn-mark {min-width:44px; min-height:44px; border-radius:22px} }"""
 
 
 def _layout():
@@ -929,7 +924,7 @@ def _layout():
         src = gr.Textbox(label=L("ui.learn.sentence"), lines=1, max_lines=3, scale=4, elem_id="learn-src")
         go_btn = gr.Button(L("ui.learn.translate"), variant="secondary", scale=1, min_width=88, elem_id="learn-go")
     notice = gr.Markdown(elem_id="learn-notice")  # what is wrong with the sentence typed, if anything
-    path = gr.HTML(elem_id="learn-path", js_on_load=PICK_JS, css_template=MARK_CSS)
+    path = gr.HTML(elem_id="learn-path", js_on_load=PICK_JS)
     head = gr.Markdown(elem_id="learn-head")
     body = gr.Markdown(elem_id="learn-body")
     # predict, then see: the question and its check before the evidence (the action, the figure, the fact line),
