@@ -145,11 +145,7 @@ HEAD_JS = """<script>
       }
     }
   });
-  // the status lines at once (they are rewritten as they tick); the labels once a frame at most, before it is
-  // painted (a redrawn figure is hundreds of mutations)
-  let queued = false;
-  const mend = () => { queued = false; relabel(); };
-  new MutationObserver(() => { restatus(); if (!queued) { queued = true; requestAnimationFrame(mend); } })
+  new MutationObserver(() => { relabel(); restatus(); })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
   // plotly arrives with the first figure (Gradio sets window.Plotly): it gets the page's locales before it draws
   let plotly = window.Plotly;

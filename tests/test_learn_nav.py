@@ -5,8 +5,8 @@ shape in step 6, one counting origin in step 12; and the notice for a sentence t
 tests/test_browser.py's Learn walks."""
 import re
 from html.parser import HTMLParser
-from types import SimpleNamespace
 
+import gradio as gr
 import plotly.graph_objects as go
 import pytest
 
@@ -74,7 +74,7 @@ def test_a_title_with_markup_stays_text_in_its_circle(monkeypatch):
 
 def test_a_circle_opens_its_step_and_anything_else_stays_on_the_path():
     p = {"step": 0, "done": ["generator"]}
-    event = lambda data: SimpleNamespace(_data=data)  # what gr.EventData carries from the browser
+    event = lambda data: gr.EventData(None, data)  # what the browser's trigger('click', data) becomes
     assert learn.pick(None, p, "en", event({"step": 12}))[0] == {"step": 11, "done": ["generator"]}
     for bad, k in (({"step": "<b>"}, 0), ({"step": 99}, len(learn.STEPS) - 1), (None, 0), ("12", 0), ({}, 0)):
         assert learn.pick(None, p, "en", event(bad))[0]["step"] == k, bad

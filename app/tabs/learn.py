@@ -854,7 +854,11 @@ def forward(ins, progress, lang):
 
 def pick(ins, progress, lang, evt: gr.EventData):
     """The step whose circle was clicked (its number, 1-based, as the browser sent it: kept within the path)."""
-    k = clamp(getattr(evt, "step", None), 1, len(STEPS))  # EventData's attributes are the data trigger() sent
+    try:  # EventData's attributes are the data trigger() sent; with none at all, it raises TypeError
+        step = getattr(evt, "step", None)
+    except TypeError:
+        step = None
+    k = clamp(step, 1, len(STEPS))
     return go_to(ins, progress, k - 1, lang)
 
 
