@@ -11,9 +11,13 @@ the browser or from an address is untrusted: anything but a known code reads as 
 Keys: "ui.<tab>.<name>" for static labels (no {fields}, unless written on the server by `L(key, **values)`),
 "<tab>.<name>" for what the server builds.
 """
+import contextvars
+import functools
 import hashlib
+import inspect
 import json
 import string
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,8 +45,57 @@ def read_lang(value):
     return value if value in LANGS else DEFAULT
 
 
-def text(lang, key, **values):
-    """The string `key` in `lang` (English where the table lacks it), with `values` put into its {fields}."""
+_SPOKEN = contextvars.ContextVar("page_language")  # the language of the event being handled
+
+
+@contextmanager
+def speaking(lang):
+    """Handle an event in `lang` (checked: read_lang): within it, `text(key)` writes in that language. Set once
+    per event, where the event reads the page's language (app/views.py sets it around every view it draws)."""
+    token = _SPOKEN.set(read_lang(lang))
+    try:
+        yield
+    finally:
+        _SPOKEN.reset(token)
+
+
+def spoken():
+    """The language of the event being handled. Outside an event's `speaking` it raises: nothing is drawn in a
+    language no one chose."""
+    try:
+        return _SPOKEN.get()
+    except LookupError:
+        raise LookupError("no language set for this event: draw inside app.i18n.speaking(lang)") from None
+
+
+def in_language(fn):
+    """An event callback that takes the page's language as its keyword `lang` and runs in it (`speaking`); a
+    generator's every step runs in it (Gradio may run each step in another thread)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def run_steps(*args, lang, **kwargs):
+            steps = fn(*args, **kwargs)
+            while True:
+                with speaking(lang):
+                    try:
+                        value = next(steps)
+                    except StopIteration:
+                        return
+                yield value
+        return run_steps
+
+    @functools.wraps(fn)
+    def run(*args, lang, **kwargs):
+        with speaking(lang):
+            return fn(*args, **kwargs)
+    return run
+
+
+def text(*args, **values):
+    """text(key, **values): the string `key` in the event's language (`spoken`; English where the table lacks
+    it), with `values` put into its {fields}. text(lang, key, **values) names the language: for what is written
+    in every language at once (labels built on the server, the head script, the command-line tools)."""
+    lang, key = args if len(args) == 2 else (spoken(), *args)
     s = table(read_lang(lang)).get(key)
     if s is None:
         s = table(DEFAULT)[key]
@@ -50,9 +103,10 @@ def text(lang, key, **values):
 
 
 def texts(prefix):
-    """The text function of one tab: t(lang, key, **values) is text(lang, f"{prefix}.{key}", **values)."""
-    def t(lang, key, **values):
-        return text(lang, f"{prefix}.{key}", **values)
+    """The text function of one tab: t(key, **values) is text(f"{prefix}.{key}", **values) (and t(lang, key, ...)
+    names the language, as `text` does)."""
+    def t(*args, **values):
+        return text(*args[:-1], f"{prefix}.{args[-1]}", **values)
     return t
 
 

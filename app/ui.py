@@ -15,7 +15,7 @@ from . import links, tabs
 from .bertviz_views import STATIC_FILES
 from .i18n import L, switch
 from .shared import free_closed_sessions, get_translator
-from .views import ROOT, language_shower, page_state, translation_shower
+from .views import ROOT, language_shower, page_inputs, page_state, translation_shower
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
 # queue is full and to try again; two events run at once (the machine has 2 cores), and of those that run the
@@ -44,17 +44,23 @@ def build_demo():
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
         shown = [t for t in built if t.shows_translation]  # in page order
-        show, controls = translation_shower(shown), [c for t in shown for c in t.controls.values()]
+        show, named = translation_shower(shown), page_inputs(shown, page, state, lang)
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (tools.bench --browser)
         for event in (translation.translated, tabs.learn.translates(learn, translation, state, lang, linked), linked):
-            event.then(show, [page, state, *controls], [o for t in shown for o in t.outputs], api_visibility="private",
-                       show_progress_on=translation.outputs[0])
+            event.then(show, None, [o for t in shown for o in _outputs(t)], inputs_kwargs=named,
+                       api_visibility="private", show_progress_on=_outputs(translation)[0])
         # a new language: one event redraws the views on screen of every tab but two, which redraw themselves
         # (the Learn path's step, and the Translate tab's replay, which keeps its step)
         relang = [t for t in built if t is not learn and t is not translation]
-        lang.change(language_shower(relang), [page, state, *(c for t in relang for c in t.controls.values())],
-                    [o for t in relang for o in t.outputs], api_visibility="private", concurrency_id="model")
+        lang.change(language_shower(relang), None, [o for t in relang for o in _outputs(t)],
+                    inputs_kwargs=page_inputs(relang, page, state, lang), api_visibility="private",
+                    concurrency_id="model")
         demo.tab_views = built  # each tab's views and controls (tools.i18n_report draws them)
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)
+
+
+def _outputs(tab):
+    """A tab's output components, in order (named or, for a tab not yet moved to names, listed)."""
+    return list(tab.outputs.values()) if isinstance(tab.outputs, dict) else tab.outputs

@@ -11,11 +11,13 @@ it names the controls its drawing reads. Three kinds of event draw views, all th
 
 The rest of the time a view is left as it is (`gr.skip()`): nothing is recomputed and nothing is sent.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Callable
 
 import gradio as gr
+
+from .i18n import read_lang, speaking
 
 ROOT = ""  # the page's top level of tabs
 
@@ -24,17 +26,20 @@ ROOT = ""  # the page's top level of tabs
 class View:
     """A view: its name, where it is shown (tab ids from the top), how it is drawn, what it reads.
 
-    `draw(ins, *used)` returns the values of its `outputs` components (one value, or a tuple of them), where `used`
-    are the values of its tab's controls named in `uses`, in that order; a view that does not read the translation
-    (`reads_translation=False`) is drawn as `draw(*used)`. `blank` gives the values that clear it (a tuple, or a
-    function of the controls it `uses`, like `draw`, returning one: a blank in the page's language) once it shows
-    an earlier translation."""
+    `draw(ins, **used)` returns {output name: value} for the names in `outputs` (a view of one output may return
+    the bare value), where `used` are the tab's controls named in `uses`, by name; a view that does not read the
+    translation (`reads_translation=False`) is drawn as `draw(**used)`. Every view is drawn in the event's
+    language (app.i18n.speaking), which is not one of its `uses`: a change of language redraws it all the same.
+    `blank` gives the values that clear it ({output name: value}, or a function of the controls it uses, like
+    `draw`, returning one: a blank in the page's language) once it shows an earlier translation.
+
+    (A tab not yet moved to names passes `outputs` as a count and draws positionally: `LegacyTab` below.)"""
     name: str
     where: tuple
     draw: Callable
-    outputs: int = 1
+    outputs: tuple | int = 1
     uses: tuple = ()
-    blank: tuple | Callable = None
+    blank: dict | tuple | Callable = None
     reads_translation: bool = True
 
 
@@ -61,18 +66,108 @@ def shown(page, where):
     return True
 
 
+def _fresh(page, v, ins, used):
+    last = page["drawn"].get(v.name)
+    return last, last is not None and last[0] is ins and last[1] == used
+
+
+def draw_views(page, ins, views, controls, lang):
+    """{output name: value} of `views`: drawn, in `lang`, where shown and not drawn already for `ins`, the
+    controls the view reads (`controls`: their values by name) and `lang`; cleared where hidden and drawn for an
+    earlier translation. An output left out is left as it is (nothing is computed, nothing is sent)."""
+    out = {}
+    for v in views:
+        used = {name: controls[name] for name in v.uses}
+        key = (tuple(used.values()), read_lang(lang))
+        last, fresh = _fresh(page, v, ins, key)
+        if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):
+            page["drawn"][v.name] = (ins, key)
+            with speaking(lang):
+                values = v.draw(ins, **used) if v.reads_translation else v.draw(**used)
+            out.update(_named(v, values))
+        elif last is not None and last[0] is not ins and v.blank is not None:
+            del page["drawn"][v.name]
+            with speaking(lang):
+                out.update(_named(v, v.blank(**used) if callable(v.blank) else v.blank))
+    return out
+
+
+def _named(view, values):
+    """A view's drawn values by output name, checked against the names it declares."""
+    if len(view.outputs) == 1 and not (isinstance(values, dict) and set(values) == set(view.outputs)):
+        values = {view.outputs[0]: values}
+    assert set(values) == set(view.outputs), (view.name, sorted(values), view.outputs)
+    return values
+
+
+@dataclass
+class Tab:
+    """What the build() of a tab with views returns: where it is, its views, its controls and outputs by name
+    (components), and the page-wide components its events read: the page record, the page's language and, for a
+    tab that shows a translation, the state holding the Inspection. `more` holds what other parts of the page
+    reach (the Translate tab's event, the Learn path's progress)."""
+    where: tuple
+    views: list
+    controls: dict
+    outputs: dict
+    page: object
+    lang: object
+    state: object = None
+    more: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        names = [n for v in self.views for n in v.outputs]
+        assert sorted(names) == sorted(self.outputs), (self.where, names, list(self.outputs))
+        assert all(set(v.uses) <= set(self.controls) for v in self.views), self.where
+
+    def __getattr__(self, name):
+        more = self.__dict__.get("more", {})
+        if name in more:
+            return more[name]
+        raise AttributeError(name)
+
+    @property
+    def shows_translation(self):
+        return any(v.reads_translation for v in self.views)
+
+    def inputs(self):
+        """The components its events read, by the names `show` takes (inputs_kwargs=...)."""
+        page = dict(page=self.page, lang=self.lang, **({"ins": self.state} if self.shows_translation else {}))
+        return dict(page, **self.controls)
+
+    def show(self, page, lang, ins=None, **controls):
+        """{component: value} of its views for the page as it is (draw_views), gr.skip() when nothing changes."""
+        values = draw_views(page, ins, self.views, controls, lang)
+        return {self.outputs[name]: value for name, value in values.items()} or gr.skip()
+
+    def opened(self, page, lang, ins=None, **controls):
+        """The tab's select event: record it as open, then show its views."""
+        open_tab(page, self.where)
+        return self.show(page, lang, ins, **controls)
+
+    def wire(self, tab):
+        """Wire the tab's select event and its controls' changes (the page's language is not among them: a new
+        language is one event for the whole page, app/ui.py)."""
+        outputs = list(self.outputs.values())
+        tab.select(self.opened, None, outputs, inputs_kwargs=self.inputs(), api_visibility="private")
+        if self.controls:
+            gr.on([c.change for c in self.controls.values()], self.show, None, outputs,
+                  inputs_kwargs=self.inputs(), api_visibility="private")
+        return self
+
+
 def refresh(page, ins, views, controls=None):
-    """The output values of `views`, in order: drawn where shown and not drawn already for `ins` and the
-    controls the view reads (`controls`: their values by name); cleared where hidden and drawn for an earlier
+    """(A tab not yet moved to names: LegacyTab.) The output values of `views`, in order: drawn where shown and
+    not drawn already for `ins` and the controls the view reads; cleared where hidden and drawn for an earlier
     translation; else skipped."""
     drawn, out = page["drawn"], []
     for v in views:
         used = tuple(controls[name] for name in v.uses)
-        last = drawn.get(v.name)
-        fresh = last is not None and last[0] is ins and last[1] == used
+        last, fresh = _fresh(page, v, ins, used)
         if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):
             drawn[v.name] = (ins, used)
-            values = v.draw(ins, *used) if v.reads_translation else v.draw(*used)
+            with speaking((controls or {}).get("lang")):
+                values = v.draw(ins, *used) if v.reads_translation else v.draw(*used)
             out.extend(values if v.outputs > 1 else (values,))
         elif last is not None and last[0] is not ins and v.blank is not None:
             del drawn[v.name]
@@ -83,29 +178,61 @@ def refresh(page, ins, views, controls=None):
 
 
 def tab_views(show, views, controls, outputs, **more):
-    """What the build() of a tab with views returns: its `show` (the page, the Inspection where the tab shows a
-    translation, then the controls' values in the order of `controls`), its views, its controls by name, the
-    outputs of `show`, and `more` that other tabs reach."""
-    return SimpleNamespace(show=show, views=views, controls=dict(controls), outputs=list(outputs),
+    """(A tab not yet moved to names.) Its `show` (the page, the Inspection where the tab shows a translation,
+    then the controls' values in the order of `controls`), its views, its controls by name, the outputs of
+    `show`, and `more` that other tabs reach."""
+    return SimpleNamespace(show=show, views=views, controls=dict(controls), outputs=list(outputs), legacy=True,
                            shows_translation=any(v.reads_translation for v in views), **more)
+
+
+def page_inputs(tabs, page, state, lang):
+    """The inputs by name of one event that reads every tab in `tabs`: the page, the state, the language, then
+    each tab's controls under "<tab id>/<name>"."""
+    named = dict(page=page, ins=state, lang=lang)
+    for tab in tabs:
+        named.update({f"{_tab_id(tab)}/{n}": c for n, c in tab.controls.items() if c is not lang})
+    return named
+
+
+def _tab_id(tab):
+    return "/".join(tab.where) if not getattr(tab, "legacy", False) else tab.show.__module__.rpartition(".")[2]
+
+
+def _show_all(tabs, page, ins, lang, named):
+    out = {}
+    for tab in tabs:
+        prefix = f"{_tab_id(tab)}/"
+        mine = {n[len(prefix):]: v for n, v in named.items() if n.startswith(prefix)}
+        if getattr(tab, "legacy", False):
+            args = [lang if c is None else mine[n] for n, c in _legacy_controls(tab)]
+            values = tab.show(page, ins, *args) if tab.shows_translation else tab.show(page, *args)
+            out.update({c: v for c, v in zip(tab.outputs, values) if not _skipped(v)})
+        else:
+            shown_now = tab.show(page, lang, ins if tab.shows_translation else None, **mine)
+            out.update(shown_now if isinstance(shown_now, dict) and not _skipped(shown_now) else {})
+    return out or gr.skip()
+
+
+def _legacy_controls(tab):
+    return [(n, None if n == "lang" else c) for n, c in tab.controls.items()]
+
+
+def _skipped(value):
+    return isinstance(value, dict) and value == gr.skip()
 
 
 def translation_shower(tabs):
     """The callback that draws a new translation in every view that shows one: those on screen drawn, the
-    others cleared. `tabs` are the tab_views of the tabs that show a translation; it takes the page, the
-    Inspection, then each tab's controls in turn (those not given take their first values)."""
-    def show_translation(page, ins, *controls):
-        out = []
-        for tab in tabs:
-            n = len(tab.controls)
-            out += tab.show(page, ins, *controls[:n])
-            controls = controls[n:]
-        return tuple(out)
+    others cleared. `tabs` are the tabs that show a translation; it takes the page, the Inspection, the language
+    and each tab's controls by name (page_inputs)."""
+    def show_translation(page, ins, lang, **named):
+        return _show_all(tabs, page, ins, lang, named)
     return show_translation
 
 
 def opener(where, show):
-    """The callback of a tab's select event: record the tab as open, then `show(page, *inputs)` its views."""
+    """(A tab not yet moved to names.) The callback of a tab's select event: record the tab as open, then
+    `show(page, *inputs)` its views."""
     def opened(page, *inputs):
         open_tab(page, where)
         return show(page, *inputs)
@@ -114,21 +241,15 @@ def opener(where, show):
 
 
 def control_changes(controls):
-    """The change events of a tab's controls (by name), the page's language left out: app/ui.py redraws every
-    tab for a new language in one event (`language_shower`)."""
+    """(A tab not yet moved to names.) The change events of a tab's controls (by name), the page's language left
+    out: app/ui.py redraws every tab for a new language in one event (`language_shower`)."""
     return [c.change for name, c in controls.items() if name != "lang"]
 
 
 def language_shower(tabs):
-    """The callback of the page's language switch: every tab's views on screen drawn again in the new language
-    (their language is one of their controls), in one event rather than one a tab. It takes the page, the
-    Inspection, then each tab's controls in turn, as `translation_shower` does; a view in a hidden tab is left,
+    """The callback of the page's language switch: every tab's views on screen drawn again in the new language,
+    in one event rather than one a tab. It takes what `translation_shower` takes; a view in a hidden tab is left,
     and drawn in the new language when its tab is next opened."""
-    def show_language(page, ins, *controls):
-        out = []
-        for tab in tabs:
-            n = len(tab.controls)
-            out += tab.show(page, ins, *controls[:n]) if tab.shows_translation else tab.show(page, *controls[:n])
-            controls = controls[n:]
-        return tuple(out)
+    def show_language(page, ins, lang, **named):
+        return _show_all(tabs, page, ins, lang, named)
     return show_language

@@ -114,3 +114,12 @@ def reordered_step(model, src, mask, tgt, index, keep=None):
     with torch.no_grad(), heads(None if keep is None else keep[index]):
         full = model.decode(memory[index], mask[index], tgt[index, :4], subsequent_mask(4))[:, -1]
     return got, full
+
+
+@pytest.fixture
+def english():
+    """The test runs as an event whose page is in English (app.i18n.speaking): what it draws is written in
+    English, and nothing is drawn in a language no one chose."""
+    from app.i18n import speaking
+    with speaking("en"):
+        yield "en"

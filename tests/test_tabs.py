@@ -7,11 +7,11 @@ import re
 import pytest
 import torch
 
-from app.i18n import L
+from app.figures.positional import encoding, encoding_f64, relative_figure, relative_residual, rotation
+from app.i18n import L, speaking
 from app.shared import get_translator
 from app.tabs import masks, positional, training
 from app.tabs.masks import DEFAULT_DE, DEFAULT_EN, batching_figure, make_batch, mask_panels, parse_pairs, scores_at_work
-from app.tabs.positional import encoding, encoding_f64, relative_residual, rotation
 from app.tabs.training import (
     ablation_runs,
     noam_figure,
@@ -112,23 +112,23 @@ def test_rotation_maps_pos_to_pos_plus_k(k):
     torch.testing.assert_close(pe[5] @ M.T, pe[5 + k])
 
 
-def test_positional_view_and_errors():
-    curves, heat, sim, rel, note = positional.positional_view(32, 50, "0, 1, 9", 3)
+def test_positional_view_and_errors(english):
+    curves, heat, sim, rel, note = positional.positional_view(32, 50, "0, 1, 9", 3).values()
     assert [t.name.split()[1] for t in curves.data] == ["0", "1", "9"]
     assert len(heat.data[0].z) == 50 and len(heat.data[0].z[0]) == 32
     assert "largest residual" in note
-    assert "must lie in" in positional.positional_view(32, 50, "40", 3)[-1]
+    assert "must lie in" in positional.positional_view(32, 50, "40", 3)["note"]
     # long or many-numbered input: a short message, never an echo of the input
     for typed in ("9" * 100_000, "1 " * 5_000, " ".join(["99"] * 90)):
-        note = positional.positional_view(32, 50, typed, 3)[-1]
+        note = positional.positional_view(32, 50, typed, 3)["note"]
         assert note.startswith("**") and len(note) < 250, note
     # odd d_model is made even, k is kept inside the range
-    assert len(positional.positional_view(33, 20, "", 999)[1].data[0].z[0]) == 32
+    assert len(positional.positional_view(33, 20, "", 999)["heat"].data[0].z[0]) == 32
 
 
 @needs_shipped
-def test_embedding_scale_uses_trained_weights():
-    fig, note = positional.embedding_scale()
+def test_embedding_scale_uses_trained_weights(english):
+    fig, note = positional.embedding_scale().values()
     w = get_translator().model.src_embed[0].lut.weight
     assert len(fig.data[0].x) == w.size(0)
     assert fig.data[1].x[3] == pytest.approx(w[3].norm().item() * math.sqrt(w.size(1)), rel=1e-5)
@@ -197,8 +197,14 @@ def drawn_english(tab, controls, pieces=frozenset()):
     """The English a tab's views draw for `controls` (tools.i18n_report's measure), hover templates' words too."""
     found = []
     for view in tab.VIEWS:
-        out = view.draw(*(controls[name] for name in view.uses))
-        for value in out if view.outputs > 1 else (out,):
+        if isinstance(view.outputs, tuple):  # a view that names its outputs, drawn in the event's language
+            with speaking(controls["lang"]):
+                out = view.draw(**{name: controls[name] for name in view.uses})
+            values = out.values() if isinstance(out, dict) else (out,)
+        else:
+            out = view.draw(*(controls[name] for name in view.uses))
+            values = out if view.outputs > 1 else (out,)
+        for value in values:
             found += [s for s in value_strings(value) if english(s, pieces)]
             found += [t.hovertemplate for t in getattr(value, "data", ())
                       if t.hovertemplate and english(HOVER_FIELD.sub(" ", t.hovertemplate), pieces)]
@@ -231,11 +237,14 @@ def test_masks_tab_draws_its_words_in_chinese():
 def test_positional_tab_draws_its_words_in_chinese():
     controls = dict(d_model=256, positions=100, dims="4, 5, 6, 7", k=5, lang="zh-CN")
     assert drawn_english(positional, controls) == []
-    for typed in ("40", "4, x", "9" * 300):
-        assert chinese(positional.positional_view(32, 50, typed, 3, "zh-CN")[-1]), typed
-    # the Learn path relabels the figure it reuses: its English default stays
-    fig, _, _ = positional.relative_figure(encoding(32, 20), 3)
+    with speaking("zh-CN"):
+        for typed in ("40", "4, x", "9" * 300):
+            assert chinese(positional.positional_view(32, 50, typed, 3)["note"]), typed
+    with speaking("en"):  # the figure the Learn path shares, in the event's language
+        fig, _, _ = relative_figure(encoding(32, 20), 3)
     assert fig.data[1].name == "float32 buffer (the model's)" and fig.layout.xaxis2.title.text == "pos"
+    with pytest.raises(LookupError):  # drawn outside an event: no language was chosen, so none is assumed
+        relative_figure(encoding(32, 20), 3)
 
 
 @needs_shipped

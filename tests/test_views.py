@@ -10,9 +10,10 @@ import pytest
 
 from app import tabs, views
 from app.shared import examples
-from app.tabs import attention, learn, masks, overview, positional, training, translate
+from app.tabs import attention, masks, overview, training, translate
 from app.ui import build_demo
 from tests.conftest import needs_shipped
+from tests.events import by_id, call, dependency, outputs_of
 
 pytestmark = needs_shipped
 
@@ -23,17 +24,21 @@ SKIP = gr.skip()
 
 
 def translation_callback(demo):
-    """The callback a page runs after each translation (app/ui.py): it takes the page, the Inspection, then the
-    controls of every tab that shows a translation, and returns the values of their views, tabs in page order."""
-    (fn,) = {d.fn for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation"}
-    return fn
+    """The callback a page runs after each translation (app/ui.py): it takes the page, the Inspection, the
+    language and the controls of every tab that shows a translation by name, and returns {component: value} of
+    their views."""
+    return next(d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation")
 
 
 def up_to_attention(kind="encoder", layer=0, head=0, lang="en"):
-    """The controls the translation callback takes, in page order, of the tabs up to the Attention tab: the
-    Learn tab's progress and language, the Overview's and the Translate tab's language, the Attention tab's kind,
-    layer, head and language (the later tabs' take their first values)."""
-    return None, lang, lang, lang, kind, layer, head, lang
+    """The controls the translation callback takes, by name, that these tests set: the page's language and the
+    Attention tab's kind, layer and head (every other control as the page starts)."""
+    return {"lang": lang, "attention/kind": kind, "attention/layer": layer, "attention/head": head}
+
+
+def tab_named(demo, name):
+    """The tab_views of the tab whose module (or first tab id) is `name`."""
+    return next(t for t in demo.tab_views if (t.where[0] if hasattr(t, "where") else t.show.__module__.rpartition(".")[2]) == name)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +48,8 @@ def demo():
 
 @pytest.fixture(scope="module")
 def show_translation(demo):
-    return translation_callback(demo)
+    dep = translation_callback(demo)
+    return lambda page, ins, **given: call(dep, page=page, ins=ins, **given)
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +78,6 @@ def new_page(tab):
     return {"open": {views.ROOT: tab, "attention": "one-head"}, "drawn": {}}
 
 
-LEARN = learn.VIEWS[0].outputs  # the outputs of the Learn tab, the first of the translation event's
-
-
 def open_and_show(page, where, show, *inputs):
     return views.opener(where, show)(page, *inputs)
 
@@ -87,16 +90,13 @@ def escaped(tokens):
     return [html.escape(t, quote=False) for t in tokens]
 
 
-def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(two, calls, show_translation):
+def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(demo, two, calls, show_translation):
     ins, _ = two
     page = new_page("translate")
-    out = show_translation(page, ins, *up_to_attention())
-    # the Learn tab comes first: closed here, its view is skipped
-    assert out[:LEARN] == (SKIP,) * LEARN
-    out = out[LEARN:]
+    out = show_translation(page, ins, **up_to_attention())
     # the token strip, the status line and the step replay (slider, input so far, mask, candidates); nothing of
-    # the closed tabs (the Overview's diagram comes first, the tabs in page order)
-    assert all(v != SKIP for v in out[1:7]) and all(v == SKIP for v in (out[0], *out[7:]))
+    # the closed tabs (the Learn path, the Overview's diagram, the Attention tab ...) is drawn or sent
+    assert set(out) == set(outputs_of(tab_named(demo, "translate")))
     assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_svg": 1, "step_candidates": 1}
     # opening the Attention tab draws its open sub-tab's view only, for the same sentence
     heat, *rest = open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0)
@@ -130,23 +130,24 @@ def test_controls_redraw_only_the_views_that_read_them(two, calls):
     assert calls["head_grid"] == 1 and calls["layer_head_overview"] == 0
 
 
-def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls, show_translation):
+def test_a_new_translation_clears_the_hidden_views_of_the_last_one(demo, two, calls, show_translation):
     first, second = two
     page = new_page("translate")
-    show_translation(page, first, *up_to_attention())
+    show_translation(page, first, **up_to_attention())
     for sub in ("all-heads", "bertviz-model", "one-head"):
         open_and_show(page, ("attention", sub), attention.show, first, "encoder", 0, 0)
-    out = show_translation(page, second, *up_to_attention())[LEARN:]
-    diagram, probs, status, slider, info, mask, cands, heat, grid, layers, bv_head, bv_model, *later = out
-    assert later == [SKIP] * len(later)  # the tabs after Attention: hidden and never drawn
+    out = show_translation(page, second, **up_to_attention())
+    # only the Translate and Attention tabs' views: the later tabs are hidden and were never drawn
+    assert set(out) <= {*outputs_of(tab_named(demo, "translate")), *outputs_of(tab_named(demo, "attention"))}
+    out = by_id(out)
     # on screen: the one-head view, drawn for the new sentence; the token strip and the status line always
-    assert tokens_on_y(heat) == escaped(second.src_tokens) and "tok" in probs
-    assert f"{len(second.src_tokens)} source pieces" in status
+    assert tokens_on_y(out["heatmap"]) == escaped(second.src_tokens) and "tok" in out["token-probs"]
+    assert f"{len(second.src_tokens)} source pieces" in out["status"]
     # hidden and drawn for the first sentence: cleared, so no tab shows its figures beside the new tokens
-    assert (info, mask, cands) == ("", "", "") and slider.interactive is False
-    assert grid is None and bv_model == ""
-    # hidden and never drawn: left alone
-    assert diagram == SKIP and layers == SKIP and bv_head == SKIP
+    assert (out["step-info"], out["step-mask"], out["step-cands"]) == ("", "", "") and out["step"].interactive is False
+    assert out["head-grid"] is None and out["bertviz-model"] == ""
+    # hidden and never drawn: left alone (nothing sent)
+    assert not {"diagram", "overview-grid", "bertviz-head"} & set(out)
     # opened again, each draws the new sentence
     grid = open_and_show(page, ("attention", "all-heads"), attention.show, second, "encoder", 0, 0)[1]
     assert list(grid.data[0].y) == attention.positions(second.src_tokens)
@@ -154,10 +155,9 @@ def test_a_new_translation_clears_the_hidden_views_of_the_last_one(two, calls, s
     assert "Step 1: next-token" in cands
 
 
-def test_tabs_without_a_translation_draw_when_first_opened():
+def test_tabs_without_a_translation_draw_when_first_opened(demo):
     page = new_page("translate")
     tabs = [(("masks",), masks.show, (masks.DEFAULT_DE, masks.DEFAULT_EN, 1, "decoder", 0, 0)),
-            (("positional",), positional.show, (256, 100, "4, 5, 6, 7", 5)),
             (("training",), training.show, (10, 512, 1.0, 4000, 0.1))]
     for where, show, controls in tabs:
         # before its tab is opened a view draws nothing, even when asked
@@ -168,6 +168,15 @@ def test_tabs_without_a_translation_draw_when_first_opened():
     # a control moved in the open tab redraws the views that read it: here the Noam figure alone
     out = training.show(page, 10, 512, 1.0, 8000, 0.1)
     assert [v != SKIP for v in out] == [False, False, True, False, False, False, False]
+    # a tab that names its views' outputs: the same, by name
+    tab = tab_named(demo, "positional")
+    controls = dict(d_model=256, positions=100, dims="4, 5, 6, 7", k=5)
+    assert tab.show(page, "en", **controls) == SKIP
+    assert set(tab.opened(page, "en", **controls)) == set(tab.outputs.values())
+    assert tab.opened(page, "en", **controls) == SKIP
+    drawn = tab.show(page, "en", **dict(controls, k=6))  # a control redraws the views that read it, alone
+    assert set(drawn) == {tab.outputs[n] for n in ("curves", "heat", "sim", "rel", "note")}
+    assert set(tab.show(page, "zh-CN", **dict(controls, k=6))) == set(tab.outputs.values())  # a new language: all
 
 
 def test_shown_follows_the_open_tab_at_every_level():
@@ -182,67 +191,57 @@ def test_shown_follows_the_open_tab_at_every_level():
     assert views.shown(page, ("attention", "bertviz-head"))
 
 
-def test_each_tab_names_the_controls_its_views_read(monkeypatch):
-    """What each tab's build() returns (app/views.py tab_views): its controls by name, in the order its show()
-    takes them, every name a view reads among them, one output a drawn value; the page's translation event
-    reads them all."""
-    built = []
-
-    def recorded(*args, **kw):
-        built.append(views.tab_views(*args, **kw))
-        return built[-1]
-
-    for name in tabs.__all__:
-        if hasattr(getattr(tabs, name), "tab_views"):
-            monkeypatch.setattr(getattr(tabs, name), "tab_views", recorded)
-    demo = build_demo()
+def test_each_tab_names_the_controls_its_views_read(demo):
+    """What each tab's build() returns: its controls by name, every name a view reads among them, its outputs
+    those its views draw; the page's translation event reads them all, by name."""
+    built = demo.tab_views
     assert len(built) == len(tabs.__all__) - 1  # every tab but Engineering, which has no views
     for tab in built:
+        if isinstance(tab, views.Tab):
+            assert sorted(n for v in tab.views for n in v.outputs) == sorted(tab.outputs), tab.where
+            assert all(set(v.uses) <= set(tab.controls) for v in tab.views), tab.where
+            continue
         takes = list(inspect.signature(tab.show).parameters)[1 + tab.shows_translation:]
         names = list(tabs.inside.DEFAULTS) if tab.show is tabs.inside.show else takes
         assert list(tab.controls) == names, tab.show.__module__
         assert all(set(v.uses) <= set(tab.controls) for v in tab.views), tab.show.__module__
         assert len(tab.outputs) == sum(v.outputs for v in tab.views), tab.show.__module__
     shown = [t for t in built if t.shows_translation]
-    assert [t.show.__module__.rpartition(".")[2] for t in shown] == ["learn", "overview", "translate", "attention",
-                                                                    "heads", "why", "whatif", "inside"]
-    events = [d for d in demo.fns.values() if d.fn is translation_callback(demo)]
+    assert [views._tab_id(t) for t in shown] == ["learn", "overview", "translate", "attention", "heads", "why",
+                                                  "whatif", "inside"]
+    events = [d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation"]
     assert len(events) == 3  # after a translation, one from the Learn tab's box, and the page load's linked one
     for event in events:
-        assert len(event.inputs) == 2 + sum(len(t.controls) for t in shown)
-        assert len(event.outputs) == sum(len(t.outputs) for t in shown)
+        want = {"page", "ins", "lang", *(f"{views._tab_id(t)}/{n}" for t in shown for n, c in t.controls.items()
+                                         if n != "lang")}
+        assert set(event.input_parameter_names) == want
+        assert len(event.outputs) == sum(len(outputs_of(t)) for t in shown)
 
 
 def language_callback(demo):
-    """The callback of the page's language switch (app/ui.py) and its event."""
-    (event,) = [d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_language"]
-    return event.fn, event
+    """The page's language switch's event (app/ui.py)."""
+    return dependency(demo, "show_language")
 
 
 def test_one_event_redraws_every_tab_in_a_new_language(demo, two):
     """A change of language is one event for every tab but Learn and Translate (which redraw themselves): it
     reaches every other tab's outputs, draws what is on screen in the new language, and sends nothing else."""
     lang = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang")
-    fn, event = language_callback(demo)
+    event = language_callback(demo)
     assert (lang._id, "change") in event.targets and event.concurrency_id == "model"
-    others = [t for t in demo.tab_views if t.show.__module__.rpartition(".")[2] not in ("learn", "translate")]
-    assert len(others) == 10 and len(event.outputs) == sum(len(t.outputs) for t in others)
-    assert [c for c in event.inputs[2:]] == [c for t in others for c in t.controls.values()]
+    others = [t for t in demo.tab_views if views._tab_id(t) not in ("learn", "translate")]
+    assert len(others) == 10 and len(event.outputs) == sum(len(outputs_of(t)) for t in others)
     # no tab wires a change of language of its own but the two
     own = {d.fn.__name__ for d in demo.fns.values() if (lang._id, "change") in d.targets and d.fn is not None}
     assert own == {"show_language", "render", "relabel"}, own
     ins, _ = two
     page = new_page("attention")
-    values = [c.value for t in others for c in t.controls.values()]
-    lang_at = [i for i, c in enumerate(event.inputs[2:]) if c is lang]
-    first = fn(page, ins, *values)  # the Attention tab's one-head view drawn in English
-    for i in lang_at:
-        values[i] = "zh-CN"
-    second = fn(page, ins, *values)
-    drawn = [i for i, v in enumerate(second) if v is not SKIP and v != SKIP]
-    assert len(drawn) == 1 and "层" in second[drawn[0]].layout.title.text  # only what is on screen, in Chinese
-    assert "layer" in first[drawn[0]].layout.title.text
-    assert all(v == SKIP for v in fn(page, ins, *values))  # drawn in that language already
+    first = call(event, page=page, ins=ins, lang="en")  # the Attention tab's one-head view drawn in English
+    second = call(event, page=page, ins=ins, lang="zh-CN")
+    assert list(first) == list(second) and len(second) == 1  # only what is on screen
+    (heat,) = second.values()
+    assert "层" in heat.layout.title.text and "layer" in first[next(iter(first))].layout.title.text
+    assert call(event, page=page, ins=ins, lang="zh-CN") == {}  # drawn in that language already
 
 
 def test_the_language_switch_redraws_the_views_of_the_overview_translate_attention_and_why_tabs(demo, two):

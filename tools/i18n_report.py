@@ -20,6 +20,7 @@ from html.parser import HTMLParser
 
 import gradio as gr
 
+from app.i18n import speaking
 from app.tabs import learn
 
 STATIC_VALUES = (gr.Markdown, gr.Button)  # components whose value is text written at build time
@@ -168,10 +169,20 @@ def neutral_words():
 def view_values(tab, ins, lang):
     """(component, value) for every output of every view of a tab, drawn for `ins` with its controls' first
     values, the page in `lang`; the Learn tab at every step of its path."""
-    if tab.show.__module__ == learn.__name__:
+    if getattr(tab, "legacy", False) and tab.show.__module__ == learn.__name__:
         return [(c, v) for k in range(len(learn.STEPS))
                 for c, v in zip(tab.outputs, learn.render(ins, {"step": k, "done": []}, lang))]
-    values, controls = [], {name: getattr(c, "value", None) for name, c in tab.controls.items()}
+    controls = {name: getattr(c, "value", None) for name, c in tab.controls.items()}
+    if not getattr(tab, "legacy", False):  # a tab that names its outputs: every view drawn in the event's language
+        values = []
+        with speaking(lang):
+            for view in tab.views:
+                used = {name: controls[name] for name in view.uses}
+                out = view.draw(ins, **used) if view.reads_translation else view.draw(**used)
+                named = out if isinstance(out, dict) and set(out) == set(view.outputs) else {view.outputs[0]: out}
+                values += [(tab.outputs[name], v) for name, v in named.items()]
+        return values
+    values = []
     controls["lang"] = lang
     for view in tab.views:
         used = tuple(controls[name] for name in view.uses)
@@ -180,10 +191,15 @@ def view_values(tab, ins, lang):
     return list(zip(tab.outputs, values))
 
 
+def tab_name(tab):
+    """A tab's name in the report: its module's."""
+    return tab.where[0] if hasattr(tab, "where") else tab.show.__module__.rpartition(".")[2]
+
+
 def drawn(demo, ins, lang="zh-CN"):
     """{tab (its module's name): sorted distinct English strings its views draw for `ins`, the page in `lang`}."""
     pieces = sentence_pieces(ins) | neutral_words()
-    return {tab.show.__module__.rpartition(".")[2]: sorted(
+    return {tab_name(tab): sorted(
         {s for c, v in view_values(tab, ins, lang) if not isinstance(c, SHOWS_NO_WORDS) and c.visible is not False
          for s in value_strings(v) if english(s, pieces)}) for tab in demo.tab_views}
 

@@ -31,10 +31,11 @@ from core.train import LabelSmoothing, rate
 
 from ..common import clamp, label, md_literal, token_axis
 from ..common import wrap_title as common_wrap_title
-from ..i18n import L, read_lang, table, text
+from ..figures import positional
+from ..i18n import L, read_lang, speaking, table, text
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
-from . import inside, masks, positional, training
+from . import inside, masks, training
 from .translate import german_hint, input_problem
 from .translate import translate as translate_fn
 
@@ -456,7 +457,8 @@ def draw_relative(c, k):
     d = c.model.src_embed[0].d_model
     k = clamp(k, 1, 20)
     pe = positional.encoding(d, 64)
-    fig, res32, res64 = positional.relative_figure(pe, k)
+    with speaking(c.lang):
+        fig, res32, res64 = positional.relative_figure(pe, k)
     # the Positional tab's figure, its words in the learner's language
     fig.layout.annotations[0].text = c.t("relative.m", k=k)  # the two panels' titles
     fig.layout.annotations[1].text = c.t("relative.residual")
