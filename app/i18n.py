@@ -25,7 +25,7 @@ import gradio as gr
 
 from .gradio_adapter import LOCALE_JS
 
-LOCALES = Path(__file__).resolve().parent / "locale"
+LOCALES = Path(__file__).resolve().parents[1] / "locale"  # the project's tables, which core/words.py reads too
 LANGS = ("zh-CN", "en")  # the switch's order
 DEFAULT = "en"
 
