@@ -33,61 +33,65 @@ from .decode import greedy_decode, greedy_decode_uncached
 from .model import Dropout, PositionalEncoding, make_model
 from .train import LabelSmoothing, SimpleLossCompute
 from .translate import Translator
+from .words import said, say
 
 
 class Row(NamedTuple):
-    """A measured row: figures of the JSON line (assets/bench.json), named by their keys."""
-    label: str  # what is measured, with its unit
+    """A measured row: figures of the JSON line (assets/bench.json), named by their keys. Its words are in the
+    locale tables: what is measured, with its unit, at bench.row.<ours>; what the reference is at bench.ref.<ours>."""
     ours: str  # our figure
     reference: str  # the reference's figure, from the same run
     ratio: str | None  # their ratio; None: the row shows none
     decimals: int  # of both figures
-    reference_is: str  # what the reference is, in words
 
 
 # Every row the CLI's table and the app's show; tests/test_bench.py checks that the benchmarks write each key.
 ROWS = (
-    Row("greedy, one sentence, cached (float16 decoder) vs uncached (ms)", "greedy_cached_half_ms",
-        "greedy_uncached_ms", "cache_speedup", 1, "uncached loop"),
-    Row("the same with cold CPU caches (ms)", "greedy_cached_half_cold_ms", "greedy_uncached_cold_ms",
-        "cache_speedup_cold", 1, "uncached loop"),
-    Row("the same, both loops in float32 (ms)", "greedy_cached_fp32_ms", "greedy_uncached_fp32_ms",
-        "cache_speedup_fp32", 1, "uncached, float32"),
-    Row("the same, the shorter half of the outputs (ms)", "greedy_cached_half_short_ms",
-        "greedy_uncached_half_short_ms", "cache_speedup_half_short", 1, "uncached, float16"),
-    Row("the same, the longer half of the outputs (ms)", "greedy_cached_half_long_ms",
-        "greedy_uncached_half_long_ms", "cache_speedup_half_long", 1, "uncached, float16"),
-    Row("training fp32, target tokens/s", "train_tokens_per_s_ours_fp32", "train_tokens_per_s_torch_fp32",
-        "train_speed_ratio_fp32", 0, "nn.Transformer"),
-    Row("the same with nn.Dropout in this model (fp32)", "train_tokens_per_s_stock_dropout_fp32",
-        "train_tokens_per_s_torch_fp32", "train_speed_ratio_stock_dropout_fp32", 0, "nn.Transformer"),
-    Row("training bf16 autocast, target tokens/s", "train_tokens_per_s_ours_bf16", "train_tokens_per_s_torch_bf16",
-        "train_speed_ratio_bf16", 0, "nn.Transformer"),
-    Row("the same with nn.Dropout in this model (bf16)", "train_tokens_per_s_stock_dropout_bf16",
-        "train_tokens_per_s_torch_bf16", "train_speed_ratio_stock_dropout_bf16", 0, "nn.Transformer"),
-    Row("dropout forward and backward on a 3,072 × d_ff activation, float32 (ms)", "dropout_ours_float32_ms", "dropout_stock_float32_ms",
-        "dropout_speedup_float32", 1, "nn.Dropout"),
-    Row("the same in bfloat16 (ms)", "dropout_ours_bfloat16_ms", "dropout_stock_bfloat16_ms",
-        "dropout_speedup_bfloat16", 1, "nn.Dropout"),
-    Row("test set, sentences/s: beam 4 vs greedy", "beam4_sentences_per_s", "greedy_sentences_per_s", None, 1,
-        "greedy"),
-    Row("one translation with every attention map (ms)", "inspect_ms", "translate_ms", "capture_overhead", 1,
-        "translate only"),
-    Row("attributions of one output token, a sentence of about 20 pieces (ms)", "attribution_ms",
-        "attribution_inspect_ms", "attribution_vs_inspect", 1, "its translation"),
+    Row("greedy_cached_half_ms", "greedy_uncached_ms", "cache_speedup", 1),
+    Row("greedy_cached_half_cold_ms", "greedy_uncached_cold_ms", "cache_speedup_cold", 1),
+    Row("greedy_cached_fp32_ms", "greedy_uncached_fp32_ms", "cache_speedup_fp32", 1),
+    Row("greedy_cached_half_short_ms", "greedy_uncached_half_short_ms", "cache_speedup_half_short", 1),
+    Row("greedy_cached_half_long_ms", "greedy_uncached_half_long_ms", "cache_speedup_half_long", 1),
+    Row("train_tokens_per_s_ours_fp32", "train_tokens_per_s_torch_fp32", "train_speed_ratio_fp32", 0),
+    Row("train_tokens_per_s_stock_dropout_fp32", "train_tokens_per_s_torch_fp32",
+        "train_speed_ratio_stock_dropout_fp32", 0),
+    Row("train_tokens_per_s_ours_bf16", "train_tokens_per_s_torch_bf16", "train_speed_ratio_bf16", 0),
+    Row("train_tokens_per_s_stock_dropout_bf16", "train_tokens_per_s_torch_bf16",
+        "train_speed_ratio_stock_dropout_bf16", 0),
+    Row("dropout_ours_float32_ms", "dropout_stock_float32_ms", "dropout_speedup_float32", 1),
+    Row("dropout_ours_bfloat16_ms", "dropout_stock_bfloat16_ms", "dropout_speedup_bfloat16", 1),
+    Row("beam4_sentences_per_s", "greedy_sentences_per_s", None, 1),
+    Row("inspect_ms", "translate_ms", "capture_overhead", 1),
+    Row("attribution_ms", "attribution_inspect_ms", "attribution_vs_inspect", 1),
 )
 
 
 def table_rows(results):
     """The ROWS whose figures `results` holds as numbers (an older or damaged file lacks some), as tuples of
-    strings (label, ours, reference, ratio, reference_is): figures with the row's decimals, the ratio as
-    "3.16×", or "" where the row shows none."""
+    strings (row, ours, reference, ratio): the row's key (its `ours`: its words are bench.row.<row> and
+    bench.ref.<row>), figures with the row's decimals, the ratio as "3.16×", or "" where the row shows none."""
     def number(key):
         return isinstance(results.get(key), (int, float))
 
-    return [(r.label, f"{results[r.ours]:.{r.decimals}f}", f"{results[r.reference]:.{r.decimals}f}",
-             "" if r.ratio is None else f"{results[r.ratio]:.2f}×", r.reference_is)
+    return [(r.ours, f"{results[r.ours]:.{r.decimals}f}", f"{results[r.reference]:.{r.decimals}f}",
+             "" if r.ratio is None else f"{results[r.ratio]:.2f}×")
             for r in ROWS if number(r.ours) and number(r.reference) and (r.ratio is None or number(r.ratio))]
+
+
+def table_lines(results, lang="en"):
+    """The benchmark's table as the command line prints it, its words in `lang` from the locale tables: a line
+    saying why the bf16 rows are missing where they are, the columns, then a line per row `results` holds."""
+    def words(key, **values):
+        return say(said(key, **values), lang)
+
+    rows = [(words(f"bench.row.{key}"), ours, ref, words(f"bench.ref.{key}"), ratio)
+            for key, ours, ref, ratio in table_rows(results)]
+    head = tuple(words(f"bench.column.{c}") for c in ("measure", "ours", "reference", "reference-is", "ratio"))
+    width = max(len(r[0]) for r in [head, *rows])
+    lines = [words("bench.left-out", reason=words("bench.bf16-slow", x=results["bf16_matmul_slowdown"]))] \
+        if results.get("bf16_training_skipped") else []
+    return lines + [f"{label:{width}s} {ours:>10s} {ref:>10s}  {ref_is:18s} {ratio:>7s}"
+                    for label, ours, ref, ref_is, ratio in [head, *rows]]
 
 
 class TorchTransformer(nn.Module):
@@ -288,9 +292,8 @@ def run_benchmarks(tr, test, train, sentences, repeat, steps, corpus, max_tokens
     results["bf16_matmul_slowdown"] = bf16_matmul_slowdown(max_tokens, tr.config["d_model"], tr.config["d_ff"])
     if bf16 is None:
         bf16 = results["bf16_matmul_slowdown"] <= 3
-    if not bf16:
-        results["bf16_training_skipped"] = (f"bfloat16 matrix products run {results['bf16_matmul_slowdown']:.0f}x "
-                                            "slower than float32 on this CPU")
+    if not bf16:  # why: bf16_matmul_slowdown (its words: bench.bf16-slow)
+        results["bf16_training_skipped"] = True
     for autocast in (False, True) if bf16 else (False,):
         results.update(bench_training(tr.config, examples, steps, max_tokens, autocast))
     for dtype in (torch.float32, torch.bfloat16):  # one feed-forward activation of a full batch
@@ -324,12 +327,7 @@ def main(argv=None):
     sizes = dict(sentences=10, repeat=3, steps=8, corpus=200) if args.quick else \
         dict(sentences=40, repeat=5, steps=60, corpus=0)
     results = run_benchmarks(tr, test, train, **sizes)
-    if "bf16_training_skipped" in results:
-        print(f"bf16 training rows left out: {results['bf16_training_skipped']}")
-    width = max(len(r.label) for r in ROWS)
-    print(f"{'measure':{width}s} {'ours':>10s} {'reference':>10s}  {'reference is':18s} {'ratio':>7s}")
-    for label, ours, ref, ratio, ref_is in table_rows(results):
-        print(f"{label:{width}s} {ours:>10s} {ref:>10s}  {ref_is:18s} {ratio:>7s}")
+    print("\n".join(table_lines(results)))
     line = json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in results.items()})
     print(line)
     if args.save:

@@ -437,14 +437,13 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
 
 
 def test_the_engineering_tables_are_in_the_pages_language():
-    """Every row the benchmark declares has its words in both tables (the English as core.bench.ROWS says it),
-    and the tab's Chinese tables name no row or decoding in English."""
-    from app.i18n import text
+    """Every row the benchmark declares has its words in both tables, and the tab's Chinese tables name no row or
+    decoding in English."""
+    from app.i18n import LANGS, table
     from tools.i18n_report import english
     for row in ROWS:
-        assert text("en", f"engineering.row.{row.ours}") == row.label
-        assert text("en", f"engineering.ref.{row.ours}") == row.reference_is
-        assert text("zh-CN", f"engineering.row.{row.ours}") != row.label
+        assert all(f"bench.{kind}.{row.ours}" in table(lang) for kind in ("row", "ref") for lang in LANGS)
+        assert table("zh-CN")[f"bench.row.{row.ours}"] != table("en")[f"bench.row.{row.ours}"]
     full = {"greedy_cached_half_ms": 15.04, "greedy_uncached_ms": 48.0, "cache_speedup": 3.19}
     (row,) = engineering.speed_table(full, "zh-CN").splitlines()[2:]
     assert row == "| 贪心搜索，一个句子，带缓存（float16 解码器）对比不带缓存（ms） | 15.0 | 48.0 | 不带缓存的循环 | 3.19× |"
@@ -456,6 +455,7 @@ def test_the_engineering_tables_are_in_the_pages_language():
 
 
 def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
+    from app.i18n import text
     full = {"greedy_cached_half_ms": 15.04, "greedy_uncached_ms": 48.0, "cache_speedup": 3.19,
             "train_tokens_per_s_ours_bf16": 2175.4, "train_tokens_per_s_torch_bf16": 2106.3,
             "train_speed_ratio_bf16": 1.0328}
@@ -466,11 +466,11 @@ def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     # an older or damaged file: rows with a missing or non-numeric figure are left out, nothing raises
     assert len(engineering.speed_table(dict(full, train_speed_ratio_bf16="n/a")).splitlines()) == 3
     assert engineering.speed_table({"threads": 2}) == ""
-    # where the benchmark left the bf16 rows out, the table says why (escaped: it is shown as Markdown)
+    # where an older benchmark left the bf16 rows out, the table says its reason (escaped: it is shown as Markdown)
     note = engineering.speed_table(dict(full, bf16_training_skipped="<b>emulated</b>")).splitlines()[-1]
     assert note == "bf16 training rows left out: &lt;b&gt;emulated&lt;/b&gt;."
     # the reason the benchmark measured, in the page's language, from its number
-    measured = dict(full, bf16_training_skipped="bfloat16 matrix products run 60x slower", bf16_matmul_slowdown=60.1)
+    measured = dict(full, bf16_training_skipped=True, bf16_matmul_slowdown=60.1)
     assert engineering.speed_table(measured, "zh-CN").splitlines()[-1] == (
         "未列出 bf16 训练的几行，原因：在这台 CPU 上，bfloat16 矩阵乘法比 float32 慢 60 倍。")
     assert engineering.speed_table(measured).splitlines()[-1] == (
@@ -479,8 +479,8 @@ def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     shipped = json.loads((ASSETS / "bench.json").read_text(encoding="utf-8"))
     table = engineering.speed_table(shipped)
     assert "Speed on this machine" in engineering.engineering_md() and table in engineering.engineering_md()
-    held = [row.label for row in ROWS if all(k is None or isinstance(shipped.get(k), (int, float))
-                                             for k in (row.ours, row.reference, row.ratio))]
+    held = [text("en", f"bench.row.{row.ours}") for row in ROWS
+            if all(k is None or isinstance(shipped.get(k), (int, float)) for k in (row.ours, row.reference, row.ratio))]
     assert [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[2:2 + len(held)]] == held
 
 

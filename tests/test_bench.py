@@ -5,10 +5,20 @@ import math
 import pytest
 import torch
 
-from core.bench import ROWS, bench_cache, bench_training, run_benchmarks, table_rows, with_stock_dropout
+from core.bench import (
+    ROWS,
+    bench_cache,
+    bench_training,
+    run_benchmarks,
+    table_lines,
+    table_rows,
+    with_stock_dropout,
+)
 from core.data import encode_pairs, load_split
 from core.model import Dropout, make_model
 from core.translate import Translator
+from core.words import said, say, table
+from tests.conftest import ASSETS, ROOT
 
 
 def test_training_benchmark_runs_every_model_on_the_same_batches(tiny_data, tiny_spm):
@@ -65,16 +75,15 @@ def test_every_declared_row_is_measured_and_tables_leave_out_what_a_file_lacks(t
         for key in (row.ours, row.reference, row.ratio):
             assert key is None or (isinstance(results.get(key), (int, float)) and math.isfinite(results[key])), key
     table = table_rows(results)
-    assert [r[0] for r in table] == [row.label for row in ROWS] and len({row.label for row in ROWS}) == len(ROWS)
+    assert [r[0] for r in table] == [row.ours for row in ROWS] and len({row.ours for row in ROWS}) == len(ROWS)
     first = ROWS[0]
-    assert table[0] == (first.label, f"{results[first.ours]:.{first.decimals}f}",
-                        f"{results[first.reference]:.{first.decimals}f}", f"{results[first.ratio]:.2f}×",
-                        first.reference_is)
+    assert table[0] == (first.ours, f"{results[first.ours]:.{first.decimals}f}",
+                        f"{results[first.reference]:.{first.decimals}f}", f"{results[first.ratio]:.2f}×")
     assert all(r[3] == "" for r, row in zip(table, ROWS) if row.ratio is None)
     # an older or damaged file: rows with a missing or non-numeric figure are left out, nothing raises
     damaged = dict(results, **{first.ratio: "n/a"})
     del damaged[ROWS[-1].reference]
-    assert [r[0] for r in table_rows(damaged)] == [row.label for row in ROWS[1:-1]]
+    assert [r[0] for r in table_rows(damaged)] == [row.ours for row in ROWS[1:-1]]
     assert table_rows({"threads": 2}) == []
 
 
@@ -88,9 +97,13 @@ def test_bf16_rows_are_left_out_with_a_reason_where_the_cpu_emulates_bf16(tiny_d
     sizes = dict(sentences=2, repeat=1, steps=1, corpus=2, max_tokens=300)
     monkeypatch.setattr(bench, "bf16_matmul_slowdown", lambda *a: 40.0)
     results = bench.run_benchmarks(*args, **sizes)
-    assert "train_tokens_per_s_ours_bf16" not in results and "40x slower" in results["bf16_training_skipped"]
-    assert "train_tokens_per_s_ours_fp32" in results
-    assert not any("bf16 autocast" in r[0] for r in table_rows(results))
+    assert "train_tokens_per_s_ours_bf16" not in results and results["bf16_training_skipped"] is True
+    assert "train_tokens_per_s_ours_fp32" in results and results["bf16_matmul_slowdown"] == 40.0
+    assert not any("bf16" in r[0] for r in table_rows(results))
+    # the command line says why, in the words of the English table, from the number
+    assert table_lines(results)[0] == "bf16 training rows left out: " + say(said("bench.bf16-slow", x=40.0)) == (
+        "bf16 training rows left out: bfloat16 matrix products run 40x slower than float32 on this CPU")
+    assert table_lines(results, "zh-CN")[0] == "未列出 bf16 训练的几行，原因：在这台 CPU 上，bfloat16 矩阵乘法比 float32 慢 40 倍"
     monkeypatch.setattr(bench, "bf16_matmul_slowdown", lambda *a: 1.5)
     results = bench.run_benchmarks(*args, **sizes)
     assert "train_tokens_per_s_ours_bf16" in results and "bf16_training_skipped" not in results
@@ -113,3 +126,22 @@ def test_bf16_slowdown_is_a_ratio_of_measured_times(monkeypatch):
     assert fp32.shape == bf16.shape == (64, 32)  # a (rows x d_model) @ (d_model x d_ff) product
     # the same product in both precisions, bfloat16 rounding its inputs to 8 significant bits (entries about ±4)
     torch.testing.assert_close(bf16.float(), fp32, atol=0.2, rtol=0.01)
+
+
+def test_the_command_lines_table_is_written_from_the_english_table():
+    """python -m core.bench prints each row in the words of locale/en.json (bench.row.*, bench.ref.*), the same
+    words the Engineering tab shows in English; the README's table is that table for the shipped figures."""
+    shipped = json.loads((ASSETS / "bench.json").read_text(encoding="utf-8"))
+    shipped.pop("bf16_training_skipped", None)  # an older file: its reason in English (the tab shows it as it is)
+    lines = table_lines(shipped)
+    assert lines[0].split() == ["measure", "ours", "reference", "reference", "is", "ratio"]
+    rows = table_rows(shipped)
+    assert len(lines) == 1 + len(rows) >= 10
+    en = table("en")
+    for line, (key, ours, ref, ratio) in zip(lines[1:], rows):
+        assert line.split() == [*en[f"bench.row.{key}"].split(), ours, ref, *en[f"bench.ref.{key}"].split(),
+                                *[ratio] * bool(ratio)]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for key, ours, ref, ratio in rows:
+        assert f"| {en[f'bench.row.{key}']} | {ours} | {ref} | {en[f'bench.ref.{key}']} | {ratio} |" in readme, key
+    assert table_lines(shipped, "zh-CN")[1].startswith(table("zh-CN")["bench.row.greedy_cached_half_ms"])

@@ -71,11 +71,12 @@ def test_core_imports_neither_the_page_nor_gradio_and_the_page_no_tool():
 
 
 # core's own layers, lowest first (docs/architecture.md): a module imports from its own layer's package or from
-# lower layers, never from a higher one. The model is the paper's; data, masks of heads and checkpoints read it;
+# lower layers, never from a higher one. The model is the paper's, and the words are the locale tables' (what core
+# says is keys and numbers); data, masks of heads and checkpoints read it;
 # decoding runs it; the Translator wraps decoding for text; evaluation scores a Translator; training evaluates as
 # it goes; the analyses and the Lab read trained models (the Lab trains its own with train's pieces); the benchmark
 # times all of them.
-CORE_LAYERS = (("model",), ("data", "headmask", "checkpoint"), ("decode",), ("translate",), ("evaluate",),
+CORE_LAYERS = (("model", "words"), ("data", "headmask", "checkpoint"), ("decode",), ("translate",), ("evaluate",),
                ("train",), ("analysis", "lab"), ("bench",))
 
 

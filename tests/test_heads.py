@@ -22,6 +22,7 @@ from core.decode import (
 from core.headmask import KINDS, check_heads, switched_off
 from core.model import attention_modules, keep_attention, make_model, subsequent_mask
 from core.translate import Translator
+from core.words import say
 from tests.conftest import ASSETS, needs_shipped, reordered_step
 
 
@@ -408,7 +409,7 @@ def synthetic_atlas(L=2, H=3):
 
 
 def test_findings_are_written_from_the_numbers():
-    text = "\n".join(atlas_mod.findings(synthetic_atlas()))
+    text = "\n".join(say(f) for f in atlas_mod.findings(synthetic_atlas()))
     assert "In encoder self-attention, 1 head put at least 50% of their attention on the previous source token: " \
            "1.2 (90%)." in text
     assert "0.1 (70%, agreeing with its layer's average head on 60% of rows)" in text

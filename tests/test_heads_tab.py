@@ -14,6 +14,7 @@ from app.tabs import heads
 from app.views import ROOT
 from core.analysis.heads import MEASURES, findings
 from core.headmask import KINDS
+from core.words import say
 from tests.conftest import needs_shipped
 from tests.test_heads import synthetic_atlas
 
@@ -48,11 +49,11 @@ def test_reading_is_the_findings_of_the_numbers():
 
 
 def test_the_reading_says_the_same_in_both_languages():
-    """In English the sentences are core.analysis.heads.findings' own; in Chinese the same sentences, with the
-    same numbers; on the page one label holds both."""
+    """In English the sentences are those the command line prints (core.words.say of core.analysis.heads'
+    findings); in Chinese the same sentences, with the same numbers; on the page one label holds both."""
     atlases = [full_atlas(), synthetic_atlas()] + [heads.load_atlas()] * (heads.load_atlas() is not None)
     for atlas in atlases:
-        assert heads.findings_in("en", atlas) == findings(atlas)
+        assert heads.findings_in("en", atlas) == [say(f) for f in findings(atlas)]
         en, zh = heads.findings_in("en", atlas), heads.findings_in("zh-CN", atlas)
         assert len(zh) == len(en) and zh != en
         for e, z in zip(en, zh):
@@ -71,8 +72,9 @@ def test_menus_are_labelled_in_both_languages():
     """The measures as the atlas's caption names them, and every head of the list to switch off."""
     sent = i18n.i18n().translations
     for (label, name) in heads.measure_choices():
-        assert sent["en"][label.key] == heads.measure_label(name)
-        assert sent["zh-CN"][label.key] != heads.measure_label(name)
+        en, zh = sent["en"][label.key], sent["zh-CN"][label.key]
+        assert en.startswith(name.replace("_", " ") + ": ") and zh != en
+        assert en == heads.measure_text(name, "en") and zh == heads.measure_text(name, "zh-CN")
     assert "<s>" in sent["zh-CN"][heads.measure_choices()[5][0].key]  # first: the piece put in
     assert [n for _, n in heads.measure_choices()] == list(MEASURES)
     choices = heads.head_choices(3, 8)

@@ -7,7 +7,7 @@ import gradio as gr
 
 from core import decode as core_decode
 from core import model as core_model
-from core.bench import ROWS, table_rows
+from core.bench import table_rows
 
 from ..common import code_panel
 from ..i18n import DEFAULT, LANGS, L, table, text, written
@@ -17,19 +17,18 @@ from .training import shipped_log
 
 def _speed_section(b, lang="en"):
     """The figures of `python -m core.bench` (bench.json) as a Markdown table (key, values), row by row as the
-    benchmark declares them (core.bench.ROWS), their words in `lang`; rows whose figures the file lacks (an older
-    benchmark) are left out. None when no row is left."""
-    words = {r.label: r.ours for r in ROWS}
-    rows = [f"| {text(lang, f'engineering.row.{words[label]}')} | {ours} | {ref} | "
-            f"{text(lang, f'engineering.ref.{words[label]}')} | {ratio} |"
-            for label, ours, ref, ratio, _ in table_rows(b)]
+    benchmark declares them (core.bench.ROWS), their words in `lang` (bench.row.*, bench.ref.*, the command
+    line's too); rows whose figures the file lacks (an older benchmark) are left out. None when no row is left."""
+    rows = [f"| {text(lang, f'bench.row.{row}')} | {ours} | {ref} | {text(lang, f'bench.ref.{row}')} | {ratio} |"
+            for row, ours, ref, ratio in table_rows(b)]
     if not rows:
         return None
     values = dict(rows="\n".join(rows))
-    if isinstance(b.get("bf16_training_skipped"), str):  # why: from the measured slowdown, in `lang`
+    skipped = b.get("bf16_training_skipped")  # True; an older file: the reason, in English
+    if skipped is True or isinstance(skipped, str):  # why: from the measured slowdown, in `lang`
         slow = b.get("bf16_matmul_slowdown")
-        reason = (text(lang, "engineering.bf16-slow", x=f"{slow:.0f}") if isinstance(slow, (int, float))
-                  else html.escape(b["bf16_training_skipped"]))
+        reason = (text(lang, "bench.bf16-slow", x=slow) if isinstance(slow, (int, float))
+                  else html.escape(str(skipped)))
         return "ui.engineering.speed.table-skipped", dict(values, reason=reason)
     return "ui.engineering.speed.table", values
 

@@ -16,8 +16,9 @@ from functools import lru_cache
 
 import gradio as gr
 
-from core.analysis.heads import MEASURES, NEGLIGIBLE_BLEU, NEGLIGIBLE_LOSS, SHARE, facts
+from core.analysis.heads import MEASURES, PIECES, findings
 from core.headmask import KINDS
+from core.words import write
 
 from ..common import clamp, empty_figure, kind_choices, kind_name, md_literal, token_strip
 from ..i18n import LANGS, L, fields, table, text, written
@@ -48,26 +49,18 @@ def load_atlas():
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def measure_label(name):
-    about, unit = MEASURES[name]
-    return f"{name.replace('_', ' ')}: {about}" + ("" if unit == "share" else f" ({unit})")
-
-
 def measure_key(name):
-    """The key of a measure's label in the menu (ui.heads.measure.<name>): measure_label in each language."""
+    """The key of a measure's label in the menu (ui.heads.measure.<name>): its name and what it measures."""
     return f"ui.heads.measure.{name.replace('_', '-')}"
 
 
-TOKENS = {"bos": "<s>", "eos": "</s>"}  # pieces a label names, kept out of the tables (Markdown would read a tag)
-
-
 def _pieces(key):
-    """The pieces a label names, by its fields."""
-    return {f: TOKENS[f] for f in fields(table("en")[key])}
+    """The pieces a label names, by its fields (kept out of the tables: Markdown would read a tag)."""
+    return {f: PIECES[f] for f in fields(table("en")[key])}
 
 
 def measure_text(name, lang="en"):
-    """A measure's label in `lang` (measure_label in English), the pieces it names put in."""
+    """A measure's label in `lang`, the pieces it names put in."""
     return text(lang, measure_key(name), **_pieces(measure_key(name)))
 
 
@@ -90,7 +83,7 @@ def _color(value, lo, hi, diverging=False):
 
 
 def _cell_text(value, name):
-    unit = MEASURES[name][1]
+    unit = MEASURES[name]
     if unit == "share":
         return f"{100 * value:.0f}%"
     return f"{value:+.1f}" if name == "delta_bleu" else f"{value:+.3f}" if name == "delta_loss" else f"{value:.2f}"
@@ -133,7 +126,7 @@ def atlas_html(atlas, name, lang="en"):
     name = name if name in MEASURES else "delta_loss"
     grids = {k: atlas["heads"][k].get(name) for k in KINDS}
     values = [v for g in grids.values() if g for row in g for v in row]
-    unit = MEASURES[name][1]
+    unit = MEASURES[name]
     lo, hi = (0.0, 1.0) if unit == "share" else (min(0.0, *values), max(values))
     blocks = []
     for kind, grid in grids.items():
@@ -151,51 +144,12 @@ def atlas_html(atlas, name, lang="en"):
             f'<div class="heads-atlas" style="display:flex; flex-wrap:wrap; gap:18px">{"".join(blocks)}</div>')
 
 
-# what the numbers say: the facts core.analysis.heads chooses from the atlas (core.analysis.heads.facts), written
-# in the page's language (in English they read as core.analysis.heads.findings: the tests check it)
+# what the numbers say: the findings core.analysis.heads chooses from the atlas (keys and numbers), written in
+# the page's language from the tables (the command line writes them in English from the same ones)
 
 def findings_in(lang, atlas):
     """The clearest patterns of an atlas as sentences in `lang`."""
-    def t(key, **values):
-        return text(lang, "ui.heads.reading." + key, **values)
-
-    def shares(cells):
-        return t("comma").join(t("share-head", head=f"{lay}.{h}", share=f"{v:.0%}") for v, lay, h in cells)
-
-    def listed(rows):
-        return t("comma").join(t("layers-item", kind=t(f"kind.{k}"), layer=lay, head=h, delta=f"{d:+.3f}")
-                               for d, k, lay, h in rows)
-
-    def many(key, n):
-        return f"{key}.{'many' if n > 1 else 'one'}"
-
-    share, out = f"{SHARE:.0%}", []
-    for what, *v in facts(atlas):
-        if what == "attends":
-            kind, where, cells, n = v
-            out.append(t(many("attends", n), kind=t(f"kind.{kind}"), count=n, share=share, what=t(f"what.{where}"),
-                         heads=shares(cells)))
-        elif what == "sinks":
-            kind, cells, n = v
-            out.append(t(many("sinks", n), kind=t(f"kind.{kind}"), count=n, share=share, heads=shares(cells),
-                         where=t("where.both", **TOKENS) if kind != "decoder" else TOKENS["bos"]))
-        elif what == "aligned":
-            out.append(t("aligned", heads=t("aligned-sep").join(
-                t("aligned-head", head=f"{lay}.{h}", diagonal=f"{d:.0%}", agreement=f"{a:.0%}")
-                for d, lay, h, a in v[0])))
-        elif what == "most":
-            rows, base = v
-            out.append(t("most", loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}", heads=t("most-sep").join(
-                t("most-head", kind=t(f"kind.{k}"), head=f"{lay}.{h}", loss=f"{dl:+.3f}", bleu=f"{db:+.1f}")
-                for dl, db, k, lay, h in rows)))
-        elif what == "small":
-            n, total, per_kind = v
-            counts = t("comma").join(t("small-kind", count=c, kind=t(f"kind.{k}")) for k, c in per_kind)
-            out.append(t("small", count=n, total=total, loss=NEGLIGIBLE_LOSS, bleu=NEGLIGIBLE_BLEU, counts=counts))
-        else:
-            least, most = v
-            out.append(t("layers", least=listed(least), most=listed(most)))
-    return out
+    return [write(finding, lambda key: text(lang, key)) for finding in findings(atlas)]
 
 
 def reading_md(atlas, lang="en"):

@@ -35,24 +35,15 @@ from ..data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_p
 from ..decode import IncrementalDecoder, _strip, default_max_len
 from ..headmask import KINDS, model_shape, switched_off
 from ..model import attention_modules, keep_attention
+from ..words import listing, said, say
 
 SELF_MEASURES = ("entropy", "distance", "same", "previous", "next", "first", "eos", "stop")
 CROSS_MEASURES = ("entropy", "distance", "first", "eos", "stop", "diagonal", "monotonic", "agreement")
-MEASURES = {  # name: (what it is, unit)
-    "entropy": ("mean entropy of a row of attention weights", "nats"),
-    "distance": ("mean attended distance |i - j| (cross: from the scaled diagonal)", "positions"),
-    "same": ("share of attention on the same position", "share"),
-    "previous": ("share of attention on the previous position", "share"),
-    "next": ("share of attention on the next position", "share"),
-    "first": ("share of attention on the first token, <s>", "share"),
-    "eos": ("share of attention on the source's </s>", "share"),
-    "stop": ("share of attention on the final full stop, where a sentence ends in one", "share"),
-    "diagonal": ("share of rows whose argmax lies within one position of the scaled diagonal", "share"),
-    "monotonic": ("share of steps whose argmax does not move back along the source", "share"),
-    "agreement": ("share of rows whose argmax is that of the layer's average head", "share"),
-    "delta_loss": ("change in validation loss when this head alone is off", "nats per token"),
-    "delta_bleu": ("change in greedy BLEU when this head alone is off", "BLEU"),
-}
+# name: unit ("share": of a row's attention or of rows, 0 to 1); what each measures is said in the locale tables
+# (the Heads tab's menu, ui.heads.measure.<name>) and in this module's docstring
+MEASURES = {"entropy": "nats", "distance": "positions", "same": "share", "previous": "share", "next": "share",
+            "first": "share", "eos": "share", "stop": "share", "diagonal": "share", "monotonic": "share",
+            "agreement": "share", "delta_loss": "nats per token", "delta_bleu": "BLEU"}
 EPS = 1e-12
 BLEU_CHUNK = 256  # sentences per stage of the BLEU part
 
@@ -489,14 +480,11 @@ def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000
             "baseline": {"loss": round(base_loss, 4), "bleu": round(base_bleu, 2)},
             "seconds": round(stages.seconds(), 1),
             "stage_seconds": {n: round(s["seconds"], 1) for n, s in stages.done.items()},
-            "measures": {n: {"about": a, "unit": u} for n, (a, u) in MEASURES.items()},
+            "measures": {n: {"unit": u} for n, u in MEASURES.items()},
             "heads": per_head, "layers": _layers_summary(result, layers, heads)}
 
 
-# ---- what the numbers say -----------------------------------------------------------------------------
-
-NAMES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
-
+# ---- what the numbers say: findings, each a key of the locale tables and its numbers (core/words.py) ------
 
 def _cells(atlas, kind, measure):
     """[(value, layer, head), ...] of one measure, largest first."""
@@ -504,93 +492,86 @@ def _cells(atlas, kind, measure):
     return sorted(((v, lay, h) for lay, row in enumerate(grid) for h, v in enumerate(row)), reverse=True)
 
 
-def _heads_list(cells):
-    return ", ".join(f"{lay}.{h} ({v:.0%})" for v, lay, h in cells)
-
-
 SHARE, NEGLIGIBLE_LOSS, NEGLIGIBLE_BLEU = 0.5, 0.01, 0.3  # what counts as a clear pattern, by default
 ATTENDS = (("encoder", "previous", "previous-source"), ("encoder", "next", "next-source"),
            ("decoder", "previous", "previous-target"), ("encoder", "same", "own"), ("decoder", "same", "own"))
+PIECES = {"bos": "<s>", "eos": "</s>"}  # the pieces a finding names: no words, put into the tables' {bos}, {eos}
 
 
-def facts(atlas, share=SHARE, negligible_loss=NEGLIGIBLE_LOSS, negligible_bleu=NEGLIGIBLE_BLEU):
-    """The clearest patterns of an atlas as (what, values) pairs, chosen from its numbers; `findings` writes them
-    as English sentences, the app in the page's language (heads named layer.head, cells (value, layer, head)).
+def _kind(kind):
+    return said(f"atlas.kind.{kind}")
 
-    - ("attends", kind, what, cells): heads putting at least `share` of their attention on `what`
-      ("previous-source", "next-source", "previous-target", "own"), at most six, largest first;
-    - ("sinks", kind, cells): heads putting at least `share` on <s> and </s> together;
-    - ("aligned", rows): the three cross-attention heads nearest the diagonal, (value, layer, head, agreement);
-    - ("most", rows, baseline): the three heads that matter most alone, (delta loss, delta BLEU, kind, layer, head);
-    - ("small", count, total, per_kind): heads that can go alone at almost no cost, their count per kind;
-    - ("layers", least, most): a layer with all heads but its best off, two each way, (delta, kind, layer, head)."""
+
+def _count_key(key, n):
+    return f"{key}.{'many' if n > 1 else 'one'}"
+
+
+def _shares(cells):
+    """Heads and their shares: "1.2 (90%), 0.1 (70%)"."""
+    return listing("atlas.comma", (said("atlas.share-head", layer=lay, head=h, share=v) for v, lay, h in cells))
+
+
+def _patterns(atlas, share):
+    """Heads putting at least `share` of their attention on one position (ATTENDS), and on <s> and </s>
+    together (attention sinks): at most six of each, largest first."""
     out = []
     for kind, measure, what in ATTENDS:
         cells = [c for c in _cells(atlas, kind, measure) if c[0] >= share]
         if cells:
-            out.append(("attends", kind, what, cells[:6], len(cells)))
+            out.append(said(_count_key("atlas.attends", len(cells)), kind=_kind(kind), count=len(cells), share=share,
+                            what=said(f"atlas.what.{what}"), heads=_shares(cells[:6])))
+    L, H = atlas["model"]["layers"], atlas["model"]["heads"]
     for kind in KINDS:  # <s> and </s> are seen by every row: their shares add up
-        sinks = sorted(((sum(atlas["heads"][kind][m][lay][h] for m in ("first", "eos") if m in atlas["heads"][kind]),
-                         lay, h) for lay in range(atlas["model"]["layers"]) for h in range(atlas["model"]["heads"])),
-                       reverse=True)
-        sinks = [c for c in sinks if c[0] >= share]
+        grids = [atlas["heads"][kind][m] for m in ("first", "eos") if m in atlas["heads"][kind]]
+        sinks = [c for c in sorted(((sum(g[lay][h] for g in grids), lay, h) for lay in range(L) for h in range(H)),
+                                   reverse=True) if c[0] >= share]
         if sinks:
-            out.append(("sinks", kind, sinks[:6], len(sinks)))
-    agree = atlas["heads"]["cross"]["agreement"]
-    out.append(("aligned", [(v, lay, h, agree[lay][h]) for v, lay, h in _cells(atlas, "cross", "diagonal")[:3]]))
-    every = sorted(((atlas["heads"][k]["delta_loss"][lay][h], atlas["heads"][k]["delta_bleu"][lay][h], k, lay, h)
-                    for k in KINDS for lay in range(atlas["model"]["layers"]) for h in range(atlas["model"]["heads"])),
-                   reverse=True)
-    out.append(("most", every[:3], atlas["baseline"]))
-    small = [e for e in every if abs(e[0]) < negligible_loss and e[1] > -negligible_bleu]
-    out.append(("small", len(small), len(every), [(k, sum(e[2] == k for e in small)) for k in KINDS]))
-    layers = sorted((r["delta_loss_all_but_best_off"], k, lay, r["best_head"])
-                    for k in KINDS for lay, r in enumerate(atlas["layers"][k]))
-    out.append(("layers", layers[:2], layers[::-1][:2]))
+            where = said("atlas.where.both", **PIECES) if kind != "decoder" else PIECES["bos"]
+            out.append(said(_count_key("atlas.sinks", len(sinks)), kind=_kind(kind), count=len(sinks), share=share,
+                            where=where, heads=_shares(sinks[:6])))
     return out
 
 
-WHAT = {"previous-source": "the previous source token", "next-source": "the next source token",
-        "previous-target": "the previous target token", "own": "their own position"}
+def _what_matters(atlas, negligible_loss, negligible_bleu):
+    """The heads that matter most alone, those that can go at almost no cost, and the layers that keep one head."""
+    L, H = atlas["model"]["layers"], atlas["model"]["heads"]
+    every = sorted(((atlas["heads"][k]["delta_loss"][lay][h], atlas["heads"][k]["delta_bleu"][lay][h], k, lay, h)
+                    for k in KINDS for lay in range(L) for h in range(H)), reverse=True)
+    base = atlas["baseline"]
+    most = said("atlas.most", loss=base["loss"], bleu=base["bleu"], heads=listing("atlas.most-sep", (
+        said("atlas.most-head", kind=_kind(k), layer=lay, head=h, loss=dl, bleu=db) for dl, db, k, lay, h in every[:3])))
+    small = [e for e in every if abs(e[0]) < negligible_loss and e[1] > -negligible_bleu]
+    counts = listing("atlas.comma", (said("atlas.small-kind", count=sum(e[2] == k for e in small), kind=_kind(k))
+                                     for k in KINDS))
+    small = said("atlas.small", count=len(small), total=len(every), loss=negligible_loss, bleu=negligible_bleu,
+                 counts=counts)
+    layers = sorted((r["delta_loss_all_but_best_off"], k, lay, r["best_head"])
+                    for k in KINDS for lay, r in enumerate(atlas["layers"][k]))
+
+    def listed(rows):
+        return listing("atlas.comma", (said("atlas.layers-item", kind=_kind(k), layer=lay, head=h, delta=d)
+                                       for d, k, lay, h in rows))
+    return [most, small, said("atlas.layers", least=listed(layers[:2]), most=listed(layers[::-1][:2]))]
 
 
 def findings(atlas, share=SHARE, negligible_loss=NEGLIGIBLE_LOSS, negligible_bleu=NEGLIGIBLE_BLEU):
-    """The clearest patterns of an atlas (`facts`) as English sentences, written from its numbers."""
-    return [_sentence(f, share, negligible_loss, negligible_bleu) for f in facts(atlas, share, negligible_loss,
-                                                                                  negligible_bleu)]
+    """The clearest patterns of an atlas, chosen from its numbers, as findings: each a key of the locale tables
+    (atlas.*) and its numbers (core.words.Said), written in a language by core.words (`say`, in English for the
+    command line) or by the page. Heads are named layer.head. In order:
 
-
-def _sentence(fact, share, negligible_loss, negligible_bleu):
-    what, *v = fact
-    if what == "attends":
-        kind, where, cells, n = v
-        return (f"In {NAMES[kind]}, {n} head{'s' * (n > 1)} put at least {share:.0%} of their attention on "
-                f"{WHAT[where]}: {_heads_list(cells)}.")
-    if what == "sinks":
-        kind, cells, n = v
-        where = "<s> or </s>" if kind != "decoder" else "<s>"
-        return f"In {NAMES[kind]}, {n} head{'s' * (n > 1)} put at least {share:.0%} on {where} (attention sinks): " \
-               f"{_heads_list(cells)}."
-    if what == "aligned":
-        return ("The cross-attention heads that align words best (argmax within one position of the diagonal): "
-                + ", ".join(f"{lay}.{h} ({d:.0%}, agreeing with its layer's average head on {a:.0%} of rows)"
-                            for d, lay, h, a in v[0]) + ".")
-    if what == "most":
-        rows, base = v
-        return ("Switched off alone, the heads that matter most are " + "; ".join(
-            f"{NAMES[k]} {lay}.{h} (loss {dl:+.3f} nats per token, BLEU {db:+.1f})" for dl, db, k, lay, h in rows)
-            + f" (the model as it is: loss {base['loss']:.3f}, greedy BLEU {base['bleu']:.1f}).")
-    if what == "small":
-        n, total, per_kind = v
-        return (f"{n} of the {total} heads can go alone at almost no cost (loss within {negligible_loss} nats per "
-                f"token and BLEU down by less than {negligible_bleu}): "
-                + ", ".join(f"{c} of {NAMES[k]}" for k, c in per_kind) + ".")
-    least, most = v
-
-    def listed(rows):
-        return ", ".join(f"{NAMES[k]} layer {lay} (head {h} kept: {d:+.3f})" for d, k, lay, h in rows)
-    return (f"With every head of a layer off but its most important one, the loss rises least for {listed(least)} "
-            f"and most for {listed(most)}.")
+    - atlas.attends: heads putting at least `share` of their attention on the previous or next source token,
+      the previous target token or their own position, at most six a kind, largest first;
+    - atlas.sinks: heads putting at least `share` on <s> and </s> together;
+    - atlas.aligned: the three cross-attention heads nearest the diagonal, and how often each agrees with its
+      layer's average head;
+    - atlas.most: the three heads that matter most alone (delta loss, delta BLEU), beside the model as it is;
+    - atlas.small: the heads that can go alone at almost no cost, their count per kind;
+    - atlas.layers: a layer with all heads but its best off, two each way."""
+    agree = atlas["heads"]["cross"]["agreement"]
+    aligned = said("atlas.aligned", heads=listing("atlas.aligned-sep", (
+        said("atlas.aligned-head", layer=lay, head=h, diagonal=v, agreement=agree[lay][h])
+        for v, lay, h in _cells(atlas, "cross", "diagonal")[:3])))
+    return _patterns(atlas, share) + [aligned] + _what_matters(atlas, negligible_loss, negligible_bleu)
 
 
 def model_key(directory, pairs, limit):
@@ -638,8 +619,8 @@ def main(argv=None):
     out.write_text(json.dumps(atlas, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"{len(pairs)} pairs: {atlas['seconds']:.0f} s in its stages, {time.perf_counter() - t0:.0f} s in this run "
           f"({torch.get_num_threads()} threads); wrote {out} ({out.stat().st_size:,} bytes)")
-    for line in findings(atlas):
-        print("-", line)
+    for finding in findings(atlas):
+        print("-", say(finding))
 
 
 if __name__ == "__main__":
