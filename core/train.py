@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.utils._python_dispatch import TorchDispatchMode
 from tqdm import tqdm
 
 from .checkpoint import (
@@ -58,6 +59,54 @@ from .data import (
 )
 from .evaluate import score
 from .translate import Translator
+
+
+class OwnGenerator(TorchDispatchMode):
+    """Within this block every random draw of the thread that entered it comes from `generator`, never from the
+    process's global one, which is neither read nor changed. A draw that cannot take a generator (an op marked
+    nondeterministic_seeded whose schema has none, as native_dropout) raises. The block holds for its own
+    thread only (torch keeps dispatch modes per thread), so events of a server that run at the same time draw
+    as they would without it. It sees every draw at its lowest level (the aten ops), whoever makes it: module
+    constructors, nn.init, reset_parameters. CPU generators: build on the CPU, then move the model."""
+
+    def __init__(self, generator):
+        super().__init__()
+        self.generator = generator
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        """No torch.compile runs within: the mode's calls need not be kept from it, which would import
+        torch._dynamo (seconds) at the first draw (torch's own opt-out, as its docstring shows)."""
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if torch.Tag.nondeterministic_seeded in func.tags and kwargs.get("generator") is None:
+            drawing = _taking_a_generator(func)
+            if drawing is None:
+                raise RuntimeError(f"{func} draws from the global generator only: not within OwnGenerator")
+            func, kwargs = drawing, dict(kwargs, generator=self.generator)
+        return func(*args, **kwargs)
+
+
+def _taking_a_generator(func):
+    """The aten op `func` or its overload that takes the same arguments and a generator (torch.rand(n) is
+    aten.rand.default, whose twin aten.rand.generator takes one); None where it has none."""
+    names = [a.name for a in func._schema.arguments]
+    if "generator" in names:
+        return func
+    packet = func.overloadpacket
+    for overload in (getattr(packet, name) for name in packet.overloads()):
+        theirs = [a.name for a in overload._schema.arguments]
+        if "generator" in theirs and [n for n in theirs if n != "generator"] == names:
+            return overload
+    return None
+
+
+def seeded(seed):
+    """A block whose random draws come from a generator of its own seeded with `seed` (OwnGenerator): a model
+    built within it has the weights it had after torch.manual_seed(seed), whatever else the process draws."""
+    return OwnGenerator(torch.Generator().manual_seed(seed))
 
 
 def rate(step, model_size, factor, warmup):

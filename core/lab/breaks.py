@@ -1,12 +1,13 @@
 """The breaks: each of the code's choices undone on a model built by make_model, or in what the loop passes."""
 import math
+from contextlib import nullcontext
 
 import torch
 import torch.nn as nn
 
 from ..data import PAD, Batch
 from ..model import MultiHeadedAttention, SublayerConnection, make_model, subsequent_mask
-from ..train import rate
+from ..train import rate, seeded
 from .tasks import FACTOR, HIGH_LR_FACTOR, SIZE, VOCAB, WARMUP
 
 BREAKS = {
@@ -66,12 +67,15 @@ def _default_init(model):
 
 
 def build_model(breaks=(), seed=0, size=SIZE, layers=0):
-    """make_model at the lab's size (N = `layers` in each stack if given), seeded, with the named structural
-    breaks applied to its modules. `seed=None` draws the weights without seeding (where only the shapes matter:
-    the server's process keeps its global generator as it is)."""
-    size = dict(size, N=layers) if layers else size
-    if seed is not None:
-        torch.manual_seed(seed)
+    """make_model at the lab's size (N = `layers` in each stack if given), its weights drawn from a generator of
+    its own seeded with `seed` (core.train.seeded: the weights torch.manual_seed(seed) gave, the process's global
+    generator untouched), with the named structural breaks applied to its modules. `seed=None` draws the
+    weights from the global generator without seeding it (where only the shapes matter)."""
+    with nullcontext() if seed is None else seeded(seed):
+        return _broken(breaks, dict(size, N=layers) if layers else size)
+
+
+def _broken(breaks, size):
     model = make_model(VOCAB, VOCAB, tie_weights="untied" not in breaks, **size)
     N = size["N"]
     for stack in (model.encoder, model.decoder):
