@@ -1,4 +1,4 @@
-"""The Learn tab (app/tabs/learn.py) and the page's two languages (app/i18n.py, app/locale/*.json): every key in
+"""The Learn tab (app/tabs/learn.py) and the page's two languages (app/i18n.py, locale/*.json): every key in
 both languages, every step drawn for two sentences in both, each step's answer against its own computation."""
 import html
 import json

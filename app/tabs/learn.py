@@ -1,7 +1,7 @@
 """The Learn tab: a guided path through The Annotated Transformer, one idea a step, in the order of the study
 note this project serves, each step on the shipped model and the learner's own sentence.
 
-A step is a few sentences (app/locale/<lang>.json, `learn.<key>.*`), a question to answer before its answer is
+A step is a few sentences (locale/<lang>.json, `learn.<key>.*`), a question to answer before its answer is
 shown (the answer computed from the model and the sentence), one action (a slider or a choice) that redraws the
 step's live figure and completes the step, and a button that opens the full tab at the same place. Predict, then
 see: until the learner checks the answer, the figure and its fact line show the mechanism but keep back what
