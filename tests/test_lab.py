@@ -423,16 +423,19 @@ def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained():
 
 
 def test_break_labels_name_the_break_in_both_languages():
-    """Each break's checkbox reads "name: what it does" (core.lab.BREAKS) in English, and starts with its name in
-    every language: the browser tests click a break's label by its name."""
-    from app.i18n import LANGS, text
+    """Each break's checkbox reads "name: what it does" (what core.lab.BREAKS says, in the English table's words),
+    and starts with its name in every language: the browser tests click a break's label by its name."""
+    from app.i18n import LANGS, i18n
     from app.tabs import lab as tab
+    from core.words import say
     labels = tab.break_choices()
     assert [value for _, value in labels] == list(BREAKS)
+    shown = i18n().translations
     for label, name in labels:
-        assert text("en", label.key) == f"{name}: {BREAKS[name]}"
-        assert all(text(lang, label.key).startswith(name) for lang in LANGS)
-    assert text("zh-CN", labels[0][0].key) != text("en", labels[0][0].key)
+        assert shown["en"][label.key] == f"{name}: {say(BREAKS[name])}"
+        assert all(shown[lang][label.key].startswith(name) for lang in LANGS)
+    assert shown["zh-CN"][labels[0][0].key] != shown["en"][labels[0][0].key]
+    assert shown["en"][dict((v, k) for k, v in labels)["high_lr"].key] == "high_lr: the Noam schedule at 10 times its rate"
 
 
 def test_examples_mark_wrong_tokens_and_escape():

@@ -100,6 +100,34 @@ def test_every_benchmark_row_has_its_words_in_both_tables():
     assert {k.split(".", 2)[2] for k in words.table("en") if k.startswith("bench.row.")} == {r.ours for r in ROWS}
 
 
+def test_every_lab_break_and_task_has_its_words_in_both_tables():
+    from core.lab import BREAKS, HIGH_LR_FACTOR, TASKS
+    said_ = [kv for what in [*BREAKS.values(), *TASKS.values()] for kv in words.keys(what)]
+    assert len(said_) == len(BREAKS) + len(TASKS) and ("lab.break.high_lr", {"factor"}) in said_
+    for lang in LANGS:
+        for key, names in said_:
+            assert words.fields(words.table(lang)[key]) == names, (lang, key)
+    assert {k for k in words.table("en") if k.startswith(("lab.break.", "lab.task."))} == {k for k, _ in said_}
+    assert f"{HIGH_LR_FACTOR:g} times" in say(BREAKS["high_lr"]) and f"{HIGH_LR_FACTOR:g} 倍" in say(BREAKS["high_lr"], "zh-CN")
+
+
+@pytest.mark.slow
+def test_the_lab_command_line_lists_the_english_tables_words():
+    import subprocess
+    import sys
+
+    from core.lab import BREAKS, TASKS
+    from tests.conftest import ROOT
+    out = subprocess.run([sys.executable, "-m", "core.lab", "--list"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    en = words.table("en")
+    for name in TASKS:
+        assert f"  {name:<24} {en[f'lab.task.{name}']}\n" in out
+    for name in BREAKS:
+        assert f"  {name:<24} {en[f'lab.break.{name}']}\n".replace("{factor:g}", "10") in out
+    assert "lab." not in out and "{" not in out
+
+
 @pytest.mark.slow
 def test_the_head_atlas_command_line_prints_the_pages_english(tiny_data, tiny_spm, tmp_path, capsys):
     """python -m core.analysis.heads on a tiny model: what it prints under the atlas is the atlas's findings in

@@ -38,10 +38,11 @@ from core.lab import (
     run_name,
 )
 from core.model import make_model
+from core.words import write
 
 from .. import hosting
 from ..common import clamp, code_panel, empty_figure, panel_grid, token_axis, wrap_title
-from ..i18n import L, choices, text, texts
+from ..i18n import LANGS, L, choices, text, texts, written
 from ..views import View, control_changes, opener, refresh, tab_views
 
 _t = texts("lab")  # the tab's words drawn at run time (lab.<key>) in a language
@@ -419,9 +420,10 @@ def show(page, task, breaks, smoothing, accum, layers, lang="en"):
 # ---- layout and events -----------------------------------------------------------------------------------
 
 def break_choices():
-    """The break checkboxes, each labelled "name: what it does" in both languages (ui.lab.break.<name>, with
-    hyphens; its English is core.lab.BREAKS's description)."""
-    return [(L(f"ui.lab.break.{b.replace('_', '-')}"), b) for b in BREAKS]
+    """The break checkboxes, each labelled "name: what it does" in both languages (lab.break-label, what it does
+    as core.lab.BREAKS says it: lab.break.<name>), switched by the browser with the page's language."""
+    return [(written(f"ui.lab.break.{b}", {lang: text(lang, "lab.break-label", name=b, what=write(
+        what, lambda key: text(lang, key))) for lang in LANGS}), b) for b, what in BREAKS.items()]
 
 
 def _layout():

@@ -3,6 +3,7 @@ import argparse
 import json
 import sys
 
+from ..words import say
 from . import __doc__ as LAB_DOC
 from .breaks import BREAKS
 from .run import ACCUM_CHOICES, Config, train
@@ -48,8 +49,8 @@ def progress_printer(every=20):
 def main(argv=None):
     args = parse_args(argv)
     if args.list:
-        print("tasks:\n" + "".join(f"  {k:<24} {v}\n" for k, v in TASKS.items()))
-        print("breaks (--break NAME, repeatable):\n" + "".join(f"  {k:<24} {v}\n" for k, v in BREAKS.items()))
+        print("tasks:\n" + "".join(f"  {k:<24} {say(v)}\n" for k, v in TASKS.items()))
+        print("breaks (--break NAME, repeatable):\n" + "".join(f"  {k:<24} {say(v)}\n" for k, v in BREAKS.items()))
         print(f"options: --smoothing EPS (0..0.3), --accum K (one of 1, 2, 4, 8), --layers N ({MIN_LAYERS}..{MAX_LAYERS}, "
               f"default {SIZE['N']}: layers in each stack; the seconds cap times N / {SIZE['N']}, the same steps)")
         return

@@ -8,22 +8,14 @@ import torch.nn as nn
 from ..data import PAD, Batch
 from ..model import MultiHeadedAttention, SublayerConnection, make_model, subsequent_mask
 from ..train import rate, seeded
+from ..words import said
 from .tasks import FACTOR, HIGH_LR_FACTOR, SIZE, VOCAB, WARMUP
 
-BREAKS = {
-    "shared_layers": "[layer] * N in place of clones: one layer object, its weights shared by every level",
-    "plain_list": "a plain Python list in place of nn.ModuleList: the layers' parameters are never registered",
-    "no_subsequent_mask": "the decoder is trained without the subsequent mask (it sees the word it must predict)",
-    "no_padding_mask": "no source or target padding mask: attention reaches the padding",
-    "no_positional_encoding": "no positional encoding: the embeddings alone, with the same dropout",
-    "no_scale": "attention scores Q K^T left undivided by sqrt(d_k)",
-    "no_warmup": "no learning-rate warmup: a constant rate at the Noam schedule's peak",
-    "high_lr": f"the Noam schedule at {HIGH_LR_FACTOR:g} times its rate",
-    "post_norm": "post-norm (the paper's LayerNorm(x + Sublayer(x))) in place of the code's pre-norm",
-    "default_init": "PyTorch's default initialisation in place of Xavier-uniform",
-    "no_embedding_scale": "embeddings not multiplied by sqrt(d_model)",
-    "untied": "separate source, target and output embedding matrices (make_model's tie_weights=False)",
-}
+# Each break by its name, and what it does as the locale tables say it (lab.break.<name>, core/words.py)
+BREAKS = {name: said(f"lab.break.{name}") for name in (
+    "shared_layers", "plain_list", "no_subsequent_mask", "no_padding_mask", "no_positional_encoding", "no_scale",
+    "no_warmup", "high_lr", "post_norm", "default_init", "no_embedding_scale", "untied")}
+BREAKS["high_lr"] = said("lab.break.high_lr", factor=HIGH_LR_FACTOR)
 
 
 class PostNormSublayerConnection(SublayerConnection):

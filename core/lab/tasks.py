@@ -2,6 +2,7 @@
 import torch
 
 from ..data import ASSETS, BOS, EOS, PAD, Batch
+from ..words import said
 
 SYMBOLS = 10                   # digits 0..9
 FIRST = 4                      # token id of digit 0 (0-3 are <blank>, <unk>, <s>, </s>)
@@ -21,11 +22,8 @@ MIN_LAYERS, MAX_LAYERS = SIZE["N"], 6
 DEEP = 6                       # the depth of the shipped deep runs (post-norm's trouble needs depth)
 ASSET = ASSETS / "lab.json"
 
-TASKS = {
-    "copy": "output the input as it is (The Annotated Transformer's first example)",
-    "reverse": "output the input backwards",
-    "sort": "output the input's digits in ascending order (the answer does not depend on their order)",
-}
+# each task by its name, and what it asks for as the locale tables say it (lab.task.<name>, core/words.py)
+TASKS = {name: said(f"lab.task.{name}") for name in ("copy", "reverse", "sort")}
 
 
 def answer(task, symbols):
