@@ -81,12 +81,20 @@ class OwnGenerator(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if torch.Tag.nondeterministic_seeded in func.tags and kwargs.get("generator") is None:
-            drawing = _taking_a_generator(func)
-            if drawing is None:
-                raise RuntimeError(f"{func} draws from the global generator only: not within OwnGenerator")
-            func, kwargs = drawing, dict(kwargs, generator=self.generator)
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            func, args, kwargs = _drawing_from(self.generator, func, args, kwargs)
         return func(*args, **kwargs)
+
+
+def _drawing_from(generator, func, args, kwargs):
+    """The call (op, args, kwargs) of the random aten op `func` with `generator` where no generator is given."""
+    drawing = _taking_a_generator(func)
+    if drawing is None:
+        raise RuntimeError(f"{func} draws from the global generator only: not within OwnGenerator")
+    at = [a.name for a in drawing._schema.arguments].index("generator")
+    if at < len(args):  # given in its place (torch.poisson(rates, None))
+        return drawing, (*args[:at], generator if args[at] is None else args[at], *args[at + 1:]), kwargs
+    return drawing, args, dict(kwargs, generator=kwargs.get("generator") or generator)
 
 
 def _taking_a_generator(func):

@@ -22,13 +22,13 @@ def test_a_block_draws_every_kind_of_draw_from_its_own_generator():
     with seeded(3):
         got = [torch.rand(5), torch.randn(4), torch.randint(0, 10, (6,)), torch.randperm(7), torch.empty(3).uniform_(),
                torch.empty(3).normal_(), torch.bernoulli(torch.full((6,), 0.5)), torch.multinomial(x, 3),
-               torch.nn.functional.dropout(x, 0.5, training=True)]
+               torch.nn.functional.dropout(x, 0.5, training=True), torch.poisson(x * 3), torch.poisson(x * 3, None)]
     g = torch.Generator().manual_seed(3)
     want = [torch.rand(5, generator=g), torch.randn(4, generator=g), torch.randint(0, 10, (6,), generator=g),
             torch.randperm(7, generator=g), torch.empty(3).uniform_(generator=g), torch.empty(3).normal_(generator=g),
             torch.bernoulli(torch.full((6,), 0.5), generator=g), torch.multinomial(x, 3, generator=g),
-            x * torch.empty(8).bernoulli_(0.5, generator=g) * 2]
-    assert all(torch.equal(a, b) for a, b in zip(got, want))
+            x * torch.empty(8).bernoulli_(0.5, generator=g) * 2, torch.poisson(x * 3, g), torch.poisson(x * 3, g)]
+    assert len(got) == len(want) and all(torch.equal(a, b) for a, b in zip(got, want))
     assert torch.equal(torch.get_rng_state(), before)  # the global generator neither read nor moved
     # an explicit generator is kept; a draw that takes none is refused rather than made from the global one
     with seeded(3):
