@@ -462,6 +462,8 @@ def test_the_tab_draws_its_view_by_name_when_opened(lab_page):
     first = built.opened(page, "en", **controls)
     assert set(first) == set(built.outputs.values()) and "copy/intact" in first[built.outputs["result"]]
     assert built.opened(page, "en", **controls) == gr_skip()
+    other = {"open": {views.ROOT: "lab"}, "drawn": {}}  # another page: the view is drawn once per process
+    assert built.show(other, "en", **controls)[built.outputs["cross"]] is first[built.outputs["cross"]]
     moved = built.show(page, "en", **dict(controls, breaks=["no_scale"]))
     assert READINGS["no_scale"] in moved[built.outputs["result"]]
     zh = built.show(page, "zh-CN", **dict(controls, breaks=["no_scale"]))
@@ -550,9 +552,11 @@ def chinese_only(s):
 
 
 @pytest.mark.slow
-def test_tab_trains_a_run_and_keeps_it(english):
+def test_tab_trains_a_run_and_keeps_it(english, monkeypatch):
     from app.tabs import lab as tab
-    updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
+    monkeypatch.setenv("EXPLORER_LAB_MAX_STEPS", "25")  # the server's budget lowered: the view and Train agree
+    assert "has not been trained yet" in tab.lab_view("copy", ["no_warmup"], 0.1, 2)["result"]
+    updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2))
     assert "Starting" in updates[0]["result"]
     assert any("Training" in str(u["result"]) for u in updates[1:-1])  # the curve drawn while it trains
     last = updates[-1]
@@ -560,8 +564,9 @@ def test_tab_trains_a_run_and_keeps_it(english):
     assert last["progress"].startswith("✓ **copy/no_warmup** on the CPU: 25 steps and the evaluation in ")
     assert all(" of 25 steps · " in u["progress"] for u in updates[:-1])  # the line beside the button, each update
     assert "25 steps" in last["result"] and "Gradient accumulation: 2 micro-batches" in last["result"]
-    again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
+    again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2))
     assert len(again) == 1 and again[0]["result"] == last["result"]  # trained once: the same result at once
+    assert tab.lab_view("copy", ["no_warmup"], 0.1, 2)["result"] == last["result"]  # the view drawn before, anew
 
 
 def test_run_clock_says_how_far_a_run_is_and_what_remains(english):

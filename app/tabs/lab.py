@@ -25,7 +25,7 @@ from core.model import make_model
 from .. import hosting
 from ..common import clamp, code_panel, empty_figure
 from ..figures.lab import attention_figure, curve_figure, examples_html, result_markdown
-from ..i18n import L, choices, in_language, texts
+from ..i18n import L, choices, in_language, spoken, texts
 from ..views import Tab, View
 
 _t = texts("lab")  # the tab's words drawn at run time (lab.<key>) in the event's language
@@ -36,6 +36,8 @@ START_MARGIN_S = 90   # beyond a run's seconds: starting Python and torch, then 
 CACHE_SIZE = 200      # runs made here and kept (a few kB each)
 RUNS = OrderedDict()  # configuration key -> result record: runs made on this server, newest last
 RUNS_LOCK = threading.Lock()
+DRAWN_SIZE = 64       # views drawn and kept, shared by every session (12 to 74 kB each as JSON)
+DRAWN = OrderedDict()  # (configuration key, language) -> (the run it shows or None, the view's outputs)
 
 
 @lru_cache(maxsize=1)
@@ -104,11 +106,25 @@ def outputs_for(run, cfg):
 
 def lab_view(task, breaks, smoothing, accum, layers=None):
     """The chosen configuration's result when it was trained already, else the intact model's curve (at the
-    same depth) and what to do; the view's outputs by name."""
+    same depth) and what to do; the view's outputs by name. Drawn once per process for a configuration, a
+    language and the run it shows (a run trained here since is drawn anew): it reads no session."""
     cfg = config_from(task, breaks, smoothing, accum, layers)
-    run = cached(cfg)
-    if run is not None:
-        return outputs_for(run, cfg)
+    run, key = cached(cfg), (config_key(cfg), spoken())
+    with RUNS_LOCK:
+        hit = DRAWN.get(key)
+        if hit is not None and hit[0] is run:
+            DRAWN.move_to_end(key)
+            return dict(hit[1])
+    out = outputs_for(run, cfg) if run is not None else untrained(cfg)
+    with RUNS_LOCK:
+        DRAWN[key] = (run, out)
+        while len(DRAWN) > DRAWN_SIZE:
+            DRAWN.popitem(last=False)
+    return dict(out)
+
+
+def untrained(cfg):
+    """The view of a configuration not trained yet: the intact model's curve at its depth, and what to do."""
     intact = intact_of(cfg)
     note = _t("untrained", name=html.escape(run_name(cfg)), eps=f"{cfg.smoothing:g}", accum=cfg.accum,
               steps=cfg.steps, seconds=f"{cfg.seconds:g}", layers=cfg.layers)
