@@ -46,9 +46,12 @@ def kind_choices(long=False, kinds=KINDS):
     return choices(f"ui.kind.{'long' if long else 'short'}", kinds)
 
 
-def kind_name(kind, lang="en", long=False):
-    """A kind of attention's name in `lang`, for text drawn at run time (the menus' words: ui.kind.*)."""
-    return text(lang, f"ui.kind.{'long' if long else 'short'}.{kind}")
+def kind_name(kind, lang=None, long=False):
+    """A kind of attention's name, for text drawn at run time (the menus' words: ui.kind.*): in the event's
+    language (app.i18n.speaking), or in `lang` where a caller writes every language at once (or has not yet
+    moved to the event's language)."""
+    key = f"ui.kind.{'long' if long else 'short'}.{kind}"
+    return text(key) if lang is None else text(lang, key)
 
 
 def clamp(x, lo, hi, cast=int):

@@ -70,25 +70,39 @@ def spoken():
 
 def in_language(fn):
     """An event callback that takes the page's language as its keyword `lang` and runs in it (`speaking`); a
-    generator's every step runs in it (Gradio may run each step in another thread)."""
+    generator's every step runs in it (Gradio may run each step in another thread). Its signature is `fn`'s with
+    `lang` added, keyword-only: Gradio checks an event's inputs_kwargs against it."""
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def run_steps(*args, lang, **kwargs):
             steps = fn(*args, **kwargs)
-            while True:
-                with speaking(lang):
-                    try:
-                        value = next(steps)
-                    except StopIteration:
-                        return
-                yield value
-        return run_steps
+            try:
+                while True:
+                    with speaking(lang):
+                        try:
+                            value = next(steps)
+                        except StopIteration:
+                            return
+                    yield value
+            finally:
+                steps.close()  # a run abandoned (the page closed, the event cancelled) ends now, not when collected
+        return _taking_lang(run_steps, fn)
 
     @functools.wraps(fn)
     def run(*args, lang, **kwargs):
         with speaking(lang):
             return fn(*args, **kwargs)
-    return run
+    return _taking_lang(run, fn)
+
+
+def _taking_lang(wrapper, fn):
+    """`wrapper` (functools.wraps of `fn`) with `fn`'s signature and a keyword-only `lang`: what it takes."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    params.insert(at, inspect.Parameter("lang", inspect.Parameter.KEYWORD_ONLY))
+    wrapper.__signature__ = sig.replace(parameters=params)
+    return wrapper
 
 
 def text(*args, **values):

@@ -438,24 +438,34 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
 
 def test_the_engineering_tables_are_in_the_pages_language():
     """Every row the benchmark declares has its words in both tables, and the tab's Chinese tables name no row or
-    decoding in English."""
-    from app.i18n import LANGS, table
+    decoding in English; outside an event nothing is written."""
+    from app.i18n import LANGS, speaking, table
     from tools.i18n_report import english
     for row in ROWS:
         assert all(f"bench.{kind}.{row.ours}" in table(lang) for kind in ("row", "ref") for lang in LANGS)
         assert table("zh-CN")[f"bench.row.{row.ours}"] != table("en")[f"bench.row.{row.ours}"]
     full = {"greedy_cached_half_ms": 15.04, "greedy_uncached_ms": 48.0, "cache_speedup": 3.19}
-    (row,) = engineering.speed_table(full, "zh-CN").splitlines()[2:]
+    with speaking("zh-CN"):
+        (row,) = engineering.speed_table(full).splitlines()[2:]
+        zh = engineering.engineering_md()
     assert row == "| 贪心搜索，一个句子，带缓存（float16 解码器）对比不带缓存（ms） | 15.0 | 48.0 | 不带缓存的循环 | 3.19× |"
-    zh = engineering.engineering_md("zh-CN")
     start = zh.index("|---|---|---|---|")
     rows = zh[start:zh.index("###", start)].strip().splitlines()[1:]  # split, decoding, BLEU, chrF
     decodings = [row.split("|")[2].strip() for row in rows]
     assert len(rows) == 4 and "束搜索（束宽 4）" in decodings and not any(english(d) for d in decodings)
+    # the page is built with every section written in each language, each in its own (the browser picks one)
+    written = engineering.written_sections()
+    assert all(set(by_lang) == set(LANGS) for _, by_lang in written)
+    assert "\n\n".join(by_lang["zh-CN"] for _, by_lang in written) == zh
+    with speaking("en"):
+        assert "\n\n".join(by_lang["en"] for _, by_lang in written) == engineering.engineering_md()
+    with pytest.raises(LookupError):  # no language was chosen outside an event, so none is assumed
+        engineering.speed_table(full)
 
 
+@pytest.mark.usefixtures("english")  # the page in English: the tab's words are drawn in the event's language
 def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
-    from app.i18n import text
+    from app.i18n import speaking, text
     full = {"greedy_cached_half_ms": 15.04, "greedy_uncached_ms": 48.0, "cache_speedup": 3.19,
             "train_tokens_per_s_ours_bf16": 2175.4, "train_tokens_per_s_torch_bf16": 2106.3,
             "train_speed_ratio_bf16": 1.0328}
@@ -471,8 +481,9 @@ def test_speed_table_shows_the_benchmark_and_leaves_out_what_a_file_lacks():
     assert note == "bf16 training rows left out: &lt;b&gt;emulated&lt;/b&gt;."
     # the reason the benchmark measured, in the page's language, from its number
     measured = dict(full, bf16_training_skipped=True, bf16_matmul_slowdown=60.1)
-    assert engineering.speed_table(measured, "zh-CN").splitlines()[-1] == (
-        "未列出 bf16 训练的几行，原因：在这台 CPU 上，bfloat16 矩阵乘法比 float32 慢 60 倍。")
+    with speaking("zh-CN"):
+        zh = engineering.speed_table(measured).splitlines()[-1]
+    assert zh == "未列出 bf16 训练的几行，原因：在这台 CPU 上，bfloat16 矩阵乘法比 float32 慢 60 倍。"
     assert engineering.speed_table(measured).splitlines()[-1] == (
         "bf16 training rows left out: bfloat16 matrix products run 60x slower than float32 on this CPU.")
     # the tab shows the shipped bench.json: a row for each declared row whose figures the file holds, in order
@@ -514,3 +525,15 @@ def test_a_long_title_is_wrapped_at_its_spaces_and_beside_chinese_characters():
         assert "".join(lines).replace(" ", "") == title.replace(" ", "")  # nothing lost, nothing added
     assert [len(w) for w in wrap_title("a few words here", 9).split("<br>")] == [5, 5, 4]  # at the spaces
     assert wrap_title("&lt;s&gt; fits", 42) == "&lt;s&gt; fits"
+
+
+def test_a_kind_of_attention_is_named_in_the_events_language():
+    """The shared helper reads the event's language; a caller that writes every language at once names one."""
+    from app.common import kind_name
+    from app.i18n import speaking, text
+    with speaking("zh-CN"):
+        assert kind_name("cross") == text("zh-CN", "ui.kind.short.cross") != text("en", "ui.kind.short.cross")
+        assert kind_name("cross", long=True) == text("zh-CN", "ui.kind.long.cross")
+        assert kind_name("cross", "en") == text("en", "ui.kind.short.cross")
+    with pytest.raises(LookupError):  # outside an event no language was chosen, so none is assumed
+        kind_name("cross")

@@ -134,3 +134,24 @@ def test_every_views_blank_is_in_the_pages_language():
         assert [s for s in drawn["zh-CN"] if english(s)] == [], v.name
         if drawn["en"] and any(english(s) for s in drawn["en"]):
             assert drawn["en"] != drawn["zh-CN"], v.name
+
+
+def test_an_event_in_its_language_takes_lang_by_name():
+    """in_language's callback takes `lang` by keyword beside its own inputs (Gradio checks an event's inputs_kwargs
+    against its signature: without `lang` in it, wiring the event raises), every step of a generator in it."""
+    import inspect
+
+    import gradio as gr
+
+    from app.i18n import in_language, text
+
+    @in_language
+    def steps(n, extra=0):
+        for _ in range(n):
+            yield text("lab.blank")
+
+    assert list(inspect.signature(steps).parameters) == ["n", "extra", "lang"]
+    with gr.Blocks():
+        n, lang, out = gr.Number(), gr.Textbox(), gr.Textbox()
+        gr.Button().click(steps, None, out, inputs_kwargs=dict(n=n, lang=lang))  # accepted, by name
+    assert list(steps(2, lang="zh-CN")) == [text("zh-CN", "lab.blank")] * 2

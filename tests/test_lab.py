@@ -9,7 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from app.tabs.lab import READINGS
+from app.figures.lab import READINGS, examples_html, reading
+from app.i18n import speaking
 from core import lab
 from core.lab import BREAKS, PAD, Config, build_model, held_parameters, lr_lambda, masks, to_batch
 from core.model import Embeddings, PositionalEncoding, SublayerConnection
@@ -394,32 +395,90 @@ def test_tab_clamps_what_the_browser_sends():
     assert (deep.steps, deep.seconds) == lab.budget("sort", 6)
 
 
-def test_tab_answers_deep_runs_at_once_beside_the_intact_model_at_their_depth():
+def test_tab_answers_deep_runs_at_once_beside_the_intact_model_at_their_depth(english):
     from app.tabs import lab as tab
     runs = shipped_runs()
-    curve, result, _, cross, _ = tab.lab_view("copy", ["post_norm"], 0.0, 1, 6)
+    out = tab.lab_view("copy", ["post_norm"], 0.0, 1, 6)
+    assert set(out) == set(tab.VIEWS[0].outputs)
     run, intact = runs["copy/post_norm@6"], runs["copy/intact@6"]
-    assert f"| exact match (500 held-out, greedy) | {run['exact_match']:.1%} | {intact['exact_match']:.1%} |" in result
-    assert READINGS["post_norm@6"] in result and READINGS["post_norm"] not in result
-    assert len(cross.data) == 6 * lab.SIZE["h"]
-    dotted = next(t for t in curve.data if t.name == "intact")
+    assert f"| exact match (500 held-out, greedy) | {run['exact_match']:.1%} | {intact['exact_match']:.1%} |" in out["result"]
+    assert READINGS["post_norm@6"] in out["result"] and READINGS["post_norm"] not in out["result"]
+    assert len(out["cross"].data) == len(out["decoder"].data) == 6 * lab.SIZE["h"]
+    dotted = next(t for t in out["curve"].data if t.name == "intact")
     assert list(dotted.y) == intact["curve"]["loss"]  # the intact model at N = 6, not at N = 2
     updates = list(tab.train_run("copy", ["post_norm"], 0.0, 1, 6))
-    assert len(updates) == 1 and updates[0][1] == result  # shipped: no training
-    _, note, _, _, _ = tab.lab_view("copy", ["no_scale"], 0.0, 1, 6)
+    assert len(updates) == 1 and updates[0]["result"] == out["result"]  # shipped: no training
+    assert updates[0]["progress"].startswith("✓ **copy/post_norm@6** was trained already")
+    note = tab.lab_view("copy", ["no_scale"], 0.0, 1, 6)["result"]
     assert "has not been trained yet" in note and "45 s" in note and "N = 6" in note
     assert "--layers" in tab.lab_command(tab.config_from("copy", [], 0, 1, 6))
 
 
-def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained():
+def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained(english):
     from app.tabs import lab as tab
-    curve, result, examples, cross, self_attn = tab.lab_view("reverse", ["no_positional_encoding"], 0.0, 1)
+    out = tab.lab_view("reverse", ["no_positional_encoding"], 0.0, 1)
     run = shipped_runs()["reverse/no_positional_encoding"]
-    assert f"{run['exact_match']:.1%}" in result and READINGS["no_positional_encoding"] in result
-    assert [t.name for t in curve.data] == ["intact", "intact", "this run", "this run"]
-    assert "<table" in examples and len(cross.data) == lab.SIZE["N"] * lab.SIZE["h"]
-    _, note, examples, _, _ = tab.lab_view("sort", ["no_scale", "untied"], 0.1, 2)
-    assert "has not been trained yet" in note and examples == ""
+    assert f"{run['exact_match']:.1%}" in out["result"] and READINGS["no_positional_encoding"] in out["result"]
+    assert [t.name for t in out["curve"].data] == ["intact", "intact", "this run", "this run"]
+    assert "<table" in out["examples"] and len(out["cross"].data) == lab.SIZE["N"] * lab.SIZE["h"]
+    untrained = tab.lab_view("sort", ["no_scale", "untied"], 0.1, 2)
+    assert "has not been trained yet" in untrained["result"] and untrained["examples"] == ""
+
+
+def test_drawing_outside_an_event_raises():
+    """No language was chosen outside an event, so none is assumed: the view, the figures and the Train
+    button's steps all refuse to draw."""
+    from app.tabs import lab as tab
+    run = shipped_runs()["copy/intact"]
+    for draw in (lambda: tab.lab_view("copy", [], 0.0, 1), lambda: examples_html(run["examples"]),
+                 lambda: next(tab.train_run("copy", [], 0.0, 1)), lambda: reading("no_scale")):
+        with pytest.raises(LookupError):
+            draw()
+
+
+@pytest.fixture(scope="module")
+def lab_page():
+    """The Lab tab alone on a page, as app/ui.py builds it: (the page, its Tab, the Train event)."""
+    import gradio as gr
+
+    from app import views
+    from app.tabs import lab as tab
+    from tests.events import dependency
+    with gr.Blocks() as demo:
+        page = views.page_state({views.ROOT: "overview"})
+        lang = gr.Radio(["en", "zh-CN"], value="en")
+        built = tab.build(page, lang)
+    return demo, built, dependency(demo, "train_clicked")
+
+
+def test_the_tab_draws_its_view_by_name_when_opened(lab_page):
+    """Opening the tab draws its one view, every output by name; opened again, nothing; a control moved, all of
+    them again (they read the same controls); the page's language, all of them in it."""
+    from app import views
+    _, built, _ = lab_page
+    page = {"open": {views.ROOT: "overview"}, "drawn": {}}
+    controls = dict(task="copy", breaks=[], smoothing=0.0, accum=1, layers=N)
+    assert built.show(page, "en", **controls) == gr_skip()  # a hidden tab draws nothing
+    first = built.opened(page, "en", **controls)
+    assert set(first) == set(built.outputs.values()) and "copy/intact" in first[built.outputs["result"]]
+    assert built.opened(page, "en", **controls) == gr_skip()
+    other = {"open": {views.ROOT: "lab"}, "drawn": {}}  # another page: the view is drawn once per process
+    assert built.show(other, "en", **controls)[built.outputs["cross"]] is first[built.outputs["cross"]]
+    moved = built.show(page, "en", **dict(controls, breaks=["no_scale"]))
+    assert READINGS["no_scale"] in moved[built.outputs["result"]]
+    zh = built.show(page, "zh-CN", **dict(controls, breaks=["no_scale"]))
+    assert set(zh) == set(built.outputs.values()) and zh[built.outputs["result"]] != moved[built.outputs["result"]]
+    assert reading_in("zh-CN", "no_scale") in zh[built.outputs["result"]]
+
+
+def gr_skip():
+    import gradio as gr
+    return gr.skip()
+
+
+def reading_in(lang, name):
+    with speaking(lang):
+        return reading(name)
 
 
 def test_break_labels_name_the_break_in_both_languages():
@@ -438,54 +497,82 @@ def test_break_labels_name_the_break_in_both_languages():
     assert shown["en"][dict((v, k) for k, v in labels)["high_lr"].key] == "high_lr: the Noam schedule at 10 times its rate"
 
 
-def test_examples_mark_wrong_tokens_and_escape():
-    from app.tabs.lab import examples_html
+def test_examples_mark_wrong_tokens_and_escape(english):
     out = examples_html([{"input": [1, 2, 3], "target": [1, 2, 3], "output": [1, 5]},
                          {"input": ["<b>"], "target": ["<b>"], "output": ["<b>"]}])
     assert out.count("fde2da") == 2  # the 5, and the missing 3
     assert 'title="expected 2"' in out and 'title="expected 3"' in out and "<b>" not in out
 
 
-def test_tab_draws_its_words_in_chinese(monkeypatch):
-    """The Lab's figures, result, examples, readings and the Train button's status lines in the page's language."""
+def test_tab_draws_its_words_in_chinese(monkeypatch, lab_page):
+    """The Lab's figures, result, examples, readings and the Train button's status lines in the page's language:
+    the Train event (called by name, as the browser calls it) runs every one of its steps in it."""
     from app.tabs import lab as tab
+    from tests.events import by_id, call
     specials = frozenset({"blank", "unk"})  # the toy tasks' own tokens (<blank>, <unk>): data
     for task, breaks, smoothing, accum, layers in (("copy", [], 0.0, 1, N), ("reverse", ["no_positional_encoding"], 0.0, 1, N),
                                                    ("copy", ["post_norm"], 0.0, 1, 6), ("sort", ["no_scale"], 0.1, 2, N)):
-        values = tab.lab_view(task, breaks, smoothing, accum, layers, "zh-CN")
-        found = [s for v in values for s in value_strings(v) if english(s, specials)]
+        with speaking("zh-CN"):
+            values = tab.lab_view(task, breaks, smoothing, accum, layers)
+        found = [s for v in values.values() for s in value_strings(v) if english(s, specials)]
         assert found == [], (task, breaks, found)
     for name, en in READINGS.items():
-        zh = tab.reading(name, "zh-CN")
+        zh = reading_in("zh-CN", name)
         assert CJK.search(zh) and not english(zh) and zh != en, name
-    assert tab.reading("intact") is None and tab.reading("no_scale") == READINGS["no_scale"]
+    assert reading_in("en", "intact") is None and reading_in("en", "no_scale") == READINGS["no_scale"]
     # Train, for a run cut off before its result (a stand-in for core.lab's process): every status line in Chinese
     monkeypatch.setattr(tab, "run_lab", lambda cfg: iter([{"step": [1, 2], "loss": [2.5, 2.0], "lr": [1e-4, 2e-4]}]))
-    updates = list(tab.train_clicked("sort", ["no_scale"], 0.2, 2, N, "zh-CN"))
-    assert len(updates) == 3
+    _, _, train = lab_page
+    updates = [by_id(u) for u in call(train, task="sort", breaks=["no_scale"], smoothing=0.2, accum=2, layers=N,
+                                      lang="zh-CN")]
+    assert len(updates) == 3 and "lab-curve" not in updates[-1]  # stopped: the curve so far stays
     for update in updates:
-        assert CJK.search(update[1]) and not any(english(s) for v in update[:2] for s in value_strings(v)), update[1]
-        assert CJK.search(update[5]) and not english(update[5]), update[5]  # the progress line beside Train
-    statuses = [u[1] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, N)]  # in English as before
+        assert CJK.search(update["lab-result"]) and not any(
+            english(s) for k in ("lab-curve", "lab-result") for s in value_strings(update.get(k))), update["lab-result"]
+        assert CJK.search(update["lab-progress"]) and not english(update["lab-progress"]), update["lab-progress"]
+    with speaking("en"):
+        statuses = [u["result"] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, N)]  # in English as before
     assert statuses[0].startswith("Starting **sort/no_scale**") and statuses[1].startswith("Training **sort/no_scale**: step 2")
     assert statuses[2].startswith("The run stopped without a result")
 
 
-@pytest.mark.slow
-def test_tab_trains_a_run_and_keeps_it():
+def test_the_train_events_steps_run_in_its_language_in_any_thread(monkeypatch, lab_page):
+    """Gradio may run each step of a generator in another worker thread: each one is in the event's language."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from app.tabs import lab as tab
-    updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
-    assert "Starting" in updates[0][1]
-    assert any("Training" in str(u[1]) for u in updates[1:-1])  # the curve drawn while it trains
-    curve, result, examples, cross, self_attn, progress = updates[-1]
-    assert progress.startswith("✓ **copy/no_warmup** on the CPU: 25 steps and the evaluation in ")
-    assert all(" of 25 steps · " in u[5] for u in updates[:-1])  # the progress line beside the button, each update
-    assert "25 steps" in result and "Gradient accumulation: 2 micro-batches" in result
-    again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2, steps=25))
-    assert len(again) == 1 and again[0][1] == result  # trained once: the same result at once
+    from tests.events import by_id, call
+    monkeypatch.setattr(tab, "run_lab", lambda cfg: iter([{"step": [1, 2], "loss": [2.5, 2.0], "lr": [1e-4, 2e-4]}]))
+    _, _, train = lab_page
+    steps = call(train, task="sort", breaks=["no_scale"], smoothing=0.2, accum=2, layers=N, lang="zh-CN")
+    with ThreadPoolExecutor(2) as pool:
+        updates = [by_id(pool.submit(next, steps).result()) for _ in range(3)]
+    assert all(chinese_only(u["lab-progress"]) for u in updates), [u["lab-progress"] for u in updates]
 
 
-def test_run_clock_says_how_far_a_run_is_and_what_remains():
+def chinese_only(s):
+    return bool(CJK.search(s)) and not english(s)
+
+
+@pytest.mark.slow
+def test_tab_trains_a_run_and_keeps_it(english, monkeypatch):
+    from app.tabs import lab as tab
+    monkeypatch.setenv("EXPLORER_LAB_MAX_STEPS", "25")  # the server's budget lowered: the view and Train agree
+    assert "has not been trained yet" in tab.lab_view("copy", ["no_warmup"], 0.1, 2)["result"]
+    updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2))
+    assert "Starting" in updates[0]["result"]
+    assert any("Training" in str(u["result"]) for u in updates[1:-1])  # the curve drawn while it trains
+    last = updates[-1]
+    assert set(last) == {*tab.VIEWS[0].outputs, "progress"}
+    assert last["progress"].startswith("✓ **copy/no_warmup** on the CPU: 25 steps and the evaluation in ")
+    assert all(" of 25 steps · " in u["progress"] for u in updates[:-1])  # the line beside the button, each update
+    assert "25 steps" in last["result"] and "Gradient accumulation: 2 micro-batches" in last["result"]
+    again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2))
+    assert len(again) == 1 and again[0]["result"] == last["result"]  # trained once: the same result at once
+    assert tab.lab_view("copy", ["no_warmup"], 0.1, 2)["result"] == last["result"]  # the view drawn before, anew
+
+
+def test_run_clock_says_how_far_a_run_is_and_what_remains(english):
     """The progress line beside Train: steps done, seconds since the click, and the steps left at the rate
     measured between progress lines (before the second one, at the shipped intact run's CPU seconds a step),
     bounded by the run's seconds cap, in both languages."""
@@ -506,7 +593,8 @@ def test_run_clock_says_how_far_a_run_is_and_what_remains():
     assert left * 0.025 < cfg.seconds - 1.5  # the steps end this run, not its seconds cap
     assert f"60 of {cfg.steps} steps · 5{NB}s since" in clock.line()
     assert f"{left} steps to go (about {left * 0.025:.0f}{NB}s)" in clock.line()
-    zh = clock.line("zh-CN")
+    with speaking("zh-CN"):
+        zh = clock.line()
     assert f"已完成 60/{cfg.steps} 步" in zh and f"已过 5{NB}s" in zh and f"还剩 {left} 步（约 {left * 0.025:.0f}{NB}s）" in zh
     t[0] = 112.0
     clock.seen(100)  # 80 steps in 8 s since the first line: 0.1 s a step, 10 s of training so far
@@ -514,7 +602,9 @@ def test_run_clock_says_how_far_a_run_is_and_what_remains():
     assert (cfg.steps - 100) * 0.1 > cap  # now the seconds cap ends it first
     assert f"{round(cap / 0.1)} steps to go (about {cap:.0f}{NB}s)" in clock.line()
     assert clock.stopped() == f"✗ **copy/no_scale**: stopped after 100 of {cfg.steps} steps, 12{NB}s"
-    assert clock.finished({"steps": cfg.steps}, "zh-CN").startswith(f"✓ **copy/no_scale**（在 CPU 上）：{cfg.steps} 步")
+    with speaking("zh-CN"):
+        done_zh, capped_zh = clock.finished({"steps": cfg.steps}), clock.finished({"steps": 150})
+    assert done_zh.startswith(f"✓ **copy/no_scale**（在 CPU 上）：{cfg.steps} 步")
     capped = clock.finished({"steps": 150})  # the seconds cap ended it before its steps
     assert capped.startswith(f"✓ **copy/no_scale** on the CPU: 150 of {cfg.steps} steps (its 15{NB}s cap came first)")
-    assert "the evaluation in 12\u00a0s" in capped and "先到了 15\u00a0s 的时间上限" in clock.finished({"steps": 150}, "zh-CN")
+    assert "the evaluation in 12\u00a0s" in capped and "先到了 15\u00a0s 的时间上限" in capped_zh

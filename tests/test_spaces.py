@@ -145,6 +145,7 @@ def test_on_zerogpu_the_tab_trains_in_the_gpu_function_and_falls_back_to_the_cpu
     import gradio as gr
 
     from app import hosting
+    from app.i18n import speaking
     from app.tabs import lab as tab
     cfg = tab.config_from("sort", ["no_scale"], 0.2, 2)
     points = [{"progress": {"step": [20], "loss": [2.5], "lr": [1e-4]}},
@@ -157,13 +158,16 @@ def test_on_zerogpu_the_tab_trains_in_the_gpu_function_and_falls_back_to_the_cpu
         yield from points[:1]
     monkeypatch.setattr(hosting, "lab_on_gpu", on_gpu)
     assert [m["step"][-1] for m in tab.run_lab(cfg)] == [20]
-    updates = list(tab.train_run("sort", ["no_scale"], 0.2, 2))
-    assert "on the GPU: 20 of 700 steps" in updates[-2][5] and updates[-1][5].startswith("✗ **sort/no_scale**")
+    with speaking("en"):
+        updates = list(tab.train_run("sort", ["no_scale"], 0.2, 2))
+    assert "on the GPU: 20 of 700 steps" in updates[-2]["progress"]
+    assert updates[-1]["progress"].startswith("✗ **sort/no_scale**")
 
     def refused(c):
         raise gr.Error("You have exceeded your free GPU quota")
         yield  # a generator, as the decorated function is
     monkeypatch.setattr(hosting, "lab_on_gpu", refused)
     assert [m.get("device") or m["step"][-1] for m in tab.run_lab(cfg)] == ["fallback", 20, 40]
-    lines = [u[5] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, lang="zh-CN")]
+    with speaking("zh-CN"):
+        lines = [u["progress"] for u in tab.train_run("sort", ["no_scale"], 0.2, 2)]
     assert "在 CPU 上（没有分到 GPU" in lines[-2] and "已完成 40/700 步" in lines[-2]

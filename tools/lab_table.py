@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from app.tabs.lab import READINGS
+from app.figures.lab import READINGS
 from core.lab import ASSET, BREAKS, DEEP, DEEP_RUNS, EXTRA, TASKS, row_name
 
 

@@ -15,7 +15,8 @@ the code the learner reads elsewhere is the code that runs here. The loop uses c
 
 The package: `tasks` (the digit tasks and their batches), `breaks` (each choice undone), `run` (one run:
 its Config, the loop, what is measured), `shipped` (assets/lab.json and the benchmark), `__main__` (the CLI).
-The readings of the shipped runs are prose for learners and live with the Lab tab (app/tabs/lab.py).
+The readings of the shipped runs are prose for learners and live in the locale tables (lab.reading.*), read
+by the Lab's figures (app/figures/lab.py).
 
 Sequences are digits 0-9 (token ids 4-13 beside the project's <blank>, <unk>, <s>, </s>) of 3 to 8 symbols,
 so a batch is padded. A sequence is held out when a hash of it is 0 mod 10: the training stream never draws one,
