@@ -82,13 +82,24 @@ def in_language(fn):
                     except StopIteration:
                         return
                 yield value
-        return run_steps
+        return _taking_lang(run_steps, fn)
 
     @functools.wraps(fn)
     def run(*args, lang, **kwargs):
         with speaking(lang):
             return fn(*args, **kwargs)
-    return run
+    return _taking_lang(run, fn)
+
+
+def _taking_lang(wrapper, fn):
+    """`wrapper` with the signature of `fn` and a keyword `lang` more: Gradio reads an event callback's signature
+    (functools.wraps would show it `fn`'s alone, and Gradio would refuse an input named `lang`)."""
+    sig = inspect.signature(fn)
+    lang = inspect.Parameter("lang", inspect.Parameter.KEYWORD_ONLY)
+    params = list(sig.parameters.values())
+    at = next((i for i, p in enumerate(params) if p.kind == inspect.Parameter.VAR_KEYWORD), len(params))
+    wrapper.__signature__ = sig.replace(parameters=[*params[:at], lang, *params[at:]])
+    return wrapper
 
 
 def text(*args, **values):
