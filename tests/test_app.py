@@ -11,13 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
 from app.common import md_literal
-from app.shared import examples, get_translator
 from app.figures import attention as attention_figures
 from app.figures import decoding
 from app.i18n import speaking
+from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo
 from core.bench import ROWS

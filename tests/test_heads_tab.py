@@ -14,10 +14,10 @@ from app.figures import heads as figures
 from app.i18n import speaking
 from app.tabs import heads
 from app.views import ROOT
-from tests.events import by_id
 from core.analysis.heads import MEASURES, findings
 from core.headmask import KINDS
 from tests.conftest import needs_shipped
+from tests.events import by_id
 from tests.test_heads import synthetic_atlas
 
 pytestmark = needs_shipped  # the tab reads the shipped model's shape

@@ -9,8 +9,8 @@ from core.analysis.heads import MEASURES
 from core.headmask import KINDS
 
 from ..common import kind_name, token_strip
+from ..figures.decoding import token_legend
 from ..i18n import fields, spoken, table, text, texts
-from .decoding import token_legend
 
 _t = texts("heads")
 CELL_W, CELL_H = 44, 28

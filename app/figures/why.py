@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..common import label, md_literal, wrap_title
+from ..figures.attention import positions, rounded
 from ..i18n import texts
-from .attention import positions, rounded
 
 _t = texts("why")
 MEASURES = ("attention", "gradient", "occlusion")  # the three readings of a token, as the figure shows them (why.<m>)
