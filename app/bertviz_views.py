@@ -17,7 +17,7 @@ import xstatic.pkg.jquery as xjquery
 from bertviz import head_view, model_view
 
 from .gradio_adapter import static_url
-from .i18n import text
+from .i18n import spoken, text
 
 D3_JS = Path(mpld3.__file__).parent / "js" / "d3.v5.min.js"
 JQUERY_JS = Path(xjquery.BASE_DIR) / "jquery.min.js"
@@ -131,20 +131,20 @@ _MENU_WORDS = (('Layer: <select id="layer">', "bertviz.layer", '{}<select id="la
 _SCRIPT_WORDS = (('.text("Heads")', "bertviz.heads"), ('.text("Layers")', "bertviz.layers"))
 
 
-def in_words(page, lang="en"):
-    """bertviz's page with its menus and axis titles in `lang` (English: as bertviz writes them)."""
-    if lang == "en":
+def in_words(page):
+    """bertviz's page with its menus and axis titles in the event's language (English: as bertviz writes them)."""
+    if spoken() == "en":
         return page
     for english, key, html_form in _MENU_WORDS:
-        page = page.replace(english, html_form.format(html.escape(text(lang, f"attention.{key}"))), 1)
+        page = page.replace(english, html_form.format(html.escape(text(f"attention.{key}"))), 1)
     for english, key in _SCRIPT_WORDS:
-        page = page.replace(english, f".text({json.dumps(text(lang, f'attention.{key}'))})", 1)
+        page = page.replace(english, f".text({json.dumps(text(f'attention.{key}'))})", 1)
     return page
 
 
-def _page(body, name, title="bertviz", lang="en"):
-    """bertviz's view in a page of its own, below the Save SVG button (its label in `lang`)."""
-    save = html.escape(text(lang, "attention.bertviz.save"))
+def _page(body, name, title="bertviz"):
+    """bertviz's view in a page of its own, below the Save SVG button (its label in the event's language)."""
+    save = html.escape(text("attention.bertviz.save"))
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title>"
             "<style>body{margin:6px;background:#fff;color:#111;font-family:sans-serif}</style></head>"
@@ -182,24 +182,25 @@ def _model_view(ins):
 VIEWS = {"head": _head_view, "model": _model_view}
 
 
-def head_view_html(ins, lang="en"):
+def head_view_html(ins):
     """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe; this app's
-    words around it (the frame's title, the Save SVG button) and bertviz's menus in `lang`."""
+    words around it (the frame's title, the Save SVG button) and bertviz's menus in the event's language."""
     rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
-    return _iframe(_page(_offline(in_words(_head_view(ins), lang)), "bertviz-head-view", lang=lang), 120 + int(rows * 22.5),
-                   text(lang, "attention.bertviz.head"))
+    return _iframe(_page(_offline(in_words(_head_view(ins))), "bertviz-head-view"), 120 + int(rows * 22.5),
+                   text("attention.bertviz.head"))
 
 
-def model_view_html(ins, lang="en"):
+def model_view_html(ins):
     """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe; this app's words
-    around it in `lang`."""
+    around it in the event's language."""
     layers = ins.encoder.size(0)
-    return _iframe(_page(_offline(in_words(_model_view(ins), lang)), "bertviz-model-view", lang=lang), 140 + layers * 120,
-                   text(lang, "attention.bertviz.model"))
+    return _iframe(_page(_offline(in_words(_model_view(ins))), "bertviz-model-view"), 140 + layers * 120,
+                   text("attention.bertviz.model"))
 
 
 def standalone_html(ins, view):
-    """The bertviz `view` ("head" or "model") of an Inspection as one self-contained HTML page, for a file."""
+    """The bertviz `view` ("head" or "model") of an Inspection as one self-contained HTML page, for a file (its
+    Save SVG button in the event's language)."""
     name = f"bertviz-{view}-view"
     return _page(_offline(VIEWS[view](ins), standalone=True), name,
                  f"bertviz {view} view: {ins.translation[:80]}")

@@ -20,6 +20,7 @@ from core.headmask import KINDS
 from .i18n import L, choices, text
 
 MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]  # 0 = masked (grey), 1 = may attend (blue)
+MAX_CHARS = 1000  # the longest text the page takes to run the model on (German to translate, English to score)
 
 
 def compact_template():

@@ -121,10 +121,10 @@ def wire(demo, cfg, default_alpha, state, translation, attn, learn):
     events that record the sentence, its settings and the attention head in the address."""
     head = [attn.controls[name] for name in HEAD]
     linked = demo.load(link_opener(cfg, default_alpha), [state, learn.progress],
-                       [*translation.inputs, *translation.results, state, *head, learn.progress, learn.parts.src],
+                       [*translation.form, *translation.results, state, *head, learn.progress, learn.parts.src],
                        api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
     for event in (translation.translated, linked):
-        event.then(None, translation.inputs, None, js=RECORD_TRANSLATION)
+        event.then(None, translation.form, None, js=RECORD_TRANSLATION)
     gr.on([c.change for c in head], None, head, None, js=RECORD_HEAD)
     return linked
 

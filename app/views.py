@@ -11,6 +11,7 @@ it names the controls its drawing reads. Three kinds of event draw views, all th
 
 The rest of the time a view is left as it is (`gr.skip()`): nothing is recomputed and nothing is sent.
 """
+import functools
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Callable
@@ -31,7 +32,9 @@ class View:
     translation (`reads_translation=False`) is drawn as `draw(**used)`. Every view is drawn in the event's
     language (app.i18n.speaking), which is not one of its `uses`: a change of language redraws it all the same.
     `blank` gives the values that clear it ({output name: value}, or a function of the controls it uses, like
-    `draw`, returning one: a blank in the page's language) once it shows an earlier translation.
+    `draw`, returning one: a blank in the page's language) once it shows an earlier translation. A blank that is
+    a function is also what the view shows, in the page's language, when its tab is on screen before the first
+    translation (a placeholder that says what to do); a fixed blank is its components' first value.
 
     (A tab not yet moved to names passes `outputs` as a count and draws positionally: `LegacyTab` below.)"""
     name: str
@@ -85,7 +88,11 @@ def draw_views(page, ins, views, controls, lang):
             with speaking(lang):
                 values = v.draw(ins, **used) if v.reads_translation else v.draw(**used)
             out.update(_named(v, values))
-        elif last is not None and last[0] is not ins and v.blank is not None:
+        elif shown(page, v.where) and not fresh and callable(v.blank):  # no translation yet: its placeholder
+            page["drawn"][v.name] = (None, key)
+            with speaking(lang):
+                out.update(_named(v, v.blank(**used)))
+        elif last is not None and last[0] is not None and last[0] is not ins and v.blank is not None:
             del page["drawn"][v.name]
             with speaking(lang):
                 out.update(_named(v, v.blank(**used) if callable(v.blank) else v.blank))
@@ -145,15 +152,36 @@ class Tab:
         open_tab(page, self.where)
         return self.show(page, lang, ins, **controls)
 
-    def wire(self, tab):
-        """Wire the tab's select event and its controls' changes (the page's language is not among them: a new
-        language is one event for the whole page, app/ui.py)."""
-        outputs = list(self.outputs.values())
-        tab.select(self.opened, None, outputs, inputs_kwargs=self.inputs(), api_visibility="private")
-        if self.controls:
-            gr.on([c.change for c in self.controls.values()], self.show, None, outputs,
-                  inputs_kwargs=self.inputs(), api_visibility="private")
+    def opener(self, where):
+        """The select event of the tab (or a tab within it) at path `where`: record it as open, then show the
+        views. Named after the path (open_attention_one_head), as the page's events are known by name."""
+        def opened(page, lang, ins=None, **controls):
+            open_tab(page, where)
+            return self.show(page, lang, ins, **controls)
+        opened.__name__ = f"open_{'_'.join(where)}".replace("-", "_")
+        return opened
+
+    def wire(self, tab, subtabs=None, **event):
+        """Wire the tab's select event, those of the tabs within it (`subtabs`: {id: gr.Tab}) and its controls'
+        changes (the page's language is not among them: a new language is one event for the whole page,
+        app/ui.py; nor is a gr.State, which the event that sets it follows with `show`). `event`: more of
+        Gradio's settings for these events (concurrency_id="model" where drawing may run the model)."""
+        outputs, event = list(self.outputs.values()), dict(api_visibility="private", **event)
+        for where, t in [(self.where, tab), *(((*self.where, sub), t) for sub, t in (subtabs or {}).items())]:
+            t.select(self.opener(where), None, outputs, inputs_kwargs=self.inputs(), **event)
+        moved = [c.change for c in self.controls.values() if not isinstance(c, gr.State)]
+        if moved:
+            gr.on(moved, self.show, None, outputs, inputs_kwargs=self.inputs(), **event)
         return self
+
+
+def by_component(fn, outputs):
+    """An event callback `fn` that returns {output name: value}, as Gradio takes it: {component: value}
+    (`outputs`: the components by name). It keeps `fn`'s name and signature."""
+    @functools.wraps(fn)
+    def named(*args, **kwargs):
+        return {outputs[name]: value for name, value in fn(*args, **kwargs).items()}
+    return named
 
 
 def refresh(page, ins, views, controls=None):

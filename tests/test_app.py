@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
 from app.common import md_literal
+from app.figures import attention as attention_figures
+from app.figures import decoding
+from app.i18n import speaking
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo
@@ -86,15 +88,15 @@ def test_bad_input_gives_messages_not_errors(ins):
     assert translate.translate(SENTENCE, method="beam", beam="99")[2].decoding["beam"] == 8
 
 
-def test_heatmap_shows_the_model_attention(ins):
+def test_heatmap_shows_the_model_attention(ins, english):
     heat, grid, overview = (attention.one_head(ins, "cross", 1, 3), attention.all_heads(ins, "cross", 1),
                             attention.layers_by_heads(ins, "cross"))
-    half = 0.5 * 10 ** -attention.DECIMALS + 1e-6  # rounded to 3 decimals, in float32
+    half = 0.5 * 10 ** -attention_figures.DECIMALS + 1e-6  # rounded to 3 decimals, in float32
     torch.testing.assert_close(torch.tensor(heat.data[0].z), ins.cross[1, 3], atol=half, rtol=0)
     assert list(heat.layout.yaxis.ticktext) == [html.escape(t, quote=False) for t in ins.tgt_tokens]
     assert list(heat.layout.xaxis.ticktext) == [html.escape(t, quote=False) for t in ins.src_tokens]
     # one axis category per position, named by position and token: a hover names both
-    assert list(heat.data[0].x) == list(heat.layout.xaxis.tickvals) == attention.positions(ins.src_tokens)
+    assert list(heat.data[0].x) == list(heat.layout.xaxis.tickvals) == attention_figures.positions(ins.src_tokens)
     assert heat.data[0].y[1] == f"1 {html.escape(ins.tgt_tokens[1], quote=False)}"
     H = ins.cross.size(1)
     assert len(grid.data) == H
@@ -106,12 +108,12 @@ def test_heatmap_shows_the_model_attention(ins):
     assert overview.data[-1].name == f"layer {ins.cross.size(0) - 1}, head {H - 1}"
 
 
-def test_rounded_weights_still_sum_to_one(ins):
+def test_rounded_weights_still_sum_to_one(ins, english):
     """Each row of a rounded map sums to 1 within the rounding of its entries, and the figures send them as
     float32 typed arrays."""
     for kind in KINDS:
         maps = getattr(ins, kind)
-        r = torch.from_numpy(attention.rounded(maps)).double()
+        r = torch.from_numpy(attention_figures.rounded(maps)).double()
         assert (r - maps.double()).abs().max() <= 0.5e-3 + 1e-6
         torch.testing.assert_close(r.sum(-1), torch.ones(r.shape[:-1], dtype=torch.double),
                                    atol=maps.size(-1) * 0.5e-3 + 1e-6, rtol=0)
@@ -141,9 +143,10 @@ def candidates(cands):
     return [(tok, float(p), cls == "cand chosen") for cls, p, tok in rows]
 
 
-def test_decoding_step_replay(ins):
+def test_decoding_step_replay(ins, english):
     t = min(3, len(ins.out_tokens))
-    info, mask_view, cands = translate.decoding_step(ins, t)
+    step = translate.decoding_step(ins, t)
+    info, mask_view, cands = step["step_info"], step["step_mask"], step["step_cands"]
     assert allowed_cells(mask_view) == {(i, j) for i in range(t) for j in range(i + 1)}  # the subsequent mask
     assert html.escape(ins.out_tokens[t - 1]) in info
     rows = candidates(cands)
@@ -155,30 +158,33 @@ def test_decoding_step_replay(ins):
     assert slider.maximum == max(len(ins.out_tokens), 2)
 
 
-def test_step_buttons_move_one_step_within_the_sentence(ins):
+def test_step_buttons_move_one_step_within_the_sentence(ins, english):
     n = len(ins.out_tokens)
-    k, info, _, cands = translate.next_step(ins, 1)
-    assert k == 2 and "Step 2: next-token" in cands and html.escape(ins.out_tokens[1]) in info
-    assert translate.previous_step(ins, 2)[0] == 1
-    assert translate.previous_step(ins, 1)[0] == 1  # kept within 1..n
-    k, _, _, cands = translate.next_step(ins, n)
-    assert k == n and f"Step {n}: next-token" in cands
-    assert translate.next_step(ins, "not a number")[0] == 2  # an unreadable value counts as step 1
-    k, info, *_ = translate.next_step(None, 1)
-    assert k == 1 and info == ""  # nothing translated yet: the views say so
+    moved = translate.next_step(ins, 1)
+    assert set(moved) == set(translate.REPLAY)
+    assert moved["step"] == 2 and "Step 2: next-token" in moved["step_cands"]
+    assert html.escape(ins.out_tokens[1]) in moved["step_info"]
+    assert translate.previous_step(ins, 2)["step"] == 1
+    assert translate.previous_step(ins, 1)["step"] == 1  # kept within 1..n
+    moved = translate.next_step(ins, n)
+    assert moved["step"] == n and f"Step {n}: next-token" in moved["step_cands"]
+    assert translate.next_step(ins, "not a number")["step"] == 2  # an unreadable value counts as step 1
+    moved = translate.next_step(None, 1)
+    assert moved["step"] == 1 and moved["step_info"] == ""  # nothing translated yet: the views say so
+    assert "Translate a sentence" in moved["step_cands"]
 
 
-def test_token_html_is_escaped():
+def test_token_html_is_escaped(english):
     evil = fake_inspection(["<s>", "<img src=x onerror=alert(1)>", "</s>"], ["<s>", "</script><b>x"])
     evil.topk[0] = [("<img src=x onerror=alert(1)>", 0.6), ("</script><b>x", 0.3)]
-    page = translate.token_probs_html(evil) + translate.decoder_input_html(evil, 0) + translate.step_candidates(evil, 0)
+    page = decoding.token_probs_html(evil) + decoding.decoder_input_html(evil, 0) + decoding.step_candidates(evil, 0)
     assert "</script><b>" not in page and "&lt;/script&gt;&lt;b&gt;x" in page
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
 
 
-def test_attention_axes_keep_repeated_tokens_apart():
+def test_attention_axes_keep_repeated_tokens_apart(english):
     """One category per position: two rows of the same token stay two rows, labelled with the token."""
-    fig = attention.attention_heatmap(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), ["a", "a"], ["<s>", "a"])
+    fig = attention_figures.attention_heatmap(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), ["a", "a"], ["<s>", "a"])
     assert list(fig.data[0].y) == ["0 a", "1 a"] and list(fig.layout.yaxis.ticktext) == ["a", "a"]
     assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "a"]  # escaped: plotly reads HTML in labels
     assert fig.layout.yaxis.autorange == "reversed"  # the first token on top, as in the paper's figures
@@ -195,9 +201,9 @@ def allowed_cells(svg):
     return cells
 
 
-def test_mask_svg_draws_the_mask_and_escapes_tokens():
+def test_mask_svg_draws_the_mask_and_escapes_tokens(english):
     mask = torch.tensor([[1, 0, 1], [0, 0, 0], [1, 1, 1]], dtype=torch.bool)
-    svg = translate.mask_svg(mask, ["<s>", "<b>x</b>", "c"], ["p", "q", "r"], title="<i>t</i>", highlight_row=2)
+    svg = decoding.mask_svg(mask, ["<s>", "<b>x</b>", "c"], ["p", "q", "r"], title="<i>t</i>", highlight_row=2)
     assert allowed_cells(svg) == {(0, 0), (0, 2), (2, 0), (2, 1), (2, 2)}
     assert "<b>" not in svg and "&lt;b&gt;x&lt;/b&gt;" in svg and "<i>" not in svg
     assert 'stroke="#e4572e"' in svg
@@ -230,7 +236,7 @@ class ScriptCollector(HTMLParser):
         return p.scripts
 
 
-def test_bertviz_views_are_offline_and_cannot_be_broken_out_of():
+def test_bertviz_views_are_offline_and_cannot_be_broken_out_of(english):
     assert D3_JS.exists() and JQUERY_JS.exists()
     evil = fake_inspection(["<s>", "</script><script>alert(1)</script>", "<!--", "</s>"],
                            ["<s>", "</ScRiPt>", "a"])
@@ -262,15 +268,18 @@ def test_bertviz_menus_are_in_the_pages_language():
     ins = fake_inspection(["<s>", "ein", "</s>"], ["<s>", "a"])
     for view, words in ((_head_view, _MENU_WORDS), (_model_view, _MENU_WORDS[1:])):
         page = view(ins)
-        assert in_words(page, "en") == page
-        zh = in_words(page, "zh-CN")
+        with speaking("en"):
+            assert in_words(page) == page
+        with speaking("zh-CN"):
+            zh = in_words(page)
         for form, key, *_ in words:
             assert form in page and form not in zh, form
             assert html.escape(text("zh-CN", f"attention.{key}")) in zh
-    model_zh = in_words(_model_view(ins), "zh-CN")
+    with speaking("zh-CN"):
+        model_zh = in_words(_model_view(ins))
+        frame = html.unescape(model_view_html(ins))
     for form, key in _SCRIPT_WORDS:
         assert form not in model_zh and json.dumps(text("zh-CN", f"attention.{key}")) in model_zh
-    frame = html.unescape(model_view_html(ins, "zh-CN"))
     assert "编码器" in frame and ">Encoder<" not in frame
 
 
@@ -281,7 +290,7 @@ def _params(frame):
     return json.JSONDecoder().raw_decode(page.replace("<\\/", "</"), start)[0]
 
 
-def test_bertviz_payload_is_rounded_and_small():
+def test_bertviz_payload_is_rounded_and_small(english):
     """bertviz's views of the app's first example: every weight once, to 3 decimals, in under 100 KB each
     (written at full precision, twice over, they were 466 KB each)."""
     _, _, ins = translate.translate(examples()[0], "greedy")
@@ -298,7 +307,7 @@ def test_bertviz_payload_is_rounded_and_small():
             torch.testing.assert_close(sent, maps.double().round(decimals=3), atol=1e-9, rtol=0)
 
 
-def test_overview_diagram_has_live_shapes(ins):
+def test_overview_diagram_has_live_shapes(ins, english):
     svg = overview.overview_svg(ins)
     S, T = len(ins.src_tokens), len(ins.tgt_tokens)
     D, H = get_translator().config["d_model"], get_translator().config["h"]
@@ -311,11 +320,11 @@ def test_overview_diagram_has_live_shapes(ins):
 
 def drawn_in(views, ins, lang, **controls):
     """The words every view of a tab draws for `ins`, the page in `lang` (tools.i18n_report's measure)."""
-    controls = dict(controls, lang=lang)
     values = []
-    for v in views:
-        out = v.draw(ins, *(controls[name] for name in v.uses))
-        values += list(out) if v.outputs > 1 else [out]
+    with speaking(lang):
+        for v in views:
+            out = v.draw(ins, **{name: controls[name] for name in v.uses})
+            values += list(out.values()) if len(v.outputs) > 1 else [out]
     return [s for value in values for s in value_strings(value)]
 
 
@@ -325,49 +334,55 @@ def english_in(words, ins):
 
 def test_the_translate_tab_draws_in_the_pages_language(ins):
     words = drawn_in(translate.VIEWS, ins, "zh-CN")
-    for value in (*translate.decoding_step(ins, 3, "zh-CN"), *translate.next_step(ins, 2, "zh-CN")[1:],
-                  *translate.decoding_step(None, 1, "zh-CN")):
-        words += value_strings(value)
+    with speaking("zh-CN"):
+        drawn = [translate.decoding_step(ins, 3), translate.next_step(ins, 2), translate.decoding_step(None, 1)]
+        assert "下一个词元" in decoding.decoder_input_html(ins, 0)
+        assert "第 2 步" in decoding.step_candidates(ins, 1)
+    words += [s for step in drawn for name in translate.STEP_VIEWS for s in value_strings(step[name])]
     assert len(words) > 10 and english_in(words, ins) == []
-    assert "下一个词元" in translate.decoder_input_html(ins, 0, "zh-CN")
-    assert "第 2 步" in translate.step_candidates(ins, 1, "zh-CN")
-    # in English, the views draw what they drew before the page had a language
-    assert translate.token_probs(ins) == translate.token_probs(ins, "en")
-    assert "decoder input" in translate.decoding_step(ins, 1)[0]
+    with speaking("en"):
+        assert "decoder input" in translate.decoding_step(ins, 1)["step_info"]
+        assert "Translate a sentence" in translate.decoding_step(None, 1)["step_cands"]
+    with pytest.raises(LookupError):  # outside an event nothing is drawn: no language is assumed
+        translate.decoding_step(ins, 1)
 
 
 def test_the_status_line_is_english_for_the_api_and_in_the_pages_language_on_the_page():
     from core.decode import DECODING_LIMITS
     _, status, new = translate.translate("Ein Hund " * 100, "beam", 3, 0.7, max_len=DECODING_LIMITS["max_len"].lo)
     assert "cut to its first" in status and "maximum length" in status and "beam search (k = 3, α = 0.7)" in status
-    assert translate.status_view(new) == status  # the view draws the API's line in English, time included
-    zh = translate.status_view(new, "zh-CN")
+    with speaking("en"):  # the view draws the API's line in English, time included
+        assert translate.status_view(new) == status
+        # a problem with the input: English from translate(), then in the page's language after the press
+        assert translate.translate("  ")[1] == translate.input_problem("") == translate.input_notice("")
+    with speaking("zh-CN"):
+        zh = translate.status_view(new)
+        notices = [translate.input_notice(typed) for typed in ("", "Hund " * 400)]
+        assert translate.input_notice("Ein Hund.") == gr.skip()  # translated: the status view writes its line
     assert zh.count("**注意：**") == 2 and "束搜索" in zh and english_in([zh], new) == []
-    # a problem with the input: English from translate(), then in the page's language after the press
-    assert translate.translate("  ")[1] == translate.input_problem("") == translate.input_notice("", "en")
-    for typed in ("", "Hund " * 400):
-        assert english_in([translate.input_notice(typed, "zh-CN")], new) == []
-    assert "1,999" in translate.input_notice("Hund " * 400, "zh-CN")
-    assert translate.input_notice("Ein Hund.", "zh-CN") == gr.skip()  # translated: the status view writes its line
+    assert english_in(notices, new) == [] and "1,999" in notices[1]
 
 
 def test_the_attention_tab_draws_in_the_pages_language(ins):
     for kind in KINDS:
         words = drawn_in(attention.VIEWS, ins, "zh-CN", kind=kind, layer=1, head=2)
         assert len(words) > 20 and english_in(words, ins) == [], kind
-    heat = attention.one_head(ins, "cross", 1, 2, "zh-CN")
+    with speaking("zh-CN"):
+        heat = attention.one_head(ins, "cross", 1, 2)
+        frame = model_view_html(ins)
     assert heat.layout.title.text.startswith("交叉注意力") and "查询 %{y} → 键 %{x}" in heat.data[0].hovertemplate
-    assert attention.one_head(ins, "cross", 1, 2).data[0].hovertemplate == (
-        "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>")
     # the words around bertviz's views are this app's: the frame's title and the Save SVG button
-    frame = model_view_html(ins, "zh-CN")
     assert frame.startswith('<iframe title="bertviz 模型视图"') and "保存 SVG" in frame
-    frame = head_view_html(ins)
+    with speaking("en"):
+        assert attention.one_head(ins, "cross", 1, 2).data[0].hovertemplate == (
+            "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>")
+        frame = head_view_html(ins)
     assert 'title="bertviz head view"' in frame and "Save SVG</button>" in html.unescape(frame)
 
 
 def test_the_overview_diagram_draws_in_the_pages_language(ins):
-    svg = overview.overview_svg(ins, "zh-CN")
+    with speaking("zh-CN"):
+        svg = overview.overview_svg(ins)
     words = value_strings(svg)
     assert len(words) > 25 and english_in(words, ins) == []
     assert 'aria-label="Transformer 架构"' in svg and "到「注意力」页探索 →" in svg
@@ -376,7 +391,8 @@ def test_the_overview_diagram_draws_in_the_pages_language(ins):
     wide, column = svg.split('<div class="diagram-column">')  # the desktop's drawing, then the phone's
     blocks = [re.findall(r'data-tab="(\w+)"', d) for d in (wide, column)]
     assert sorted(blocks[0]) == sorted(blocks[1]) and len(blocks[0]) == 7  # the same blocks in both
-    assert overview.overview_svg(ins).count("data-tab=") == 14
+    with speaking("en"):
+        assert overview.overview_svg(ins).count("data-tab=") == 14
 
 
 def test_translate_api_is_named_translate():
@@ -414,7 +430,9 @@ def test_translate_api_is_named_translate():
 def test_switching_views_never_runs_the_model(ins, monkeypatch):
     """Layer, head, kind, step and bertviz views are drawn from the kept Inspection alone."""
     tr = get_translator()
-    show_translation = translation_callback(build_demo())
+    demo = build_demo()
+    show_translation = translation_callback(demo)
+    attn = next(t for t in demo.tab_views if getattr(t, "where", None) == ("attention",))
 
     def forbidden(*a, **k):
         raise AssertionError("the model ran")
@@ -423,17 +441,18 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
         monkeypatch.setattr(model, "forward", forbidden)
         monkeypatch.setattr(model, "encode", forbidden)
         monkeypatch.setattr(model, "decode", forbidden)
-    for kind in ("encoder", "decoder", "cross"):
-        attention.one_head(ins, kind, 2, 5), attention.all_heads(ins, kind, 2), attention.layers_by_heads(ins, kind)
-    translate.decoding_step(ins, 2)
-    translate.next_step(ins, 2)
-    translate.previous_step(ins, 2)
-    head_view_html(ins), model_view_html(ins)
+    with speaking("en"):
+        for kind in ("encoder", "decoder", "cross"):
+            attention.one_head(ins, kind, 2, 5), attention.all_heads(ins, kind, 2), attention.layers_by_heads(ins, kind)
+        translate.decoding_step(ins, 2)
+        translate.next_step(ins, 2)
+        translate.previous_step(ins, 2)
+        head_view_html(ins), model_view_html(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
     call(show_translation, page=page, ins=ins, **up_to_attention("cross", 0, 1))
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):
-        views.open_tab(page, ("attention", sub))
-        assert all(v is not None for v in attention.show(page, ins, "decoder", 1, 2))
+        out = attn.opener(("attention", sub))(page, "en", ins, kind="decoder", layer=1, head=2)
+        assert out != gr.skip() and all(v is not None for v in out.values())
 
 
 def test_the_engineering_tables_are_in_the_pages_language():

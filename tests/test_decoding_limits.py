@@ -29,7 +29,7 @@ def controls():
         page, state, lang = page_state({ROOT: "translate"}), gr.State(None), gr.State("en")
         built = tab.build(demo, page, state, ALPHA, lang)
         beam = whatif.build(page, state, lang).controls["beam"]
-    return dict(zip(tab.SETTINGS, built.inputs[1:])), beam
+    return dict(zip(tab.SETTINGS, built.form[1:])), beam
 
 
 def test_the_sliders_show_the_table(controls):

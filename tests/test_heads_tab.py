@@ -10,12 +10,15 @@ from gradio.i18n import I18nData
 
 from app import i18n
 from app.common import kind_choices, kind_name
+from app.figures import heads as figures
+from app.i18n import speaking
 from app.tabs import heads
 from app.views import ROOT
 from core.analysis.heads import MEASURES, findings
 from core.headmask import KINDS
 from core.words import say
 from tests.conftest import needs_shipped
+from tests.events import by_id
 from tests.test_heads import synthetic_atlas
 
 pytestmark = needs_shipped  # the tab reads the shipped model's shape
@@ -28,22 +31,22 @@ def full_atlas():
     return atlas
 
 
-def test_atlas_grids_name_every_head_and_say_what_is_not_defined():
+def test_atlas_grids_name_every_head_and_say_what_is_not_defined(english):
     atlas = full_atlas()
-    out = heads.atlas_html(atlas, "previous")
+    out = figures.atlas_html(atlas, "previous")
     cells = re.findall(r'data-kind="(\w+)" data-layer="(\d)" data-head="(\d)"', out)
     assert len(cells) == 48 and {c[0] for c in cells} == {"encoder", "decoder"}  # cross has no previous position
     assert "not defined for cross-attention" in out
     assert "encoder self-attention, layer 1, head 2: 90%" in out.lower()
     assert "greedy BLEU over the first 512" in out
-    assert len(re.findall(r"data-head=", heads.atlas_html(atlas, "delta_bleu"))) == 72
+    assert len(re.findall(r"data-head=", figures.atlas_html(atlas, "delta_bleu"))) == 72
     # anything else from the browser falls back to a measure that exists
-    assert len(re.findall(r"data-head=", heads.atlas_html(atlas, "<img src=x>"))) == 72
-    assert "python -m core.analysis.heads" in heads.atlas_html(None, "previous")
+    assert len(re.findall(r"data-head=", figures.atlas_html(atlas, "<img src=x>"))) == 72
+    assert "python -m core.analysis.heads" in figures.atlas_html(None, "previous")
 
 
 def test_reading_is_the_findings_of_the_numbers():
-    md = heads.reading_md(full_atlas())
+    md = heads.reading_md(full_atlas(), "en")
     assert md.startswith("**What the numbers say**") and "validation loss 1.500" in md
     assert md.count("\n- ") >= 3 and "1\\.2 \\(90%\\)" in md
 
@@ -60,7 +63,7 @@ def test_the_reading_says_the_same_in_both_languages():
             assert sorted(re.findall(r"[-+]?\d+(?:\.\d+)?%?", e)) == sorted(re.findall(r"[-+]?\d+(?:\.\d+)?%?", z))
             assert not re.search(r"\b(heads?|the|of|loss)\b", z), z
     md = heads.reading_md(full_atlas(), "zh-CN")
-    assert md.startswith("**数字告诉我们什么**") and md.count("\n- ") == heads.reading_md(full_atlas()).count("\n- ")
+    assert md.startswith("**数字告诉我们什么**") and md.count("\n- ") == heads.reading_md(full_atlas(), "en").count("\n- ")
     label = heads.reading_label(full_atlas())
     assert isinstance(label, I18nData)
     assert {lang: i18n.i18n().translations[lang][label.key] for lang in i18n.LANGS} == \
@@ -92,7 +95,9 @@ def test_choosing_heads_keeps_to_the_model():
     chosen = heads.all_but(["decoder 0 1", "cross 2 4"], "cross", 2, 4)
     assert chosen == ["decoder 0 1"] + [f"cross 2 {h}" for h in range(8) if h != 4]
     assert heads.add_head(["bogus", "cross 9 9"], "nonsense", "x", None) == ["cross 0 0"]
-    with pytest.raises(ValueError, match="is not a head"):
+    with speaking("en"), pytest.raises(ValueError, match="is not a head"):
+        heads.parse_heads(["cross 3 0"], 3, 8)
+    with speaking("zh-CN"), pytest.raises(ValueError, match="不是这个模型的头"):
         heads.parse_heads(["cross 3 0"], 3, 8)
 
 
@@ -102,13 +107,21 @@ def ins():
     return translate("Zwei Hunde spielen im Schnee.", "greedy")[2]
 
 
-def test_switching_off_translates_again_with_the_same_settings(ins):
-    assert heads.switch_off(None, ["cross 1 3"])[1] is None
-    status, result = heads.switch_off(ins, ["<b>x</b>"])
+def switched_off(ins, values, lang="en"):
+    """The status line and the result of the Heads tab's button, the page in `lang`."""
+    with speaking(lang):
+        out = heads.switch_off(ins, values)
+    assert set(out) == {"status", "switched"}
+    return out["status"], out["switched"]
+
+
+def test_switching_off_translates_again_with_the_same_settings(ins, english):
+    assert switched_off(None, ["cross 1 3"])[1] is None
+    status, result = switched_off(ins, ["<b>x</b>"])
     assert result is None and "<b>" not in status and "is not a head" in status
-    assert heads.switch_off(ins, [])[0].startswith("Choose at least one head")
+    assert switched_off(ins, [])[0].startswith("Choose at least one head")
     off = heads.all_but([], "cross", 1, 2) + heads.all_but([], "cross", 2, 2)
-    status, result = heads.switch_off(ins, off)
+    status, result = switched_off(ins, off)
     assert "14 heads switched off" in status
     changed = result.changed
     assert result.original is ins and changed.source == ins.source and changed.decoding == ins.decoding
@@ -121,12 +134,13 @@ def test_switching_off_translates_again_with_the_same_settings(ins):
     assert "Choose heads above" in heads.compare_view(copy.copy(ins), result)
 
 
-def test_maps_show_the_heads_that_were_off_in_grey(ins):
-    _, result = heads.switch_off(ins, ["decoder 1 2", "decoder 1 5", "cross 0 0"])
+def test_maps_show_the_heads_that_were_off_in_grey(ins, english):
+    _, result = switched_off(ins, ["decoder 1 2", "decoder 1 5", "cross 0 0"])
     fig = heads.maps_view(ins, result, "decoder", 1)
     notes = [a.text for a in fig.layout.annotations]
     assert notes[2] == "head 2: off" and notes[5] == "head 5: off" and notes[0] == "head 0"
-    assert fig.data[2].colorscale != fig.data[0].colorscale
+    assert fig.data[2].colorscale != fig.data[0].colorscale and fig.data[5].colorscale == fig.data[2].colorscale
+    assert fig.data[1].colorscale == fig.data[0].colorscale and fig.data[2].name == "head 2: off"  # its hover too
     assert "off" not in " ".join(a.text for a in heads.maps_view(ins, result, "encoder", 1).layout.annotations)
     assert heads.maps_view(ins, None, "decoder", 1).layout.annotations[0].text.startswith("The attention maps")
 
@@ -136,56 +150,10 @@ def cell(value):
     return gr.SelectData(None, {"index": [0, 0], "value": value, "selected": True})
 
 
-def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins):
-    page = {"open": {ROOT: "heads", "attention": "all-heads"}, "drawn": {}}
-    out = heads.open_head(page, ins, cell({"kind": "cross", "layer": 1, "head": 3}))
-    tabs, subtabs, kind, layer, head, one, *rest = out
-    assert isinstance(tabs, gr.Tabs) and (kind, layer, head) == ("cross", 1, 3)
-    assert page["open"] == {ROOT: "attention", "attention": "one-head"}
-    assert "Cross-attention" in one.layout.title.text and "layer 1, head 3" in one.layout.title.text
-    # a forged click is kept in range
-    out = heads.open_head(page, ins, cell({"kind": "x", "layer": 99, "head": "y"}))
-    assert out[2:5] == ("encoder", 2, 0)
-    assert heads.open_head(page, ins, cell("not a head"))[2:5] == ("encoder", 0, 0)
-
-
-def test_views_blank_before_a_translation_and_atlas_draws_without_one():
-    page = {"open": {ROOT: "heads"}, "drawn": {}}
-    atlas, compare, maps = heads.show(page, None, "delta_loss", "cross", 0, None)
-    assert atlas == heads.atlas_html(heads.load_atlas(), "delta_loss")  # the shipped atlas, or how to make one
-    if heads.load_atlas() is not None:
-        assert len(re.findall(r"data-head=", atlas)) == 3 * 3 * 8  # every head of the shipped model
-    assert all(isinstance(v, type(gr.skip())) for v in (compare, maps))
-    assert [v for _, v in kind_choices()] == list(KINDS)
-
-
-def test_the_tab_draws_in_the_pages_language(ins):
-    """In zh-CN the atlas, the comparison, the maps and the status lines say nothing in English but the
-    sentence's and the model's pieces, names from the code (delta_loss) and the measures' own names; the page's
-    language is one of the views' controls, so that switching it redraws them."""
-    from tools.i18n_report import english, sentence_pieces, value_strings
-    zh = "zh-CN"
-    status, result = heads.switch_off(ins, ["decoder 1 2", "decoder 1 5", "cross 0 0"], zh)
-    pieces = sentence_pieces(ins) | sentence_pieces(result.changed)
-    drawn = [heads.atlas_html(atlas, m, zh) for atlas in (full_atlas(), heads.load_atlas(), None)
-             for m in ("previous", "delta_bleu", "delta_loss")]
-    drawn += [heads.compare_view(ins, result, zh), heads.compare_view(ins, None, zh),
-              heads.maps_view(ins, result, "decoder", 1, zh), heads.maps_view(ins, None, "cross", 0, zh)]
-    lines = [status, heads.switch_off(None, ["cross 1 3"], zh)[0], heads.switch_off(ins, ["<b>x</b>"], zh)[0],
-             heads.switch_off(ins, [], zh)[0]]
-    code = {"python -m core.analysis.heads --data DIR", "heads.json"}  # how to compute the atlas, in <code>
-    left = [s for v in drawn + lines for s in value_strings(v) if english(s, pieces) and s not in code]
-    assert left == [] and "个头" in status and "不是这个模型的头" in lines[2]
-    assert "头 2：已关掉" in [a.text for a in drawn[-2].layout.annotations]
-    assert "交叉注意力 0.0" in drawn[-4] and "关掉部分头" in drawn[-2].layout.title.text
-    page = {"open": {ROOT: "heads"}, "drawn": {}}
-    atlas, compare, maps = heads.show(page, ins, "previous", "decoder", 1, result, zh)
-    assert "头 0" in atlas and "原译文" in compare and maps.layout.annotations[2].text == "头 2：已关掉"
-    atlas, compare, maps = heads.show(page, ins, "previous", "decoder", 1, result, "en")
-    assert "head 0" in atlas and "As translated" in compare and maps.layout.annotations[2].text == "head 2: off"
-
-
-def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks():
+@pytest.fixture(scope="module")
+def built():
+    """The Attention and Heads tabs built in a page of their own: (the page's blocks, its language switch, the
+    top-level tabs, the Attention tab's Tab, the Heads tab's Tab)."""
     from app.tabs import attention
     cfg = {"N": 3, "h": 8}
     with gr.Blocks() as demo:
@@ -193,11 +161,91 @@ def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks():
         with gr.Tabs() as top:
             attn = attention.build(cfg, page, state, lang)
             tab = heads.build(cfg, page, state, top, attn, lang)
-    assert tab.controls["lang"] is lang and list(tab.controls)[-1] == "lang"
+    return demo, lang, top, attn, tab
+
+
+def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins, built):
+    demo, _, top, attn, _ = built
+    (dep,) = [d for d in demo.fns.values() if getattr(d.fn, "__name__", "") == "open_head_clicked"]
+    assert set(dep.outputs) == {top, attn.tabs, *(attn.controls[n] for n in ("kind", "layer", "head")),
+                                *attn.outputs.values()}
+
+    def click(value, page):
+        out = dep.fn(page=page, lang="en", ins=ins, evt=cell(value))
+        assert set(out) <= set(dep.outputs)
+        return out
+
+    page = {"open": {ROOT: "heads", "attention": "all-heads"}, "drawn": {}}
+    out = click({"kind": "cross", "layer": 1, "head": 3}, page)
+    assert out[top].selected == "attention" and out[attn.tabs].selected == "one-head"
+    assert [out[attn.controls[n]] for n in ("kind", "layer", "head")] == ["cross", 1, 3]
+    assert page["open"] == {ROOT: "attention", "attention": "one-head"}
+    one = by_id(out)["heatmap"]
+    assert "Cross-attention" in one.layout.title.text and "layer 1, head 3" in one.layout.title.text
+    assert not {"head-grid", "overview-grid", "bertviz-head", "bertviz-model"} & set(by_id(out))  # hidden ones
+    # a forged click is kept in range
+    out = click({"kind": "x", "layer": 99, "head": "y"}, page)
+    assert [out[attn.controls[n]] for n in ("kind", "layer", "head")] == ["encoder", 2, 0]
+    out = click("not a head", page)
+    assert [out[attn.controls[n]] for n in ("kind", "layer", "head")] == ["encoder", 0, 0]
+
+
+def shows(tab, page, ins, lang, **controls):
+    """What the Heads tab's show sends, by output name ({} when nothing)."""
+    out = tab.show(page, lang, ins, **dict(dict(measure="delta_loss", map_kind="cross", map_layer=0, switched=None),
+                                           **controls))
+    return {} if out == gr.skip() else {name: out[c] for name, c in tab.outputs.items() if c in out}
+
+
+def test_views_blank_before_a_translation_and_atlas_draws_without_one(built):
+    tab = built[-1]
+    page = {"open": {ROOT: "heads"}, "drawn": {}}
+    out = shows(tab, page, None, "en")
+    assert list(out) == ["atlas"]  # the comparison and the maps wait for a translation
+    with speaking("en"):
+        assert out["atlas"] == figures.atlas_html(heads.load_atlas(), "delta_loss")  # the shipped atlas, or how
+    if heads.load_atlas() is not None:  # to make one
+        assert len(re.findall(r"data-head=", out["atlas"])) == 3 * 3 * 8  # every head of the shipped model
+    assert [v for _, v in kind_choices()] == list(KINDS)
+
+
+def test_the_tab_draws_in_the_pages_language(ins, built):
+    """In zh-CN the atlas, the comparison, the maps and the status lines say nothing in English but the
+    sentence's and the model's pieces, names from the code (delta_loss) and the measures' own names; a new
+    language redraws them."""
+    from tools.i18n_report import english, sentence_pieces, value_strings
+    zh = "zh-CN"
+    status, result = switched_off(ins, ["decoder 1 2", "decoder 1 5", "cross 0 0"], zh)
+    pieces = sentence_pieces(ins) | sentence_pieces(result.changed)
+    with speaking(zh):
+        drawn = [figures.atlas_html(atlas, m) for atlas in (full_atlas(), heads.load_atlas(), None)
+                 for m in ("previous", "delta_bleu", "delta_loss")]
+        drawn += [heads.compare_view(ins, result), heads.compare_view(ins, None),
+                  heads.maps_view(ins, result, "decoder", 1), heads.maps_view(ins, None, "cross", 0)]
+    lines = [status] + [switched_off(i, v, zh)[0] for i, v in ((None, ["cross 1 3"]), (ins, ["<b>x</b>"]), (ins, []))]
+    code = {"python -m core.analysis.heads --data DIR", "heads.json"}  # how to compute the atlas, in <code>
+    left = [s for v in drawn + lines for s in value_strings(v) if english(s, pieces) and s not in code]
+    assert left == [] and "个头" in status and "不是这个模型的头" in lines[2]
+    assert "头 2：已关掉" in [a.text for a in drawn[-2].layout.annotations]
+    assert "交叉注意力 0.0" in drawn[-4] and "关掉部分头" in drawn[-2].layout.title.text
+    tab, page = built[-1], {"open": {ROOT: "heads"}, "drawn": {}}
+    out = shows(tab, page, ins, zh, measure="previous", map_kind="decoder", map_layer=1, switched=result)
+    assert "头 0" in out["atlas"] and "原译文" in out["compare"] and out["maps"].layout.annotations[2].text == "头 2：已关掉"
+    out = shows(tab, page, ins, "en", measure="previous", map_kind="decoder", map_layer=1, switched=result)
+    assert "head 0" in out["atlas"] and "As translated" in out["compare"]
+    assert out["maps"].layout.annotations[2].text == "head 2: off"
+    with pytest.raises(LookupError):  # outside an event nothing is drawn: no language is assumed
+        heads.compare_view(ins, result)
+
+
+def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks(built):
+    demo, lang, _, _, tab = built
+    assert "lang" not in tab.controls and tab.lang is lang  # the event's language, not a control
     fns = list(demo.fns.values())
-    # the tab's views read the language; the page redraws them when it changes (tests/test_views.py)
-    redraws = [d for d in fns if d.fn is heads.show]
-    assert redraws and all(lang in d.inputs for d in redraws)
+    # the tab's views are drawn in the page's language (the page redraws them when it changes: tests/test_views.py)
+    redraws = [d for d in fns if getattr(d.fn, "__name__", "") in ("open_heads", "show") and tab.outputs["atlas"]
+               in d.outputs]
+    assert len(redraws) == 3 and all(lang in d.inputs for d in redraws)  # opened, a control moved, heads switched off
     for name in ("switch_off", "open_head_clicked"):
         events = [d for d in fns if getattr(d.fn, "__name__", "") == name]
         assert events and all(lang in d.inputs for d in events), name

@@ -188,12 +188,14 @@ def test_the_notice_shows_in_the_status_line_and_under_the_learn_box():
     assert german_hint(ins.source) in status  # the API's status line, in English
     for lang in i18n.LANGS:
         hint = german_hint(ins.source, lang)
-        assert hint and hint in status_view(ins, lang)
+        with i18n.speaking(lang):
+            assert hint and hint in status_view(ins)
         assert learn.sentence_notice(ins.source, lang) == hint
         assert learn.follow(ins, lang) == (ins.source, hint)  # the Learn box follows the page's sentence
     german = translate(SENTENCE)[2]
     assert learn.follow(german, "zh-CN") == (SENTENCE, "")
-    assert i18n.text("en", "translate.status.notice") not in status_view(german, "en")
+    with i18n.speaking("en"):
+        assert i18n.text("en", "translate.status.notice") not in status_view(german)
 
 
 def test_a_figure_legend_is_given_room_for_its_lines():

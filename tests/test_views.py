@@ -9,8 +9,10 @@ import gradio as gr
 import pytest
 
 from app import tabs, views
+from app.figures import overview as overview_figures
+from app.figures.attention import positions
 from app.shared import examples
-from app.tabs import attention, masks, overview, training, translate
+from app.tabs import attention, masks, training, translate
 from app.ui import build_demo
 from tests.conftest import needs_shipped
 from tests.events import by_id, call, dependency, outputs_of
@@ -18,7 +20,7 @@ from tests.events import by_id, call, dependency, outputs_of
 pytestmark = needs_shipped
 
 BUILDERS = {translate: ("token_probs_html", "step_slider", "mask_svg", "step_candidates"),
-            overview: ("architecture_svg",),
+            overview_figures: ("architecture_svg",),
             attention: ("attention_heatmap", "head_grid", "layer_head_overview", "head_view_html", "model_view_html")}
 SKIP = gr.skip()
 
@@ -79,7 +81,23 @@ def new_page(tab):
 
 
 def open_and_show(page, where, show, *inputs):
+    """(A tab not yet moved to names.) Its select event's values, in order."""
     return views.opener(where, show)(page, *inputs)
+
+
+def opened(tab, page, where, ins=None, lang="en", **controls):
+    """What the select event of the tab at path `where` sends ({elem_id: value}; {} when it sends nothing)."""
+    out = tab.opener(where)(page, lang, ins, **controls)
+    return {} if out == SKIP else by_id(out)
+
+
+def shown(tab, page, ins=None, lang="en", **controls):
+    """What a tab's show sends for the page as it is ({elem_id: value})."""
+    out = tab.show(page, lang, ins, **controls)
+    return {} if out == SKIP else by_id(out)
+
+
+HEAD = dict(kind="encoder", layer=0, head=0)
 
 
 def tokens_on_y(fig):
@@ -92,39 +110,41 @@ def escaped(tokens):
 
 def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(demo, two, calls, show_translation):
     ins, _ = two
+    attn, tr_tab, ov = (tab_named(demo, name) for name in ("attention", "translate", "overview"))
     page = new_page("translate")
     out = show_translation(page, ins, **up_to_attention())
     # the token strip, the status line and the step replay (slider, input so far, mask, candidates); nothing of
     # the closed tabs (the Learn path, the Overview's diagram, the Attention tab ...) is drawn or sent
-    assert set(out) == set(outputs_of(tab_named(demo, "translate")))
+    assert set(out) == set(outputs_of(tr_tab))
     assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_svg": 1, "step_candidates": 1}
     # opening the Attention tab draws its open sub-tab's view only, for the same sentence
-    heat, *rest = open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0)
-    assert calls["attention_heatmap"] == 1 and all(v == SKIP for v in rest)
-    assert tokens_on_y(heat) == escaped(ins.src_tokens)
+    out = opened(attn, page, ("attention",), ins, **HEAD)
+    assert list(out) == ["heatmap"] and calls["attention_heatmap"] == 1
+    assert tokens_on_y(out["heatmap"]) == escaped(ins.src_tokens)
     assert calls["head_grid"] == calls["layer_head_overview"] == calls["head_view_html"] == 0
     # opened again, nothing changed: nothing is drawn or sent
-    assert all(v == SKIP for v in open_and_show(page, ("attention",), attention.show, ins, "encoder", 0, 0))
-    assert all(v == SKIP for v in open_and_show(page, ("translate",), translate.show, ins))
+    assert opened(attn, page, ("attention",), ins, **HEAD) == {} and opened(tr_tab, page, ("translate",), ins) == {}
     assert calls["attention_heatmap"] == 1 and calls["step_candidates"] == 1
     # the bertviz head view when its sub-tab opens; the model view stays unbuilt
-    out = open_and_show(page, ("attention", "bertviz-head"), attention.show, ins, "encoder", 0, 0)
-    assert out[3].startswith("<iframe") and calls["head_view_html"] == 1 and calls["model_view_html"] == 0
+    out = opened(attn, page, ("attention", "bertviz-head"), ins, **HEAD)
+    assert out["bertviz-head"].startswith("<iframe") and calls["head_view_html"] == 1
+    assert calls["model_view_html"] == 0 and list(out) == ["bertviz-head"]
     # the Overview's diagram when its tab opens, with this sentence's shapes
-    (svg,) = open_and_show(page, ("overview",), overview.show, ins)
+    svg = opened(ov, page, ("overview",), ins)["diagram"]
     assert calls["architecture_svg"] == 1 and f"memory 1 × {len(ins.src_tokens)} ×" in svg
 
 
-def test_controls_redraw_only_the_views_that_read_them(two, calls):
+def test_controls_redraw_only_the_views_that_read_them(demo, two, calls):
     ins, _ = two
+    attn = tab_named(demo, "attention")
     page = new_page("attention")
-    open_and_show(page, ("attention", "bertviz-head"), attention.show, ins, "encoder", 0, 0)
-    assert attention.show(page, ins, "decoder", 2, 5) == (SKIP,) * 5  # bertviz reads no control
+    opened(attn, page, ("attention", "bertviz-head"), ins, **HEAD)
+    assert shown(attn, page, ins, kind="decoder", layer=2, head=5) == {}  # bertviz reads no control
     assert calls["head_view_html"] == 1
-    grid = open_and_show(page, ("attention", "all-heads"), attention.show, ins, "decoder", 2, 5)[1]
+    grid = opened(attn, page, ("attention", "all-heads"), ins, kind="decoder", layer=2, head=5)["head-grid"]
     assert grid.layout.title.text.endswith("all heads of layer 2") and calls["head_grid"] == 1
-    assert attention.show(page, ins, "decoder", 2, 7) == (SKIP,) * 5  # the grid does not read the head
-    heat = open_and_show(page, ("attention", "one-head"), attention.show, ins, "decoder", 2, 7)[0]
+    assert shown(attn, page, ins, kind="decoder", layer=2, head=7) == {}  # the grid does not read the head
+    heat = opened(attn, page, ("attention", "one-head"), ins, kind="decoder", layer=2, head=7)["heatmap"]
     assert "layer 2, head 7" in heat.layout.title.text and calls["attention_heatmap"] == 1
     assert tokens_on_y(heat) == escaped(ins.tgt_tokens)
     assert calls["head_grid"] == 1 and calls["layer_head_overview"] == 0
@@ -132,27 +152,43 @@ def test_controls_redraw_only_the_views_that_read_them(two, calls):
 
 def test_a_new_translation_clears_the_hidden_views_of_the_last_one(demo, two, calls, show_translation):
     first, second = two
+    attn, tr_tab = tab_named(demo, "attention"), tab_named(demo, "translate")
     page = new_page("translate")
     show_translation(page, first, **up_to_attention())
     for sub in ("all-heads", "bertviz-model", "one-head"):
-        open_and_show(page, ("attention", sub), attention.show, first, "encoder", 0, 0)
+        opened(attn, page, ("attention", sub), first, **HEAD)
     out = show_translation(page, second, **up_to_attention())
     # only the Translate and Attention tabs' views: the later tabs are hidden and were never drawn
-    assert set(out) <= {*outputs_of(tab_named(demo, "translate")), *outputs_of(tab_named(demo, "attention"))}
+    assert set(out) <= {*outputs_of(tr_tab), *outputs_of(attn)}
     out = by_id(out)
     # on screen: the one-head view, drawn for the new sentence; the token strip and the status line always
     assert tokens_on_y(out["heatmap"]) == escaped(second.src_tokens) and "tok" in out["token-probs"]
     assert f"{len(second.src_tokens)} source pieces" in out["status"]
     # hidden and drawn for the first sentence: cleared, so no tab shows its figures beside the new tokens
-    assert (out["step-info"], out["step-mask"], out["step-cands"]) == ("", "", "") and out["step"].interactive is False
+    assert (out["step-info"], out["step-mask"], out["step-cands"]) == ("", "", "")
+    assert out["step"]["interactive"] is False and out["step"]["maximum"] == 2
     assert out["head-grid"] is None and out["bertviz-model"] == ""
     # hidden and never drawn: left alone (nothing sent)
     assert not {"diagram", "overview-grid", "bertviz-head"} & set(out)
     # opened again, each draws the new sentence
-    grid = open_and_show(page, ("attention", "all-heads"), attention.show, second, "encoder", 0, 0)[1]
-    assert list(grid.data[0].y) == attention.positions(second.src_tokens)
-    *_, cands = open_and_show(page, ("translate",), translate.show, second)
-    assert "Step 1: next-token" in cands
+    grid = opened(attn, page, ("attention", "all-heads"), second, **HEAD)["head-grid"]
+    assert list(grid.data[0].y) == positions(second.src_tokens)
+    assert "Step 1: next-token" in opened(tr_tab, page, ("translate",), second)["step-cands"]
+
+
+def test_a_view_with_words_shows_its_placeholder_before_a_translation(demo):
+    """Before the first translation, opening a tab draws the placeholders of its views in the page's language (a
+    blank that is a function of the controls), and sends nothing for views whose blank is their first value."""
+    why, whatif, ov, attn = (tab_named(demo, name) for name in ("why", "whatif", "overview", "attention"))
+    page = new_page("why")
+    for lang, words in (("en", "Translate a sentence"), ("zh-CN", "请先")):
+        out = opened(why, page, ("why",), lang=lang, position=None)
+        assert set(out) == {"why-source", "why-target", "why-reading"}  # the token menu is left as it is
+        assert [out[f].layout.annotations[0].text.startswith(words) for f in ("why-source", "why-target")] == [True] * 2
+        assert opened(why, page, ("why",), lang=lang, position=None) == {}  # drawn already, in this language
+    assert "whatif-tree" in opened(whatif, page, ("whatif",), beam=4)
+    assert "1 × S × " in opened(ov, page, ("overview",), lang="zh-CN")["diagram"]
+    assert opened(attn, page, ("attention",), **HEAD) == {}
 
 
 def test_tabs_without_a_translation_draw_when_first_opened(demo):
@@ -253,11 +289,13 @@ def test_the_language_switch_redraws_the_views_of_the_overview_translate_attenti
     assert {"diagram", "token-probs", "status", "step", "step-info", "step-mask", "step-cands", "heatmap", "head-grid",
             "overview-grid", "bertviz-head", "bertviz-model", "why-source", "why-target", "why-reading"} <= redrawn
     ins, _ = two
+    tr_tab, ov = tab_named(demo, "translate"), tab_named(demo, "overview")
     page = new_page("translate")
-    probs, status, slider, info, mask, cands = open_and_show(page, ("translate",), translate.show, ins)
-    assert "Step 1: next-token" in cands
-    again = translate.relabel(page, ins, 3, "zh-CN")  # moved to step 3, then the language switched
-    assert again[2] == SKIP and "第 3 步" in again[-1] and "源词元" in again[1] and "词元" in again[0]
-    assert translate.show(page, ins, "zh-CN") == (SKIP,) * 6  # drawn in that language already
-    (svg,) = open_and_show(page, ("overview",), overview.show, ins, "zh-CN")
-    assert "编码器" in svg and overview.show(page, ins, "en")[0].count("explore in") == 2 * 7  # two drawings
+    assert "Step 1: next-token" in opened(tr_tab, page, ("translate",), ins)["step-cands"]
+    relabel = dependency(demo, "relabel")
+    again = by_id(call(relabel, page=page, ins=ins, step=3, lang="zh-CN"))  # moved to step 3, then the language
+    assert "step" not in again and "第 3 步" in again["step-cands"] and "源词元" in again["status"]  # switched
+    assert "词元" in again["token-probs"]
+    assert call(relabel, page=page, ins=ins, step=3, lang="zh-CN") == {}  # drawn in that language already
+    svg = opened(ov, page, ("overview",), ins, "zh-CN")["diagram"]
+    assert "编码器" in svg and shown(ov, page, ins, "en")["diagram"].count("explore in") == 2 * 7  # two drawings

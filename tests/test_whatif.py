@@ -4,6 +4,9 @@ import re
 
 import pytest
 
+from app.common import MAX_CHARS
+from app.figures.whatif import COLORS
+from app.i18n import speaking
 from app.shared import get_translator
 from app.tabs import translate, whatif
 from tests.conftest import needs_shipped
@@ -34,7 +37,7 @@ def continued(ins, prefix):
     return english, tr.score(TEXT, english)[0]
 
 
-def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch):
+def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch, english):
     fig = whatif.tree_view(ins, 4)
     by_name = {t.name: t for t in fig.data if t.name}
     assert len(by_name["returned"].x) == 1
@@ -46,7 +49,7 @@ def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch):
     whatif.tree_view(ins, 4)  # kept per translation and beam size
 
 
-def test_another_word_is_taken_and_the_model_goes_on(ins):
+def test_another_word_is_taken_and_the_model_goes_on(ins, english):
     """The second candidate at position 2 in place of the chosen token, then the translation's own beam search
     from there: its tokens and log P beside the translation's."""
     position, candidate = 1, ins.topk[1][1][0]
@@ -59,10 +62,10 @@ def test_another_word_is_taken_and_the_model_goes_on(ins):
     assert len(shown) == len(ins.out_tokens) and swapped[:2] == ["A", candidate.strip("▁")]
     assert len(swapped) == len(get_translator().tokenizer.encode(english)) + 1  # and </s>
     assert "Pick one of the candidates" in whatif.swap_word(ins, position, "<script>")
-    assert whatif.swap_word(None, 0, "x") == whatif.NOT_YET
+    assert whatif.swap_word(None, 0, "x") == whatif.not_yet() and whatif.not_yet().startswith("Translate")
 
 
-def test_a_prefix_is_continued_and_user_text_is_escaped(ins):
+def test_a_prefix_is_continued_and_user_text_is_escaped(ins, english):
     result = whatif.force_prefix(ins, "A woman")
     english, log_p = continued(ins, "A woman")
     assert english.startswith("A woman ") and log_ps(result)[1] == pytest.approx(log_p, abs=0.006)
@@ -70,10 +73,10 @@ def test_a_prefix_is_continued_and_user_text_is_escaped(ins):
     evil = whatif.force_prefix(ins, "<img src=x onerror=alert(1)>")
     assert "<img" not in evil
     assert "Write the start" in whatif.force_prefix(ins, "  ")
-    assert "characters" in whatif.force_prefix(ins, "a" * (translate.MAX_CHARS + 1))
+    assert "characters" in whatif.force_prefix(ins, "a" * (MAX_CHARS + 1))
 
 
-def test_a_users_translation_is_scored_by_the_model(ins):
+def test_a_users_translation_is_scored_by_the_model(ins, english):
     mine = "A man in a red hat sits on a bench."
     result = whatif.score_mine(ins, mine)
     ours, theirs = log_ps(result)
@@ -83,7 +86,7 @@ def test_a_users_translation_is_scored_by_the_model(ins):
     assert "Write your own" in whatif.score_mine(ins, "")
 
 
-def test_the_tree_saves_as_one_self_contained_page(ins):
+def test_the_tree_saves_as_one_self_contained_page(ins, english):
     update = whatif.tree_file(ins, 4)
     with open(update["value"], encoding="utf-8") as f:
         page = f.read()
@@ -110,37 +113,46 @@ def test_the_tabs_labels_are_in_both_languages():
 def test_the_tab_draws_in_the_pages_language(ins):
     """In zh-CN the tree, the comparisons and every message say nothing in English but the sentence's and the
     model's pieces; in English the tree's legend keeps its names."""
+    import gradio as gr
+
     from tools.i18n_report import english, sentence_pieces, value_strings
     zh = "zh-CN"
-    fig = whatif.tree_view(ins, 4, zh)
+    with speaking(zh):
+        fig = whatif.tree_view(ins, 4)
+        results = [whatif.swap_word(ins, 1, ins.topk[1][1][0]), whatif.force_prefix(ins, "A woman"),
+                   whatif.score_mine(ins, "A man in a red hat sits on a bench.")]
+        messages = [whatif.swap_word(None, 0, "x"), whatif.swap_word(ins, 1, "<script>"),
+                    whatif.force_prefix(ins, " "), whatif.score_mine(ins, ""),
+                    whatif.force_prefix(ins, "a" * (MAX_CHARS + 1)), whatif.placeholder(4)]
     assert {t.name for t in fig.data if t.name} <= {"保留", "剪掉", "已结束", "最终返回", "根节点"}
     assert "束宽 4" in fig.layout.title.text and "&lt;s&gt;" in fig.layout.yaxis.title.text  # <s> escaped
     assert all("log p(词元)" in h for t in fig.data if t.name for h in t.hovertext)
-    results = [whatif.swap_word(ins, 1, ins.topk[1][1][0], zh), whatif.force_prefix(ins, "A woman", zh),
-               whatif.score_mine(ins, "A man in a red hat sits on a bench.", zh)]
     pieces = sentence_pieces(ins) | {w for r in results for row in rows(r) for t in row for w in re.findall(r"\w+", t)}
     pieces |= {"log"}  # log p, log P: formulas
-    messages = [whatif.swap_word(None, 0, "x", zh), whatif.swap_word(ins, 1, "<script>", zh),
-                whatif.force_prefix(ins, " ", zh), whatif.score_mine(ins, "", zh),
-                whatif.force_prefix(ins, "a" * (translate.MAX_CHARS + 1), zh), whatif._blank(zh)]
     left = [s for v in [fig, *results, *messages] for s in value_strings(v) if english(s, pieces)]
     assert left == [] and "模型" in results[0] and "英语译文的开头" in messages[2]
-    assert log_ps(results[2]) == log_ps(whatif.score_mine(ins, "A man in a red hat sits on a bench."))
+    with speaking("en"):
+        assert log_ps(results[2]) == log_ps(whatif.score_mine(ins, "A man in a red hat sits on a bench."))
+        assert {t.name for t in whatif.tree_view(ins, 4).data if t.name} <= set(COLORS)
+    with gr.Blocks():
+        tab = whatif.build(gr.State(), gr.State(), gr.State("en"))
+    tree = tab.outputs["tree"]
     page = {"open": {"": "whatif"}, "drawn": {}}
-    assert "束搜索" in whatif.show(page, ins, 4, zh)[0].layout.title.text
-    assert "Beam search" in whatif.show(page, ins, 4, "en")[0].layout.title.text  # the language redraws it
-    assert "请先翻译" in whatif.show({"open": {"": "whatif"}, "drawn": {}}, None, 4, zh)[0].layout.annotations[0].text
-    assert {t.name for t in whatif.tree_view(ins, 4).data if t.name} <= set(whatif.COLORS)
+    assert "束搜索" in tab.show(page, zh, ins, beam=4)[tree].layout.title.text
+    assert "Beam search" in tab.show(page, "en", ins, beam=4)[tree].layout.title.text  # the language redraws it
+    before = tab.show({"open": {"": "whatif"}, "drawn": {}}, zh, None, beam=4)
+    assert set(before) == {tree} and "请先翻译" in before[tree].layout.annotations[0].text
 
 
-def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks():
+def test_the_tabs_events_run_in_the_pages_language():
+    """The tab's views are drawn in the event's language (not a control of the tab), and every button's event
+    reads the page's language."""
     import gradio as gr
     with gr.Blocks() as demo:
         lang = gr.Radio(["zh-CN", "en"], value="en")
         tab = whatif.build(gr.State(), gr.State(), lang)
-    assert list(tab.controls) == ["beam", "lang"]
-    fns = list(demo.fns.values())
-    # the tab's views read the language; the page redraws them when it changes (tests/test_views.py)
-    assert any(d.fn is whatif.show and lang in d.inputs for d in fns)
-    for fn in (whatif.swap_word, whatif.force_prefix, whatif.score_mine, whatif.tree_file):
-        assert all(lang in d.inputs for d in fns if d.fn is fn) and any(d.fn is fn for d in fns)
+    assert list(tab.controls) == ["beam"] and tab.lang is lang
+    fns = {getattr(d.fn, "__name__", None): d for d in demo.fns.values()}
+    assert lang in fns["open_whatif"].inputs and lang in fns["show"].inputs  # opened, the beam size moved
+    for name in ("swap_word", "force_prefix", "score_mine", "tree_file"):
+        assert lang in fns[name].inputs and fns[name].concurrency_id == "model", name

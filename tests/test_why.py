@@ -3,6 +3,7 @@ attention and core.analysis.attribution's numbers for the chosen token, computed
 import numpy as np
 import pytest
 
+from app.i18n import speaking
 from app.tabs import translate, why
 from app.views import ROOT
 from core.analysis.attribution import attribute
@@ -16,8 +17,12 @@ def ins():
     return translate.translate("Ein Mädchen liest ein Buch im Garten.", "greedy")[2]
 
 
-def traces(fig):
-    return {a.text: fig.data[i] for i, a in enumerate(fig.layout.annotations)}
+def why_view(ins, position, lang="en"):
+    """The token's figures and reading, drawn in `lang`."""
+    with speaking(lang):
+        out = why.why_view(ins, position)
+    assert set(out) == {"source", "target", "reading"}
+    return out["source"], out["target"], out["reading"]
 
 
 def test_the_menu_lists_every_output_token(ins):
@@ -28,7 +33,7 @@ def test_the_menu_lists_every_output_token(ins):
 
 def test_the_figures_show_the_attention_and_the_attributions_of_the_token(ins, monkeypatch):
     position = 2
-    src_fig, tgt_fig, note = why.why_view(ins, position)
+    src_fig, tgt_fig, note = why_view(ins, position)
     heat, avg, grad, occl = src_fig.data
     L, H = ins.cross.shape[:2]
     assert np.asarray(heat.z).shape == (L * H, len(ins.src_tokens))
@@ -47,43 +52,55 @@ def test_the_figures_show_the_attention_and_the_attributions_of_the_token(ins, m
 
 
 def test_a_token_is_attributed_once(ins, monkeypatch):
-    why.why_view(ins, 1)
+    why_view(ins, 1)
     monkeypatch.setattr(why, "attribute", lambda *a, **k: pytest.fail("the model ran again"))
-    why.why_view(ins, 1)
+    why_view(ins, 1)
 
 
 def test_controls_from_the_browser_are_kept_in_range(ins):
     last = len(ins.out_tokens) - 1
-    assert why.why_view(ins, 10_000)[0].layout.title.text == why.why_view(ins, last)[0].layout.title.text
-    assert "output 1," in why.why_view(ins, "nonsense")[0].layout.title.text
+    assert why_view(ins, 10_000)[0].layout.title.text == why_view(ins, last)[0].layout.title.text
+    assert "output 1," in why_view(ins, "nonsense")[0].layout.title.text
 
 
-def test_before_any_translation_the_tab_says_what_to_do():
+@pytest.fixture(scope="module")
+def tab():
+    import gradio as gr
+    with gr.Blocks():
+        return why.build(gr.State(), gr.State(), gr.State("en"))
+
+
+def test_before_any_translation_the_tab_says_what_to_do(tab):
     """Before a translation (and once it shows an earlier one), the figures say what to do, in the page's
     language; the token menu is left (or emptied)."""
     import gradio as gr
     page = {"open": {ROOT: "why"}, "drawn": {}}
+    said = {}
     for lang in ("en", "zh-CN"):
-        out = why.show(page, None, None, lang)
-        assert out[0] == gr.skip() and out[3] == ""
-        assert [f.layout.annotations[0].text for f in out[1:3]] == [why.not_yet(lang)] * 2
-    assert why.not_yet("zh-CN") != why.not_yet("en") == why.NOT_YET
-    page["drawn"]["why/attribution"] = (object(), (None, "zh-CN"))  # a closed session's figures of an earlier sentence
-    fig = why.show(page, None, None, "zh-CN")[1]
-    assert why.not_yet("zh-CN") in fig.layout.annotations[0].text
+        out = tab.show(page, lang, None, position=None)
+        assert set(out) == {tab.outputs[n] for n in ("source", "target", "reading")}  # not the token menu
+        assert out[tab.outputs["reading"]] == ""
+        with speaking(lang):
+            said[lang] = why.not_yet()
+        assert [out[tab.outputs[f]].layout.annotations[0].text for f in ("source", "target")] == [said[lang]] * 2
+    assert said["zh-CN"] != said["en"] and said["en"].startswith("Translate a sentence")
+    page["drawn"]["why/attribution"] = (object(), ((None,), "zh-CN"))  # a closed session's figures of a sentence
+    fig = tab.show(page, "zh-CN", None, position=None)[tab.outputs["source"]]
+    assert said["zh-CN"] in fig.layout.annotations[0].text
+    assert tab.show(page, "zh-CN", None, position=None) == gr.skip()  # shown already
 
 
 def test_the_tab_draws_in_the_pages_language(ins):
     """The figures' titles, subplot titles and hovers and the reading, in Chinese; in English as before."""
     from tools.i18n_report import english, sentence_pieces, value_strings
     position = 2
-    src_fig, tgt_fig, note = why.why_view(ins, position, "zh-CN")
+    src_fig, tgt_fig, note = why_view(ins, position, "zh-CN")
     words = [s for value in (src_fig, tgt_fig, note) for s in value_strings(value)]
     assert len(words) >= 8 and [s for s in words if english(s, sentence_pieces(ins))] == []
     assert "源句位置" in note and src_fig.layout.title.text.startswith("为什么是")
     assert [t.hovertemplate.split("<br>")[1].split(" %")[0] for t in src_fig.data] == ["权重", "平均权重", "梯度 × 输入",
                                                                                    "p 的下降"]
-    src_en, _, note_en = why.why_view(ins, position)
+    src_en, _, note_en = why_view(ins, position)
     assert "occlusion: drop in p when replaced by &lt;unk&gt;" in [a.text.replace("<br>", " ") for a in src_en.layout.annotations]
     assert src_en.data[0].hovertemplate == "layer.head %{y} → %{x}<br>weight %{z:.3f}<extra></extra>"
     assert note_en.startswith("- **attention** ranks `") and note_en.splitlines()[-1] in (

@@ -68,16 +68,18 @@ HEADS_OFF = ["encoder 0 3", "decoder 1 2", "cross 1 3"]  # one head of each kind
 def heads_off_cost(repeat):
     """The Heads tab's re-translation with HEADS_OFF switched off, median ms, beside the ordinary translation of
     the same sentence (the Translate tab's callback: greedy, every attention map captured) in the same run."""
+    from app.i18n import in_language
     from app.tabs.heads import switch_off
+    switch_off = in_language(switch_off)  # as the page's button runs it: in the page's language
     plain, off = [], []
-    switch_off(translate(SENTENCES[0], "greedy")[2], HEADS_OFF)  # warm-up
+    switch_off(translate(SENTENCES[0], "greedy")[2], HEADS_OFF, lang="en")  # warm-up
     for _ in range(repeat):
         for s in SENTENCES:
             t0 = time.perf_counter()
             ins = translate(s, "greedy")[2]
             plain.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            switch_off(ins, HEADS_OFF)
+            switch_off(ins, HEADS_OFF, lang="en")
             off.append(time.perf_counter() - t0)
     return {"heads_off_ms": statistics.median(off) * 1e3, "heads_on_ms": statistics.median(plain) * 1e3}
 

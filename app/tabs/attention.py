@@ -2,143 +2,65 @@
 in bertviz's views.
 
 All maps come from the Inspection kept in the session's state: changing kind, layer or head redraws from it
-and never runs the model.
+and never runs the model. The figures are app/figures/attention.py's, bertviz's views app/bertviz_views.py's.
 """
 import gradio as gr
-import numpy as np
-import plotly.graph_objects as go
 
 from core import model as core_model
 from core.headmask import KINDS
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
-from ..common import clamp, code_panel, export_file, kind_choices, kind_name, label, panel_grid, wrap_title
-from ..i18n import L, text
-from ..views import View, control_changes, opener, refresh, tab_views
+from ..common import clamp, code_panel, export_file, kind_choices, kind_name
+from ..figures.attention import attention_heatmap, attention_maps, head_grid, layer_head_overview
+from ..i18n import L, in_language, spoken, texts
+from ..views import Tab, View
 
-SCALE = "Blues"
-DECIMALS = 3  # what a colour scale can show; a hover shows the same three decimals
-
-
-def hover(lang="en"):
-    """A cell's hover: the query and key positions, the weight, the panel's name; its words in `lang`."""
-    query, key, weight = (text(lang, f"attention.{w}") for w in ("query", "key", "weight"))
-    return f"{query} %{{y}} → {key} %{{x}}<br>{weight} %{{z:.3f}}<extra>%{{fullData.name}}</extra>"
+_t = texts("attention")
 
 
-def rounded(weights):
-    """Attention weights as a float32 array rounded to 3 decimals: plotly sends numpy arrays to the browser as
-    typed arrays (4 bytes a weight), and the rounding is all a colour can show."""
-    return np.round(weights.detach().float().cpu().numpy(), DECIMALS)
-
-
-def positions(tokens):
-    """One axis category per position, named by position and token ("3 ▁Hunde"): repeated tokens stay apart,
-    and a hover names both without a label per cell."""
-    return [f"{i} {label(t)}" for i, t in enumerate(tokens)]
-
-
-def _axis(tokens=None, **kw):
-    """A category axis; labelled with the tokens where they are given, else without tick labels."""
-    if tokens is None:
-        return dict(type="category", showticklabels=False, **kw)
-    return dict(type="category", tickmode="array", tickvals=positions(tokens), ticktext=[label(t) for t in tokens],
-                automargin=False, **kw)
-
-
-def _heatmap(weights, q_tokens, k_tokens, name, lang="en", **kw):
-    """A heatmap trace as a dict: plotly validates a figure built of dicts once, in go.Figure."""
-    return dict(type="heatmap", z=rounded(weights), x=positions(k_tokens), y=positions(q_tokens), zmin=0, zmax=1,
-                colorscale=SCALE, name=name, hovertemplate=hover(lang), **kw)
-
-
-def attention_heatmap(weights, q_tokens, k_tokens, title="", lang="en"):
-    """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys; its words in
-    `lang`."""
-    fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", lang,
-                              colorbar=dict(title=dict(text=text(lang, "attention.weight"), side="right")))])
-    fig.update_layout(title=wrap_title(title), height=max(340, 170 + 26 * len(q_tokens)), margin=dict(l=110, r=10, t=60, b=110),
-                      xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
-    return fig
-
-
-def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None, lang="en"):
-    """Heatmaps of maps (n, Tq, Tk) in a grid of `cols` columns sharing one colour scale, each named by `names`
-    (in its hover, and above it unless other `notes` label the grid)."""
-    panels = [([_heatmap(m, q_tokens, k_tokens, name, lang, showscale=i == 0)], name, _axis(),
-               _axis(autorange="reversed")) for i, (m, name) in enumerate(zip(maps, names))]
-    return panel_grid(panels, cols, wrap_title(title), height, gap, notes, margin=dict(l=10, r=40, t=90, b=10))
-
-
-def head_grid(maps, q_tokens, k_tokens, title="", cols=4, lang="en"):
-    """All heads of one layer: maps (H, Tq, Tk) as small heatmaps sharing one colour scale, named in `lang`."""
-    rows = (maps.size(0) + cols - 1) // cols
-    names = [text(lang, "attention.head", head=h) for h in range(maps.size(0))]
-    return small_multiples(maps, q_tokens, k_tokens, names, cols, title, height=70 + 230 * rows, lang=lang)
-
-
-def layer_head_overview(maps, q_tokens, k_tokens, title="", lang="en"):
-    """Every layer (rows) by every head (columns) as small multiples: maps (L, H, Tq, Tk), named in `lang`."""
-    L, H = maps.shape[:2]
-    names = [text(lang, "attention.layer-head", layer=l, head=h) for l in range(L) for h in range(H)]
-    notes = ([dict(text=text(lang, "attention.head", head=h), x=(h + 0.5) / H, y=1, yanchor="bottom")
-              for h in range(H)] +
-             [dict(text=text(lang, "attention.layer", layer=l), x=1, y=1 - (l + 0.5) / L, xanchor="left", textangle=90)
-              for l in range(L)])
-    return small_multiples(maps.flatten(0, 1), q_tokens, k_tokens, names, H, title, height=60 + 120 * L,
-                           gap=(0.01, 0.03), notes=notes, lang=lang)
-
-
-def attention_maps(ins, kind):
-    """(maps (L, H, Tq, Tk), query tokens, key tokens) of one kind of attention of an Inspection."""
-    maps = getattr(ins, kind)
-    q = ins.src_tokens if kind == "encoder" else ins.tgt_tokens
-    k = ins.tgt_tokens if kind == "decoder" else ins.src_tokens
-    return maps, q, k
-
-
-# ---- callbacks -------------------------------------------------------------------------------------
-
-def _maps(ins, kind, layer=0, head=0, lang="en"):
-    """The maps of `kind` with the layer and head kept in range, and the kind's name in `lang`."""
+def _maps(ins, kind, layer=0, head=0):
+    """The maps of `kind` with the layer and head kept in range, and the kind's name."""
     kind = kind if kind in KINDS else "encoder"
     maps, q, k = attention_maps(ins, kind)
     return (maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1),
-            kind_name(kind, lang, long=True))
+            kind_name(kind, spoken(), long=True))
 
 
-def one_head(ins, kind, layer, head, lang="en"):
-    maps, q, k, layer, head, name = _maps(ins, kind, layer, head, lang)
-    return attention_heatmap(maps[layer, head], q, k,
-                             text(lang, "attention.one-head", kind=name, layer=layer, head=head), lang)
+def one_head(ins, kind, layer, head):
+    maps, q, k, layer, head, name = _maps(ins, kind, layer, head)
+    return attention_heatmap(maps[layer, head], q, k, _t("one-head", kind=name, layer=layer, head=head))
 
 
-def all_heads(ins, kind, layer, lang="en"):
-    maps, q, k, layer, _, name = _maps(ins, kind, layer, lang=lang)
-    return head_grid(maps[layer], q, k, text(lang, "attention.all-heads", kind=name, layer=layer), lang=lang)
+def all_heads(ins, kind, layer):
+    maps, q, k, layer, _, name = _maps(ins, kind, layer)
+    return head_grid(maps[layer], q, k, _t("all-heads", kind=name, layer=layer))
 
 
-def layers_by_heads(ins, kind, lang="en"):
-    maps, q, k, _, _, name = _maps(ins, kind, lang=lang)
-    return layer_head_overview(maps, q, k, text(lang, "attention.layers-heads", kind=name), lang)
+def layers_by_heads(ins, kind):
+    maps, q, k, _, _, name = _maps(ins, kind)
+    return layer_head_overview(maps, q, k, _t("layers-heads", kind=name))
 
 
-# the views of the tab, in the order of its outputs; each reads the controls named in `uses` (the language last)
-VIEWS = [View("attention/one-head", ("attention", "one-head"), one_head, uses=("kind", "layer", "head", "lang"),
-              blank=(None,)),
-         View("attention/all-heads", ("attention", "all-heads"), all_heads, uses=("kind", "layer", "lang"),
-              blank=(None,)),
-         View("attention/layers-heads", ("attention", "layers-heads"), layers_by_heads, uses=("kind", "lang"),
-              blank=(None,)),
-         View("attention/bertviz-head", ("attention", "bertviz-head"), lambda ins, lang="en": head_view_html(ins, lang),
-              uses=("lang",), blank=("",)),
-         View("attention/bertviz-model", ("attention", "bertviz-model"),
-              lambda ins, lang="en": model_view_html(ins, lang), uses=("lang",), blank=("",))]
+def bertviz_head(ins):
+    return head_view_html(ins)
 
 
-def show(page, ins, kind="encoder", layer=0, head=0, lang="en"):
-    """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
-    return refresh(page, ins, VIEWS, dict(kind=kind, layer=layer, head=head, lang=lang))
+def bertviz_model(ins):
+    return model_view_html(ins)
+
+
+# the views of the tab, one a sub-tab; each reads the controls named in `uses`
+WHERE = ("attention",)
+VIEWS = [View("attention/one-head", (*WHERE, "one-head"), one_head, outputs=("heatmap",),
+              uses=("kind", "layer", "head"), blank=dict(heatmap=None)),
+         View("attention/all-heads", (*WHERE, "all-heads"), all_heads, outputs=("head_grid",), uses=("kind", "layer"),
+              blank=dict(head_grid=None)),
+         View("attention/layers-heads", (*WHERE, "layers-heads"), layers_by_heads, outputs=("overview_grid",),
+              uses=("kind",), blank=dict(overview_grid=None)),
+         View("attention/bertviz-head", (*WHERE, "bertviz-head"), bertviz_head, outputs=("bertviz_head",),
+              blank=dict(bertviz_head="")),
+         View("attention/bertviz-model", (*WHERE, "bertviz-model"), bertviz_model, outputs=("bertviz_model",),
+              blank=dict(bertviz_model=""))]
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -159,8 +81,8 @@ def _save_html(view):
 
 
 def _views():
-    """The sub-tabs, one view each; returns their Tabs, the sub-tabs by id and the views' outputs in the order of
-    VIEWS."""
+    """The sub-tabs, one view each; returns their Tabs, the sub-tabs by id, the views' outputs by name and the
+    downloads."""
     with gr.Tabs(overflow_behavior="wrap") as tabs:
         with gr.Tab(L("ui.attention.tab.one-head"), id="one-head") as one:
             heat = gr.Plot(elem_id="heatmap")
@@ -177,13 +99,23 @@ def _views():
             saves.append(_save_html("model"))
     subtabs = {"one-head": one, "all-heads": all_, "layers-heads": layers, "bertviz-head": bv_head_tab,
                "bertviz-model": bv_model_tab}
-    return tabs, subtabs, [heat, grid, overview, bv_head, bv_model], saves
+    outputs = dict(heatmap=heat, head_grid=grid, overview_grid=overview, bertviz_head=bv_head, bertviz_model=bv_model)
+    return tabs, subtabs, outputs, saves
+
+
+def _wire_saves(saves, state, lang):
+    """Each bertviz sub-tab's download button: the view as a file (its Save SVG button in the page's language)."""
+    for button, file, view in saves:
+        def bertviz_file_of(ins, view=view):
+            return bertviz_file(ins, view)
+        button.click(in_language(bertviz_file_of), None, file, inputs_kwargs=dict(ins=state, lang=lang),
+                     api_visibility="private")
 
 
 def build(cfg, page, state, lang):
     """Lay out the tab and wire its events: opening the tab or one of its sub-tabs, and moving a control, draw
-    the view on screen. Returns the controls and outputs of `show`, which each new translation runs too (see
-    app/ui.py), and the sub-tabs (the Heads tab opens a head here)."""
+    the view on screen. Returns its Tab (app/views.py), whose views each new translation draws too (see
+    app/ui.py); its `tabs` are the sub-tabs' gr.Tabs (the Heads tab opens a head here)."""
     with gr.Tab(L("ui.tab.attention"), id="attention") as tab:
         with gr.Row():
             kind = gr.Radio(kind_choices(long=True), value="encoder", label=L("ui.attention.kind"),
@@ -192,12 +124,6 @@ def build(cfg, page, state, lang):
             head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"), elem_id="head")
         tabs, subtabs, outputs, saves = _views()
         code_panel(None, core_model.attention, core_model.MultiHeadedAttention)
-    controls = dict(kind=kind, layer=layer, head=head, lang=lang)
-    inputs = [page, state, *controls.values()]
-    tab.select(opener(("attention",), show), inputs, outputs, api_visibility="private")
-    for sub, subtab in subtabs.items():
-        subtab.select(opener(("attention", sub), show), inputs, outputs, api_visibility="private")
-    gr.on(control_changes(controls), show, inputs, outputs, api_visibility="private")
-    for button, file, view in saves:
-        button.click(lambda ins, view=view: bertviz_file(ins, view), [state], file, api_visibility="private")
-    return tab_views(show, VIEWS, controls, outputs, tabs=tabs)
+    _wire_saves(saves, state, lang)
+    controls = dict(kind=kind, layer=layer, head=head)
+    return Tab(WHERE, VIEWS, controls, outputs, page, lang, state, more=dict(tabs=tabs)).wire(tab, subtabs)

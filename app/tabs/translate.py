@@ -4,11 +4,10 @@ the decoding replayed one step at a time.
 `translate` keeps the Inspection of the translation (every attention map, every step's candidates) in the
 session's state; every view draws from it, when it is shown (app/views.py). This tab's views are the token
 strip and the status line, drawn with each translation beside the English, and the step replay, drawn when the
-tab is on screen; their words are in the page's language. `translate` is also the public /translate API, whose
-status line stays English: the status view writes it again in the page's language.
+tab is on screen; their words are in the page's language, their figures app/figures/decoding.py's. `translate` is
+also the public /translate API, whose status line stays English: the status view writes it again in the page's
+language.
 """
-import html
-import itertools
 import re
 import time
 
@@ -17,88 +16,13 @@ import gradio as gr
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
-from ..common import MASK_SCALE, clamp, export_file, md_literal, token_strip, within
-from ..i18n import L, choices, text
+from ..common import MAX_CHARS, clamp, export_file, md_literal, within
+from ..figures.decoding import decoder_input_html, mask_svg, replay_first, step_candidates, token_probs_html
+from ..i18n import L, choices, in_language, speaking, spoken, text
 from ..shared import MODEL_LOCK, examples, get_translator
-from ..views import View, opener, refresh, tab_views
+from ..views import Tab, View, by_component
 
-MAX_CHARS = 1000
 SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order translate() takes them
-
-
-# ---- figures ---------------------------------------------------------------------------------------
-
-def token_legend(lang="en"):
-    """The line below a strip of output tokens."""
-    return text(lang, "translate.legend")
-
-
-def token_probs_html(ins, lang="en"):
-    """The output tokens, each on a background coloured by the model's probability for it (escaped)."""
-    return token_strip(ins.out_tokens, ins.token_probs, legend=token_legend(lang))
-
-
-def decoder_input_html(ins, step, lang="en"):
-    """Decoder input at `step` (what the decoder has seen so far) and the token it produces, in `lang`."""
-    seen = " ".join(html.escape(t) for t in ins.tgt_tokens[:step + 1])
-    out = html.escape(ins.out_tokens[step])
-    words = {k: html.escape(text(lang, f"translate.{k}")) for k in ("decoder-input", "next-token")}
-    return (f'<div class="step"><b>{words["decoder-input"]}</b> <code>{seen}</code> &nbsp;→&nbsp; '
-            f'<b>{words["next-token"]}</b> <code class="chosen">{out}</code> '
-            f'(p = {ins.token_probs[step]:.3f})</div>')
-
-
-def mask_svg(mask, row_tokens, col_tokens, title="", highlight_row=None, lang="en"):
-    """A boolean mask (rows x cols) as an SVG grid: blue where a row may attend to a column, grey where it is
-    masked; the tokens label the rows and columns, `highlight_row` is outlined; each row's hover in `lang`. Each
-    row's allowed runs are one rectangle each (a subsequent mask is one per row), so the drawing grows with its
-    rows, not its cells."""
-    m = mask.bool().cpu().tolist()
-    R, C = len(row_tokens), len(col_tokens)
-    assert len(m) == R and all(len(r) == C for r in m), (len(m), R, C)
-    c = max(8, min(26, 300 // max(R, C, 1)))  # cell size in px
-    left, top = 100, 90
-    w, h = left + C * c + 4, top + R * c + 4
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-           f'font-family="sans-serif" font-size="{min(12, c)}" role="img" aria-label="{html.escape(title)}">',
-           f'<rect x="{left}" y="{top}" width="{C * c}" height="{R * c}" fill="{MASK_SCALE[0][1]}"/>']
-    for i, row in enumerate(m):
-        hover = text(lang, "translate.mask-row", row=i, token=row_tokens[i], n=sum(row), cols=C)
-        out.append(f'<g><title>{html.escape(hover)}</title><text x="{left - 6}" y="{top + i * c + c * 0.7}" '
-                   f'text-anchor="end">{html.escape(row_tokens[i])}</text>')
-        j = 0
-        for allowed, run in itertools.groupby(row):
-            n = len(list(run))
-            if allowed:
-                out.append(f'<rect class="allowed" x="{left + j * c}" y="{top + i * c}" width="{n * c}" '
-                           f'height="{c}" fill="{MASK_SCALE[1][1]}"/>')
-            j += n
-        out.append("</g>")
-    for j, tok in enumerate(col_tokens):
-        x = left + j * c + c * 0.7
-        out.append(f'<text x="{x}" y="{top - 6}" transform="rotate(-90 {x} {top - 6})">{html.escape(tok)}</text>')
-    lines = [f'M{left},{top + i * c}h{C * c}' for i in range(1, R)] + [f'M{left + j * c},{top}v{R * c}'
-                                                                       for j in range(1, C)]
-    out.append(f'<path d="{"".join(lines)}" stroke="#fff" stroke-width="1"/>')
-    if highlight_row is not None:
-        out.append(f'<rect x="{left}" y="{top + highlight_row * c}" width="{C * c}" height="{c}" fill="none" '
-                   f'stroke="#e4572e" stroke-width="3"/>')
-    out.append("</svg>")
-    return f'<div class="mask-svg"><div class="mask-title">{html.escape(title)}</div>{"".join(out)}</div>'
-
-
-def step_candidates(ins, step, lang="en"):
-    """The top candidates for the token at decoding step `step` as bars of their probability, best first, the
-    chosen one in red (HTML: the page draws it at once, and every token is escaped), its title in `lang`."""
-    chosen = ins.out_tokens[step]
-    rows = []
-    for tok, p in ins.topk[step]:
-        cls = "cand chosen" if tok == chosen else "cand"
-        rows.append(f'<div class="{cls}" title="p = {p:.4f}"><span class="cand-tok">{html.escape(tok)}</span>'
-                    f'<span class="cand-bar"><span style="width:{100 * p:.1f}%"></span></span>'
-                    f'<span class="cand-p">{p:.1%}</span></div>')
-    title = html.escape(text(lang, "translate.candidates", step=step + 1))
-    return f'<div class="cands"><div class="cands-title">{title}</div>{"".join(rows)}</div>'
 
 
 # ---- callbacks -------------------------------------------------------------------------------------
@@ -218,13 +142,15 @@ def export_json(ins):
     return gr.update(value=export_file(ins.to_json(), "translation", ".json"), visible=True)
 
 
-def token_probs(ins, lang="en"):
-    return token_probs_html(ins, lang) if ins is not None else ""
+def token_probs(ins):
+    return token_probs_html(ins)
 
 
-def status_view(ins, lang="en"):
-    """The status line of the kept translation in `lang` (translate() returns it in English, for its API)."""
+def status_view(ins):
+    """The status line of the kept translation in the page's language (translate() returns it in English, for
+    its API)."""
     cut = get_translator().max_src_tokens - 2 if ins.truncated else None
+    lang = spoken()
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
                        lang, german_hint(ins.source, lang))
 
@@ -235,68 +161,69 @@ def step_slider(ins):
                      label=L("ui.translate.step"))  # its range shows the steps
 
 
-def decoding_step(ins, step, lang="en"):
-    """What the decoder saw and chose at step `step` (1-based): input so far, mask in effect, candidates; their
-    words in `lang`."""
+def decoding_step(ins, step):
+    """What the decoder saw and chose at step `step` (1-based): input so far, mask in effect, candidates."""
     if ins is None:
-        return "", "", f'<div class="cands-title">{html.escape(text(lang, "translate.replay-first"))}</div>'
+        return dict(step_info="", step_mask="", step_cands=replay_first())
     t = clamp(step, 1, len(ins.out_tokens)) - 1
     seen = ins.tgt_tokens[:t + 1]
     mask = subsequent_mask(len(seen))[0]
-    mask_view = mask_svg(mask, seen, seen, title=text(lang, "translate.mask-title", n=t + 1), highlight_row=t,
-                         lang=lang)
-    return decoder_input_html(ins, t, lang), mask_view, step_candidates(ins, t, lang)
+    return dict(step_info=decoder_input_html(ins, t),
+                step_mask=mask_svg(mask, seen, seen, title=text("translate.mask-title", n=t + 1), highlight_row=t),
+                step_cands=step_candidates(ins, t))
 
 
-def _step_by(ins, step, delta, lang="en"):
+def _step_by(ins, step, delta):
     """The replay moved one step back or forward, kept within 1..n: the slider's value and that step's views."""
     if ins is None:
-        return 1, *decoding_step(None, 1, lang)
+        return dict(step=1, **decoding_step(None, 1))
     k = clamp(clamp(step, 1, len(ins.out_tokens)) + delta, 1, len(ins.out_tokens))
-    return k, *decoding_step(ins, k, lang)
+    return dict(step=k, **decoding_step(ins, k))
 
 
-def previous_step(ins, step, lang="en"):
-    return _step_by(ins, step, -1, lang)
+def previous_step(ins, step):
+    return _step_by(ins, step, -1)
 
 
-def next_step(ins, step, lang="en"):
-    return _step_by(ins, step, +1, lang)
+def next_step(ins, step):
+    return _step_by(ins, step, +1)
 
 
-def replay_start(ins, lang="en"):
+def replay_start(ins):
     """The step replay of a new translation, at step 1: the slider's range, then the step's views."""
-    return (step_slider(ins), *decoding_step(ins, 1, lang))
+    return dict(step=step_slider(ins), **decoding_step(ins, 1))
 
 
-# the views of the tab, in the order of its outputs: the token strip and the status line are drawn with every
-# translation (they sit beside the English), the step replay when the tab is on screen; all in the page's language
-VIEWS = [View("translate/tokens", (), token_probs, uses=("lang",), blank=("",)),
-         View("translate/status", (), status_view, uses=("lang",), blank=("",)),
-         View("translate/replay", ("translate",), replay_start, outputs=4, uses=("lang",),
-              blank=lambda lang="en": (step_slider(None), "", "", ""))]
-REPLAY = 2  # where the replay's outputs start, after the token strip's and the status line's
+WHERE = ("translate",)
+STEP_VIEWS = ("step_info", "step_mask", "step_cands")  # one step's views: input so far, mask, candidates
+REPLAY = ("step", *STEP_VIEWS)
+# a replay cleared: the slider back to its first range, out of use, and the step's views empty
+CLEARED = dict(step=gr.update(minimum=1, maximum=2, value=1, interactive=False), step_info="", step_mask="",
+               step_cands="")
+
+# the views of the tab: the token strip and the status line are drawn with every translation (they sit beside the
+# English), the step replay when the tab is on screen; all in the page's language
+VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dict(probs="")),
+         View("translate/status", (), status_view, outputs=("status",), blank=dict(status="")),
+         View("translate/replay", WHERE, replay_start, outputs=REPLAY, blank=CLEARED)]
 
 
-def show(page, ins, lang="en"):
-    """The tab's views for the page as it is (app/views.py): what is on screen drawn, the rest left or cleared."""
-    return refresh(page, ins, VIEWS, dict(lang=lang))
-
-
-def relabel(page, ins, step, lang="en"):
-    """The tab's views once the page's language changes: as `show` draws them, but a replay of this translation
-    drawn again stays at its step (`replay_start` would take it back to step 1)."""
+def relabel(tab, page, lang, ins, step):
+    """The tab's views once the page's language changes: as its `show` draws them, but a replay of this
+    translation drawn again stays at its step (`replay_start` would take it back to step 1)."""
     last = page["drawn"].get(VIEWS[-1].name)
-    out = list(show(page, ins, lang))
-    if ins is not None and last is not None and last[0] is ins and out[REPLAY] != gr.skip():
-        out[REPLAY:] = [gr.skip(), *decoding_step(ins, step, lang)]  # the slider keeps its range and value
-    return tuple(out)
+    out = tab.show(page, lang, ins)
+    if ins is not None and last is not None and last[0] is ins and tab.outputs["step_info"] in out:
+        del out[tab.outputs["step"]]  # the slider keeps its range and value
+        with speaking(lang):
+            out.update({tab.outputs[name]: value for name, value in decoding_step(ins, step).items()})
+    return out
 
 
-def input_notice(typed, lang="en"):
-    """After a press of Translate: the status line's message about the German typed, in `lang`, where there is one
-    (translate() wrote it in English); else nothing sent."""
-    problem = input_problem(typed, lang)
+def input_notice(typed):
+    """After a press of Translate: the status line's message about the German typed, in the page's language,
+    where there is one (translate() wrote it in English); else nothing sent."""
+    problem = input_problem(typed, spoken())
     return gr.skip() if problem is None else problem
 
 
@@ -331,7 +258,7 @@ def _step_replay():
     with gr.Row():
         step_mask = gr.HTML(label=L("ui.translate.mask"), elem_id="step-mask")
         step_cands = gr.HTML(label=L("ui.translate.candidates"), elem_id="step-cands")
-    return step, prev_btn, next_btn, [step_info, step_mask, step_cands]
+    return step, (prev_btn, next_btn), dict(step_info=step_info, step_mask=step_mask, step_cands=step_cands)
 
 
 def _layout(default_alpha):
@@ -364,14 +291,34 @@ RESULT_IN_VIEW_JS = """() => {
 }"""
 
 
+def _wire_replay(tab, step, buttons, lang):
+    """The replay's slider and buttons, and the language switch, which redraws the tab's views keeping the step."""
+    outputs, named = tab.outputs, dict(ins=tab.state, step=step, lang=lang)
+    views, moved = ({name: outputs[name] for name in names} for names in (STEP_VIEWS, REPLAY))
+    # the slider's own event fires on the user's input only: a new translation and the buttons send the step's
+    # views with the slider's new value, so nothing is drawn twice
+    step.input(by_component(in_language(decoding_step), views), None, list(views.values()), inputs_kwargs=named,
+               trigger_mode="always_last", api_visibility="private")
+    for button, move in zip(buttons, (previous_step, next_step)):
+        # a click while the last one runs waits for it, then moves on from the step it reached
+        button.click(by_component(in_language(move), moved), None, list(moved.values()), inputs_kwargs=named,
+                     trigger_mode="always_last", api_visibility="private")
+
+    def relabel_replay(page, lang, ins, step):
+        return relabel(tab, page, lang, ins, step)
+    relabel_replay.__name__ = "relabel"
+    lang.change(relabel_replay, None, list(outputs.values()), inputs_kwargs=dict(named, page=tab.page),
+                api_visibility="private")
+
+
 def build(demo, page, state, default_alpha, lang):
-    """Lay out the tab and wire its events. Returns `translated` (the translate event, run by the button and by
-    Enter in the text box; the page load translates through app/links.py), the outputs of `show`, which each new
-    translation runs (see app/ui.py), and the box, settings and results a link fills in."""
+    """Lay out the tab and wire its events. Returns its Tab (app/views.py): its views (which each new translation
+    draws, see app/ui.py) and, in `more`, `translated` (the translate event, run by the button and by Enter in the
+    text box; the page load translates through app/links.py), its `form` (the box and the settings, in the order
+    translate() takes them) and its `results` (the English and the API's status line), which a link fills in."""
     with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
         src, settings, go_btn, out, (status, api_status), probs, (export, exported) = _layout(default_alpha)
-        step, prev_btn, next_btn, step_views = _step_replay()
-    outputs = [probs, status, step, *step_views]
+        step, buttons, step_views = _step_replay()
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, api_status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
@@ -379,16 +326,12 @@ def build(demo, page, state, default_alpha, lang):
     go_btn.click(None, js=RESULT_IN_VIEW_JS)
     # the public API's status line is English, and goes to a hidden box; on the page, a problem with the input is
     # said in the page's language (a translation's status line is, by its view)
-    translated.then(input_notice, [src, lang], status, api_visibility="private")
-    tab.select(opener(("translate",), show), [page, state, lang], outputs, api_visibility="private")
-    lang.change(relabel, [page, state, step, lang], outputs, api_visibility="private")
+    translated.then(in_language(input_notice), None, status, inputs_kwargs=dict(typed=src, lang=lang),
+                    api_visibility="private")
     export.click(export_json, [state], exported, api_visibility="private")
-    # the slider's own event fires on the user's input only: a new translation and the buttons send the step's
-    # views with the slider's new value, so nothing is drawn twice
-    step.input(decoding_step, [state, step, lang], step_views, trigger_mode="always_last", api_visibility="private")
-    for button, move in ((prev_btn, previous_step), (next_btn, next_step)):
-        # a click while the last one runs waits for it, then moves on from the step it reached
-        button.click(move, [state, step, lang], [step, *step_views], trigger_mode="always_last",
-                     api_visibility="private")
-    return tab_views(show, VIEWS, dict(lang=lang), outputs, translated=translated, inputs=[src, *settings],
-                     results=[out, api_status])
+    # the token strip first: a translation's progress shows on it (app/ui.py)
+    outputs = dict(probs=probs, status=status, step=step, **step_views)
+    view = Tab(WHERE, VIEWS, {}, outputs, page, lang, state,
+               more=dict(translated=translated, form=[src, *settings], results=[out, api_status])).wire(tab)
+    _wire_replay(view, step, buttons, lang)
+    return view

@@ -5,32 +5,27 @@ The tree needs one beam search that records its candidates (core.analysis.search
 and kept per translation and beam size. Each what-if is one decoding or one teacher-forced pass, run when its
 button is pressed; all of them use the translation's own settings and the shared model, one at a time.
 """
-import html
-import math
-
 import gradio as gr
-import plotly.graph_objects as go
 
 from core.analysis import searchtree
 from core.decode import DECODING_LIMITS
 
 from ..cache import PerTranslation
-from ..common import clamp, empty_figure, export_file, label, token_strip, within, wrap_title
-from ..i18n import L, text
+from ..common import MAX_CHARS, clamp, empty_figure, export_file, within
+from ..figures.whatif import comparison_html, tree_figure
+from ..i18n import L, in_language, texts
 from ..shared import MODEL_LOCK, get_translator
-from ..views import View, opener, refresh, shown, tab_views
-from .translate import MAX_CHARS
+from ..views import Tab, View
+
+_t = texts("whatif")
 
 
-def not_yet(lang="en"):
+def not_yet():
     """What the tab says before a translation."""
-    return text(lang, "whatif.not-yet")
+    return _t("not-yet")
 
 
-NOT_YET = not_yet()
 BEAM = DECODING_LIMITS["beam"]  # the tree's beam size: the same range as the Translate tab's
-COLORS = {"kept": "#4a7dc9", "pruned": "#c9ced6", "finished": "#55a868", "returned": "#e4572e", "root": "#333"}
-
 _KEPT = PerTranslation(16)  # search trees, per translation and beam size
 
 
@@ -52,92 +47,14 @@ def source_text(ins):
     return tok.decode([tok.piece_to_id(p) for p in ins.src_tokens[1:-1]])
 
 
-# ---- the tree ------------------------------------------------------------------------------------------
-
-def _layout(tree):
-    """(x, y) of every node: y its step, x its place at that step, the nodes beam search went on with (kept,
-    finished, returned) first by log P, then the pruned ones by log P, drawn closer together. Steps go down the
-    figure, so a long search grows in height and fits a phone's width; only the first places carry labels."""
-    by_step = {}
-    for n in tree.nodes:
-        by_step.setdefault(n.step, []).append(n)
-    pos = {}
-    for step, nodes in by_step.items():
-        going_on = sorted((n for n in nodes if n.status != "pruned"), key=lambda n: -n.score)
-        pruned = sorted((n for n in nodes if n.status == "pruned"), key=lambda n: -n.score)
-        for place, n in enumerate(going_on):
-            pos[n.id] = (place, step)
-        for place, n in enumerate(pruned):
-            pos[n.id] = (len(going_on) + PRUNED_GAP * place, step)
-    return pos
-
-
-PRUNED_GAP = 0.35  # the pruned nodes' spacing, in places: dots without labels need less room than words
-
-
-def tree_figure(tree, piece, beam, lang="en"):
-    """The search as a tree: a node per candidate (y: step, x: its place at that step, see _layout), edges to
-    its parent; pruned ones faded and unlabelled, finished ones green, the returned translation red. A node's
-    hover (a mouse) and the saved tree give the whole hypothesis, the token's log-probability, log P and
-    (finished) log P / lp."""
-    pos = _layout(tree)
-    fig = go.Figure()
-    for faded in (True, False):  # pruned edges first, underneath
-        xs, ys = [], []
-        for n in tree.nodes[1:]:
-            if (n.status == "pruned") == faded:
-                (x0, y0), (x1, y1) = pos[n.parent], pos[n.id]
-                xs += [x0, x1, None]
-                ys += [y0, y1, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                                 line=dict(color="#dde1e7" if faded else "#8aa6d1", width=1 if faded else 1.6)))
-    for status in ("pruned", "kept", "finished", "returned", "root"):
-        nodes = [n for n in tree.nodes if n.status == status]
-        if not nodes:
-            continue
-        name = label(text(lang, f"whatif.status.{status}"))
-        hover = [label(f"{' '.join(piece(t) for t in tree.path(n.id)) or '<s>'}") + "<br>" +
-                 label(text(lang, "whatif.hover", logp=f"{n.logp:.3f}", score=f"{n.score:.3f}")) +
-                 (f" · log P / lp {n.norm:.3f}" if n.norm is not None else "") for n in nodes]
-        fig.add_trace(go.Scatter(
-            x=[pos[n.id][0] for n in nodes], y=[pos[n.id][1] for n in nodes],
-            mode="markers" if status == "pruned" else "markers+text",
-            text=None if status == "pruned" else [label(piece(n.token)) for n in nodes], textposition="middle right",
-            textfont=dict(size=11, color="#222"),
-            marker=dict(size=12 if status == "returned" else 8, color=COLORS[status],
-                        opacity=0.5 if status == "pruned" else 1),
-            name=name, hovertext=hover, hovertemplate="%{hovertext}<extra>" + name + "</extra>"))
-    steps = max(n.step for n in tree.nodes)
-    fig.update_yaxes(autorange="reversed", title=label(text(lang, "whatif.step", bos="<s>")), dtick=1)
-    fig.update_xaxes(title=label(text(lang, "whatif.rank")), showticklabels=False, zeroline=False, side="top")
-    fig.update_layout(height=220 + 30 * (steps + 1), margin=dict(l=50, r=10, t=110, b=70), hovermode="closest",
-                      title=dict(text=wrap_title(label(text(lang, "whatif.title", beam=beam,
-                                                           candidates=len(tree.nodes) - 1, steps=steps))),
-                                 font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=20)),
-                      legend=dict(orientation="h", y=0, x=0, yanchor="top"))  # below: the title is above
-    return fig
-
-
 # ---- what-if -------------------------------------------------------------------------------------------
 
-def _tokens_html(title, scored):
-    """A translation as pieces, each on its probability's colour, with its total log-probability."""
-    strip = token_strip([piece for piece, _ in scored[1]], [math.exp(lp) for _, lp in scored[1]],
-                        hovers=[f"log p = {lp:.3f}" for _, lp in scored[1]])
-    return (f'<div class="whatif-row"><div class="whatif-title">{html.escape(title)} · log P = {scored[0]:.2f}'
-            f'</div>{strip}</div>')
-
-
-def compare(ins, title, english, lang="en"):
+def compare(ins, title, english):
     """The model's translation beside `english`, both scored by the model (teacher-forced, float32)."""
     tr = get_translator()
     with MODEL_LOCK:
         ours, other = tr.score([source_text(ins)] * 2, [ins.translation, english])
-    diff = other[0] - ours[0]
-    verdict = text(lang, f"whatif.verdict.{'other' if diff > 0 else 'own'}", factor=f"{math.exp(abs(diff)):.3g}",
-                   delta=f"{abs(diff):.2f}")
-    return (_tokens_html(text(lang, "whatif.ours"), ours) + _tokens_html(title, other) +
-            f'<div class="whatif-verdict">{html.escape(verdict)}</div>')
+    return comparison_html(ours, title, other)
 
 
 def _continue(ins, prefix):
@@ -150,68 +67,68 @@ def _continue(ins, prefix):
                             prefix=prefix)
 
 
-def swap_word(ins, position, candidate, lang="en"):
+def swap_word(ins, position, candidate):
     """Replace the output token at `position` by another of the candidates the model scored there, and let the
     model continue; the result beside the original."""
     if ins is None:
-        return not_yet(lang)
+        return not_yet()
     T = len(ins.out_tokens)
     position = clamp(position, 0, T - 1)
     choices = [p for p, _ in ins.topk[position]]
     if candidate not in choices:
-        return text(lang, "whatif.pick")
+        return _t("pick")
     tok = get_translator().tokenizer
     prefix = tok.decode([tok.piece_to_id(p) for p in ins.tgt_tokens[1:position + 1] + [candidate]])
     english = _continue(ins, prefix)
-    return compare(ins, text(lang, "whatif.swapped", candidate=candidate, position=position + 1), english, lang)
+    return compare(ins, _t("swapped", candidate=candidate, position=position + 1), english)
 
 
-def _typed(ins, typed, what, lang="en"):
+def _typed(ins, typed, what):
     """What is wrong with English the user typed (`what`: "prefix" or "translation"), or None when it can be
-    used: a line in `lang` that asks for it when it is empty, or says it is too long."""
+    used: a line that asks for it when it is empty, or says it is too long."""
     if ins is None:
-        return not_yet(lang)
+        return not_yet()
     if not typed:
-        return text(lang, f"whatif.ask.{what}")
+        return _t(f"ask.{what}")
     if len(typed) > MAX_CHARS:
-        return text(lang, f"whatif.too-long.{what}", count=f"{len(typed):,}", most=f"{MAX_CHARS:,}")
+        return _t(f"too-long.{what}", count=f"{len(typed):,}", most=f"{MAX_CHARS:,}")
     return None
 
 
-def force_prefix(ins, prefix, lang="en"):
+def force_prefix(ins, prefix):
     """The model continues after an English prefix the user wrote."""
     prefix = (prefix or "").strip()
-    wrong = _typed(ins, prefix, "prefix", lang)
-    return wrong or compare(ins, text(lang, "whatif.after-prefix"), _continue(ins, prefix), lang)
+    wrong = _typed(ins, prefix, "prefix")
+    return wrong or compare(ins, _t("after-prefix"), _continue(ins, prefix))
 
 
-def score_mine(ins, english, lang="en"):
+def score_mine(ins, english):
     """The model's probability of a whole English translation the user wrote, token by token."""
     english = (english or "").strip()
-    wrong = _typed(ins, english, "translation", lang)
-    return wrong or compare(ins, text(lang, "whatif.yours"), english, lang)
+    wrong = _typed(ins, english, "translation")
+    return wrong or compare(ins, _t("yours"), english)
 
 
 # ---- views ---------------------------------------------------------------------------------------------
 
-def tree_view(ins, beam, lang="en"):
+def tree_view(ins, beam):
     beam = within(BEAM, beam)
     tok = get_translator().tokenizer
-    return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam, lang)
+    return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam)
 
 
-def tree_file(ins, beam, lang="en"):
+def tree_file(ins, beam):
     """The search tree of the translation as one self-contained HTML file (plotly.js inside it) to download."""
     if ins is None:
         return gr.update(value=None, visible=False)
-    page = tree_view(ins, beam, lang).to_html(include_plotlyjs=True, full_html=True)
+    page = tree_view(ins, beam).to_html(include_plotlyjs=True, full_html=True)
     return gr.update(value=export_file(page, "beam-search", ".html"), visible=True)
 
 
 def positions_view(ins):
     """The position menu for this translation, and the candidates of its first position."""
-    return (gr.update(choices=[(f"{i + 1} {t}", i) for i, t in enumerate(ins.out_tokens)], value=0),
-            candidates_update(ins, 0), "")
+    return dict(position=gr.update(choices=[(f"{i + 1} {t}", i) for i, t in enumerate(ins.out_tokens)], value=0),
+                candidate=candidates_update(ins, 0), result="")
 
 
 def candidates_update(ins, position):
@@ -222,56 +139,69 @@ def candidates_update(ins, position):
     return gr.update(choices=choices, value=choices[1][1] if len(choices) > 1 else None)
 
 
-def _blank(lang="en"):
-    return empty_figure(not_yet(lang))
+def placeholder(beam):
+    """The tree before a translation: what to do, in the page's language."""
+    return empty_figure(not_yet())
 
 
-VIEWS = [View("whatif/tree", ("whatif",), tree_view, uses=("beam", "lang"), blank=lambda beam, lang="en": (_blank(lang),)),
-         View("whatif/positions", ("whatif",), positions_view, outputs=3,
-              blank=(gr.update(choices=[], value=None), gr.update(choices=[], value=None), ""))]
-
-
-def show(page, ins, beam=BEAM.default, lang="en"):
-    """The tab's views for the page as it is (app/views.py); before a translation, the tree's placeholder in the
-    page's language."""
-    out = refresh(page, ins, VIEWS, dict(beam=beam, lang=lang))
-    if ins is None and shown(page, VIEWS[0].where):
-        out = (_blank(lang), *out[1:])
-    return out
+# the tree (searched when the tab is shown, per beam size) and the what-if menus of this translation
+WHERE = ("whatif",)
+VIEWS = [View("whatif/tree", WHERE, tree_view, outputs=("tree",), uses=("beam",), blank=placeholder),
+         View("whatif/positions", WHERE, positions_view, outputs=("position", "candidate", "result"),
+              blank=dict(position=gr.update(choices=[], value=None), candidate=gr.update(choices=[], value=None),
+                         result=""))]
 
 
 # ---- layout and events -----------------------------------------------------------------------------
 
+def _layout():
+    """The beam slider and the tree with its download; the what-if controls and their result. Returns the
+    controls, the views' outputs and the what-ifs' components, by name."""
+    gr.Markdown(L("ui.whatif.tree-intro"))
+    beam = gr.Slider(BEAM.lo, BEAM.hi, value=BEAM.default, step=BEAM.step, label=L("ui.whatif.beam"),
+                     elem_id="whatif-beam")
+    tree = gr.Plot(elem_id="whatif-tree")
+    with gr.Row():
+        save_tree = gr.Button(L("ui.whatif.save"), size="sm", elem_id="whatif-save")
+        tree_html = gr.File(visible=False, interactive=False, label=L("ui.whatif.file"), elem_id="whatif-file")
+    gr.Markdown(L("ui.whatif.intro"))
+    with gr.Row():
+        position = gr.Dropdown(choices=[], label=L("ui.whatif.position"), elem_id="whatif-position")
+        candidate = gr.Dropdown(choices=[], label=L("ui.whatif.candidate"), elem_id="whatif-candidate")
+        swap = gr.Button(L("ui.whatif.swap"), elem_id="whatif-swap")
+    with gr.Row():
+        prefix = gr.Textbox(label=L("ui.whatif.prefix"), placeholder=L("ui.whatif.prefix-example"), max_lines=1,
+                             elem_id="whatif-prefix")
+        go_prefix = gr.Button(L("ui.whatif.go-prefix"), elem_id="whatif-go-prefix")
+    with gr.Row():
+        mine = gr.Textbox(label=L("ui.whatif.mine"), max_lines=2, elem_id="whatif-mine")
+        go_mine = gr.Button(L("ui.whatif.go-mine"), elem_id="whatif-go-mine")
+    result = gr.HTML(elem_id="whatif-result")
+    parts = dict(save_tree=save_tree, tree_html=tree_html, swap=swap, prefix=prefix, go_prefix=go_prefix, mine=mine,
+                 go_mine=go_mine)
+    return dict(beam=beam), dict(tree=tree, position=position, candidate=candidate, result=result), parts
+
+
+def _wire_whatifs(tab, p, lang):
+    """The tree's download and the three what-ifs: each runs the model once, in the page's language."""
+    o, state, model = tab.outputs, tab.state, dict(api_visibility="private", concurrency_id="model")
+    p["save_tree"].click(in_language(tree_file), None, p["tree_html"],
+                         inputs_kwargs=dict(ins=state, beam=tab.controls["beam"], lang=lang), **model)
+    o["position"].input(candidates_update, [state, o["position"]], o["candidate"], api_visibility="private")
+    o_result = o["result"]
+    p["swap"].click(in_language(swap_word), None, o_result,
+                    inputs_kwargs=dict(ins=state, position=o["position"], candidate=o["candidate"], lang=lang), **model)
+    gr.on([p["go_prefix"].click, p["prefix"].submit], in_language(force_prefix), None, o_result,
+          inputs_kwargs=dict(ins=state, prefix=p["prefix"], lang=lang), **model)
+    gr.on([p["go_mine"].click, p["mine"].submit], in_language(score_mine), None, o_result,
+          inputs_kwargs=dict(ins=state, english=p["mine"], lang=lang), **model)
+
+
 def build(page, state, lang):
-    """Lay out the tab and wire its events; returns its controls and outputs for the translation event (app/ui.py)."""
+    """Lay out the tab and wire its events; returns its Tab (app/views.py), whose views each new translation draws
+    (app/ui.py). Its opening and its beam size may search: they wait for the model."""
     with gr.Tab(L("ui.tab.whatif"), id="whatif") as tab:
-        gr.Markdown(L("ui.whatif.tree-intro"))
-        beam = gr.Slider(BEAM.lo, BEAM.hi, value=BEAM.default, step=BEAM.step, label=L("ui.whatif.beam"),
-                         elem_id="whatif-beam")
-        tree = gr.Plot(_blank(), elem_id="whatif-tree")
-        with gr.Row():
-            save_tree = gr.Button(L("ui.whatif.save"), size="sm", elem_id="whatif-save")
-            tree_html = gr.File(visible=False, interactive=False, label=L("ui.whatif.file"), elem_id="whatif-file")
-        gr.Markdown(L("ui.whatif.intro"))
-        with gr.Row():
-            position = gr.Dropdown(choices=[], label=L("ui.whatif.position"), elem_id="whatif-position")
-            candidate = gr.Dropdown(choices=[], label=L("ui.whatif.candidate"), elem_id="whatif-candidate")
-            swap = gr.Button(L("ui.whatif.swap"), elem_id="whatif-swap")
-        with gr.Row():
-            prefix = gr.Textbox(label=L("ui.whatif.prefix"), placeholder=L("ui.whatif.prefix-example"), max_lines=1,
-                                 elem_id="whatif-prefix")
-            go_prefix = gr.Button(L("ui.whatif.go-prefix"), elem_id="whatif-go-prefix")
-        with gr.Row():
-            mine = gr.Textbox(label=L("ui.whatif.mine"), max_lines=2, elem_id="whatif-mine")
-            go_mine = gr.Button(L("ui.whatif.go-mine"), elem_id="whatif-go-mine")
-        result = gr.HTML(elem_id="whatif-result")
-    outputs = [tree, position, candidate, result]
-    model = dict(api_visibility="private", concurrency_id="model")
-    tab.select(opener(("whatif",), show), [page, state, beam, lang], outputs, **model)
-    beam.change(show, [page, state, beam, lang], outputs, **model)
-    save_tree.click(tree_file, [state, beam, lang], tree_html, **model)
-    position.input(candidates_update, [state, position], candidate, api_visibility="private")
-    swap.click(swap_word, [state, position, candidate, lang], result, **model)
-    gr.on([go_prefix.click, prefix.submit], force_prefix, [state, prefix, lang], result, **model)
-    gr.on([go_mine.click, mine.submit], score_mine, [state, mine, lang], result, **model)
-    return tab_views(show, VIEWS, dict(beam=beam, lang=lang), outputs)
+        controls, outputs, parts = _layout()
+    view = Tab(WHERE, VIEWS, controls, outputs, page, lang, state).wire(tab, concurrency_id="model")
+    _wire_whatifs(view, parts, lang)
+    return view

@@ -1,0 +1,92 @@
+"""Attention maps as figures: one head, a layer's heads, every layer by every head. Pure builders: maps (tensors)
+and tokens in, a Plotly figure out, its words in the event's language (app.i18n). The Attention tab draws them
+from the Inspection; the Heads tab draws a changed model's maps with some heads shown as switched off, the Why
+tab puts one token's cross-attention beside its attributions (rounded, positions)."""
+import numpy as np
+import plotly.graph_objects as go
+
+from ..common import label, panel_grid, wrap_title
+from ..i18n import text, texts
+
+_t = texts("attention")
+
+SCALE = "Blues"
+OFF_SCALE = [[0, "#f4f4f4"], [1, "#6b6b6b"]]  # a switched-off head's map, in grey
+DECIMALS = 3  # what a colour scale can show; a hover shows the same three decimals
+
+
+def attention_maps(ins, kind):
+    """(maps (L, H, Tq, Tk), query tokens, key tokens) of one kind of attention of an Inspection."""
+    maps = getattr(ins, kind)
+    q = ins.src_tokens if kind == "encoder" else ins.tgt_tokens
+    k = ins.tgt_tokens if kind == "decoder" else ins.src_tokens
+    return maps, q, k
+
+
+def hover():
+    """A cell's hover: the query and key positions, the weight, the panel's name."""
+    query, key, weight = (_t(w) for w in ("query", "key", "weight"))
+    return f"{query} %{{y}} → {key} %{{x}}<br>{weight} %{{z:.3f}}<extra>%{{fullData.name}}</extra>"
+
+
+def rounded(weights):
+    """Attention weights as a float32 array rounded to 3 decimals: plotly sends numpy arrays to the browser as
+    typed arrays (4 bytes a weight), and the rounding is all a colour can show."""
+    return np.round(weights.detach().float().cpu().numpy(), DECIMALS)
+
+
+def positions(tokens):
+    """One axis category per position, named by position and token ("3 ▁Hunde"): repeated tokens stay apart,
+    and a hover names both without a label per cell."""
+    return [f"{i} {label(t)}" for i, t in enumerate(tokens)]
+
+
+def _axis(tokens=None, **kw):
+    """A category axis; labelled with the tokens where they are given, else without tick labels."""
+    if tokens is None:
+        return dict(type="category", showticklabels=False, **kw)
+    return dict(type="category", tickmode="array", tickvals=positions(tokens), ticktext=[label(t) for t in tokens],
+                automargin=False, **kw)
+
+
+def _heatmap(weights, q_tokens, k_tokens, name, colorscale=SCALE, **kw):
+    """A heatmap trace as a dict: plotly validates a figure built of dicts once, in go.Figure."""
+    return dict(type="heatmap", z=rounded(weights), x=positions(k_tokens), y=positions(q_tokens), zmin=0, zmax=1,
+                colorscale=colorscale, name=name, hovertemplate=hover(), **kw)
+
+
+def attention_heatmap(weights, q_tokens, k_tokens, title=""):
+    """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys."""
+    fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "",
+                              colorbar=dict(title=dict(text=_t("weight"), side="right")))])
+    fig.update_layout(title=wrap_title(title), height=max(340, 170 + 26 * len(q_tokens)),
+                      margin=dict(l=110, r=10, t=60, b=110),
+                      xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
+    return fig
+
+
+def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None, grey=()):
+    """Heatmaps of maps (n, Tq, Tk) in a grid of `cols` columns sharing one colour scale, each named by `names`
+    (in its hover, and above it unless other `notes` label the grid); the panels numbered in `grey` in grey."""
+    panels = [([_heatmap(m, q_tokens, k_tokens, name, OFF_SCALE if i in grey else SCALE, showscale=i == 0)], name,
+               _axis(), _axis(autorange="reversed")) for i, (m, name) in enumerate(zip(maps, names))]
+    return panel_grid(panels, cols, wrap_title(title), height, gap, notes, margin=dict(l=10, r=40, t=90, b=10))
+
+
+def head_grid(maps, q_tokens, k_tokens, title="", cols=4, off=()):
+    """All heads of one layer: maps (H, Tq, Tk) as small heatmaps sharing one colour scale; the heads in `off`
+    (switched off in the model that made the maps) in grey and named so."""
+    rows = (maps.size(0) + cols - 1) // cols
+    names = [label(text("heads.maps.off", head=h)) if h in off else _t("head", head=h) for h in range(maps.size(0))]
+    return small_multiples(maps, q_tokens, k_tokens, names, cols, title, height=70 + 230 * rows, grey=set(off))
+
+
+def layer_head_overview(maps, q_tokens, k_tokens, title=""):
+    """Every layer (rows) by every head (columns) as small multiples: maps (L, H, Tq, Tk)."""
+    L, H = maps.shape[:2]
+    names = [_t("layer-head", layer=l, head=h) for l in range(L) for h in range(H)]
+    notes = ([dict(text=_t("head", head=h), x=(h + 0.5) / H, y=1, yanchor="bottom") for h in range(H)] +
+             [dict(text=_t("layer", layer=l), x=1, y=1 - (l + 0.5) / L, xanchor="left", textangle=90)
+              for l in range(L)])
+    return small_multiples(maps.flatten(0, 1), q_tokens, k_tokens, names, H, title, height=60 + 120 * L,
+                           gap=(0.01, 0.03), notes=notes)
