@@ -11,6 +11,7 @@ from gradio.i18n import I18nData
 from app import i18n
 from app.common import kind_choices, kind_name
 from app.figures import heads as figures
+from app.figures import heads as figures_heads
 from app.i18n import speaking
 from app.tabs import heads
 from app.views import ROOT
@@ -77,7 +78,9 @@ def test_menus_are_labelled_in_both_languages():
     for (label, name) in heads.measure_choices():
         en, zh = sent["en"][label.key], sent["zh-CN"][label.key]
         assert en.startswith(name.replace("_", " ") + ": ") and zh != en
-        assert en == heads.measure_text(name, "en") and zh == heads.measure_text(name, "zh-CN")
+        for lang, said in (("en", en), ("zh-CN", zh)):
+            with i18n.speaking(lang):
+                assert said == figures_heads.measure_text(name)
     assert "<s>" in sent["zh-CN"][heads.measure_choices()[5][0].key]  # first: the piece put in
     assert [n for _, n in heads.measure_choices()] == list(MEASURES)
     choices = heads.head_choices(3, 8)
