@@ -1,5 +1,6 @@
 """A training run's history (issue 30's time-lapse): snapshots kept during training, stored as their difference
 from the shipped model in fewer bits, listed and loaded by the Translator with its whole API."""
+import copy
 import json
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 from core import checkpoint, translate
 from core.checkpoint import FILE_LIMIT, decode_snapshot, dequantize, encode_snapshot, quantize
-from core.model import make_model
+from core.model import make_model, subsequent_mask
 from core.train import main
 from core.translate import Translator, kept_snapshots
 from tests.test_train import tiny_args
@@ -120,10 +121,24 @@ def test_at_most_two_snapshots_stay_in_memory_the_least_recently_used_goes(tiny_
     assert len(loads) == 1 and kept_snapshots() == ["epoch-1", "step-2"]
 
 
+def nll_per_token(model, examples):
+    """Teacher-forced NLL per target token, one sentence at a time with no padding, in float64."""
+    model = copy.deepcopy(model).double().eval()
+    nll = n = 0
+    with torch.no_grad():
+        for src, tgt in examples:
+            s, t = torch.tensor([src]), torch.tensor([tgt[:-1]])
+            out = model(s, t, torch.ones(1, 1, len(src), dtype=torch.bool), subsequent_mask(len(tgt) - 1))
+            logp = model.generator(out)[0]
+            nll -= float(logp.gather(-1, torch.tensor(tgt[1:]).unsqueeze(-1)).sum())
+            n += len(tgt) - 1
+    return nll / n
+
+
 @pytest.mark.slow
 def test_the_measures_over_the_run_are_each_snapshots_own(tiny_history, tiny_data, monkeypatch):
     from core.analysis import heads, timelapse
-    from core.data import load_split
+    from core.data import BOS, EOS, encode_pairs, load_split
     from core.evaluate import score
     pairs = load_split(tiny_data, "val")
     out = tiny_history / "timelapse.json"
@@ -133,11 +148,16 @@ def test_the_measures_over_the_run_are_each_snapshots_own(tiny_history, tiny_dat
     tr = Translator.load(tiny_history / "model")
     assert [r["label"] for r in rows] == [s["label"] for s in tr.snapshots()]
     first, last = rows[0], rows[-1]
-    # the trained model reads its source: hiding it costs; the untrained one has nothing to lose
-    assert last["hidden_source_loss"] > last["val_loss"] + 0.1
-    assert abs(first["hidden_source_loss"] - first["val_loss"]) < 0.1
-    assert last["val_loss"] == pytest.approx(tr.snapshots()[-1]["val_loss"], rel=0.02)  # 8 bits cost little
+    # each loss is the snapshot's own teacher-forced NLL per token, computed here sentence by sentence in float64
     snap = Translator.load(tiny_history / "model", snapshot=last["label"], half_rows=0)
+    examples = encode_pairs(snap.tokenizer, pairs, max_len=snap.max_src_tokens)
+    assert last["val_loss"] == pytest.approx(nll_per_token(snap.model, examples), abs=2e-4)
+    assert last["hidden_source_loss"] == pytest.approx(
+        nll_per_token(snap.model, [([BOS, EOS], tgt) for _, tgt in examples]), abs=2e-4)
+    # the trained model takes something from its source, more than the untrained one, which has nothing to lose
+    gap = [r["hidden_source_loss"] - r["val_loss"] for r in (first, last)]
+    assert gap[1] > 0 and gap[1] > gap[0] and abs(gap[0]) < 0.1
+    assert last["val_loss"] == pytest.approx(tr.snapshots()[-1]["val_loss"], rel=0.02)  # 8 bits cost little
     assert last["bleu"] == pytest.approx(score(snap.translate([de for de, _ in pairs]), [en for _, en in pairs])["bleu"],
                                          abs=0.01)
     for kind, names in (("encoder", heads.SELF_MEASURES), ("cross", heads.CROSS_MEASURES)):
