@@ -15,7 +15,7 @@ import gradio as gr
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from core.headmask import KINDS
+from core.instrument import KINDS
 
 from .i18n import L, choices, text
 
@@ -42,7 +42,7 @@ pio.templates.default = "explorer"  # for every figure the app builds: each tab 
 
 
 def kind_choices(long=False, kinds=KINDS):
-    """Kinds of attention (core.headmask.KINDS) as a menu's choices, labelled in both languages: ui.kind.short.<kind>
+    """Kinds of attention (core.instrument.KINDS) as a menu's choices, labelled in both languages: ui.kind.short.<kind>
     (menus, grids) or ui.kind.long.<kind> (the Attention tab's titles)."""
     return choices(f"ui.kind.{'long' if long else 'short'}", kinds)
 

@@ -16,7 +16,7 @@ import json
 import gradio as gr
 
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
-from core.headmask import KINDS
+from core.instrument import KINDS
 
 from .common import clamp
 from .gradio_adapter import tab_nesting

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .data import BOS, EOS
-from .headmask import kept_heads
+from .instrument import Cache, attention_name, switched_off
 from .model import EncoderDecoder, subsequent_mask
 
 
@@ -30,8 +30,8 @@ def _strip(row):
 def decoder_weights(model):
     """The tensors each decoder step reads: per layer its three norms' (gain, bias, eps), W^Q W^K W^V of
     self-attention stacked into one (3D, D) matrix (one product for all three), the other projections as
-    (W, b). Read afresh for each batch from a plain model (training changes its weights), once for a
-    HalfPrecisionDecoder."""
+    (W, b), read by the paper's names (`w_q`, ..., `w_o`). Read afresh for each batch from a plain model
+    (training changes its weights), once for a HalfPrecisionDecoder."""
     def wb(linear):
         return linear.weight, linear.bias
 
@@ -40,9 +40,10 @@ def decoder_weights(model):
         sa, ca, ff = layer.self_attn, layer.src_attn, layer.feed_forward
         layers.append(dict(
             norms=[(s.norm.a_2, s.norm.b_2, s.norm.eps) for s in layer.sublayer],
-            qkv=(torch.cat([lin.weight for lin in sa.linears[:3]]), torch.cat([lin.bias for lin in sa.linears[:3]])),
-            self_out=wb(sa.linears[3]), src_q=wb(ca.linears[0]), src_k=wb(ca.linears[1]), src_v=wb(ca.linears[2]),
-            src_out=wb(ca.linears[3]), w_1=wb(ff.w_1), w_2=wb(ff.w_2)))
+            qkv=(torch.cat([sa.w_q.weight, sa.w_k.weight, sa.w_v.weight]),
+                 torch.cat([sa.w_q.bias, sa.w_k.bias, sa.w_v.bias])),
+            self_out=wb(sa.w_o), src_q=wb(ca.w_q), src_k=wb(ca.w_k), src_v=wb(ca.w_v), src_out=wb(ca.w_o),
+            w_1=wb(ff.w_1), w_2=wb(ff.w_2)))
     emb, norm = model.tgt_embed[0], model.decoder.norm
     return dict(layers=layers, lut=emb.lut.weight, scale=math.sqrt(emb.d_model),
                 pe=model.tgt_embed[1].pe[0].to(emb.lut.weight.dtype),  # (max_len, D) in the decoder's precision
@@ -57,11 +58,16 @@ class IncrementalDecoder:
     x += FFN(LN(x)), then the final LN. The modules' masked full decode computes the same and is the
     reference in the tests; this form skips their per-call Python work, projects Q, K and V with one
     product, writes keys and values into buffers allocated once, and runs attention in float32
-    whatever the decoder's precision, as `attention` does. Inside `headmask.switched_off` it switches the
-    same heads off: their outputs are zeroed before W^O, as the modules' pre-hooks do.
+    whatever the decoder's precision, as `attention` does. Heads are switched off by `keep` (per-row masks
+    {kind: (R or 1, layers, heads)}, core/instrument.py's `keep_mask`): their outputs are zeroed before W^O, as
+    `instrument.switched_off` does in the modules' own path, and a row's mask follows it when rows reorder.
+
+    With `record=True` each step also computes its attention weights explicitly, softmax(q K^T / sqrt(d_k)),
+    and `attention()` gives them under the names of core/instrument.py, as a recorded teacher-forced run of
+    the modules would (`decoder.layers.1.src_attn:weights`, (B, H, T, S)).
     """
 
-    def __init__(self, model, memory, src_mask, max_len, copies=1):
+    def __init__(self, model, memory, src_mask, max_len, copies=1, keep=None, record=False):
         """`copies` > 1: memory and src_mask hold B / copies distinct rows, each standing for `copies` rows of
         the batch, whole batch after whole batch (row r reads memory row r mod B / copies): their keys and
         values are projected once and repeated."""
@@ -73,7 +79,7 @@ class IncrementalDecoder:
         B = memory.size(0) * copies
         # the memory's mask, (B, 1, 1, S), or None when it hides nothing
         self.mask = None if bool(src_mask.all()) else src_mask.unsqueeze(1).repeat(copies, 1, 1, 1)
-        keep = kept_heads(model) or {}
+        self.recorded = [] if record else None  # per step: {name: (B, H, 1, L)}
         self.layers = []
         for i, c in enumerate(w["layers"]):
             # keys and values of the memory, projected once: (B, H, S, K)
@@ -81,7 +87,7 @@ class IncrementalDecoder:
                       .repeat(copies, 1, 1, 1) for key in ("src_k", "src_v"))
             k = memory.new_empty(B, self.h, max_len, self.d_k, dtype=torch.float32)  # (B, H, max_len, K)
             # heads switched off: 1 = on, 0 = off, (B or 1, H, 1, 1); None when all are on
-            masks = {name: keep[kind][:, i].float().view(-1, self.h, 1, 1) if kind in keep else None
+            masks = {name: keep[kind][:, i].float().view(-1, self.h, 1, 1) if kind in (keep or {}) else None
                      for name, kind in (("self_keep", "decoder"), ("src_keep", "cross"))}
             self.layers.append(dict(c, mk=mk, mv=mv, k=k, v=torch.empty_like(k), **masks))
 
@@ -92,22 +98,24 @@ class IncrementalDecoder:
         if t >= self.capacity:
             raise ValueError(f"the decoder was set up for {self.capacity} steps")
         x = torch.add(self.pe[t], F.embedding(tokens, self.lut), alpha=self.scale)  # (B, D): PE + sqrt(D) emb
+        weights = {} if self.recorded is not None else None
         # one position per row: (B, H, 1, K) and (B, D) share a memory layout, so heads split by views
-        for c in self.layers:
+        for i, c in enumerate(self.layers):
             (g0, b0, e0), (g1, b1, e1), (g2, b2, e2) = c["norms"]
             # self-attention over the prefix: this position's q, k, v in one product
             y = F.layer_norm(x, (D,), g0, b0, e0)
             qkv = F.linear(y, *c["qkv"]).float().view(B, 3, H, 1, K)
             c["k"][:, :, t:t + 1] = qkv[:, 1]
             c["v"][:, :, t:t + 1] = qkv[:, 2]
-            y = F.scaled_dot_product_attention(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1])  # (B,H,1,K)
+            y = self._attend(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1], None,
+                             weights, attention_name("decoder", i))  # (B, H, 1, K)
             if c["self_keep"] is not None:
                 y = y * c["self_keep"]
             x = x + F.linear(y.view(B, D).to(dt), *c["self_out"])
             # attention over the memory, whose keys and values were projected once
             y = F.layer_norm(x, (D,), g1, b1, e1)
             q = F.linear(y, *c["src_q"]).float().view(B, H, 1, K)
-            y = F.scaled_dot_product_attention(q, c["mk"], c["mv"], attn_mask=self.mask)
+            y = self._attend(q, c["mk"], c["mv"], self.mask, weights, attention_name("cross", i))
             if c["src_keep"] is not None:
                 y = y * c["src_keep"]
             x = x + F.linear(y.view(B, D).to(dt), *c["src_out"])
@@ -115,7 +123,35 @@ class IncrementalDecoder:
             y = F.layer_norm(x, (D,), g2, b2, e2)
             x = x + F.linear(F.linear(y, *c["w_1"]).relu_(), *c["w_2"])
         self.t += 1
+        if weights is not None:
+            self.recorded.append(weights)
         return F.layer_norm(x, (D,), *self.final_norm)
+
+    def _attend(self, q, k, v, mask, weights, name):
+        """softmax(q K^T / sqrt(d_k)) V for one position (B, H, 1, K); the fused kernel, or with `weights` (a
+        dict) the explicit product, its weights kept there under `name`."""
+        if weights is None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, 1, L)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -1e9)
+        p = scores.softmax(-1)
+        weights[name] = p
+        return p @ v
+
+    def attention(self):
+        """{name: weights} of the steps so far, recorded with `record=True`: self-attention (B, H, T, T), zero
+        above the diagonal as under the subsequent mask, and cross-attention (B, H, T, S)."""
+        if self.recorded is None:
+            raise ValueError("this decoder was set up without record=True")
+        out = Cache()
+        T = len(self.recorded)
+        for name in self.recorded[0] if T else ():
+            rows = [step[name] for step in self.recorded]
+            if name.endswith(".self_attn:weights"):
+                rows = [F.pad(r, (0, T - r.size(-1))) for r in rows]
+            out[name] = torch.cat(rows, dim=2)
+        return out
 
     def reorder(self, index):
         """Keep rows `index` of every buffer (beam search reorders its hypotheses each step)."""
@@ -132,6 +168,8 @@ class IncrementalDecoder:
             for key in ("self_keep", "src_keep"):  # per-row masks follow their rows
                 if c[key] is not None and c[key].size(0) > 1:
                     c[key] = c[key].index_select(0, index)
+        if self.recorded:  # the recorded weights follow their rows
+            self.recorded = [{name: w.index_select(0, index) for name, w in step.items()} for step in self.recorded]
 
 
 class CastLinear(nn.Module):
@@ -173,6 +211,14 @@ class HalfPrecisionDecoder(EncoderDecoder):
             self.step_weights = decoder_weights(self)  # what IncrementalDecoder reads, looked up once
 
 
+def _encode(model, src, src_mask, keep, per_row=True):
+    """The memory, with the encoder's heads of `keep` switched off (one mask for every row unless `per_row`)."""
+    if not per_row and keep and any(m.size(0) > 1 for m in keep.values()):
+        raise ValueError("beam search takes one mask of heads for every sentence")
+    with switched_off(model, keep=keep or {}):
+        return model.encode(src, src_mask)
+
+
 def _generate(next_token, src, max_len, bos, eos):
     """The loop every decoder here shares: starting from <s>, append next_token(prefix) to each row until
     every row has produced </s> (rows that have get </s> from then on) or after max_len tokens. `prefix`
@@ -202,10 +248,11 @@ def forced_tokens(prefix, rows, device, repeat=1):
 
 
 @torch.inference_mode()
-def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS, prefix=None):
+def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS, prefix=None, keep=None):
     """Pick the most probable next token at each step; returns a list of id lists (no <s>, </s>). With
-    `prefix` (an id list per row), each row first takes its prefix's tokens, then goes on by itself."""
-    dec = IncrementalDecoder(model, model.encode(src, src_mask), src_mask, max_len)
+    `prefix` (an id list per row), each row first takes its prefix's tokens, then goes on by itself. `keep`:
+    heads switched off, per-row masks as `instrument.switched_off` takes them (here and below)."""
+    dec = IncrementalDecoder(model, _encode(model, src, src_mask, keep), src_mask, max_len, keep=keep)
     forced = forced_tokens(prefix, src.size(0), src.device)
 
     def next_token(ys):
@@ -232,14 +279,15 @@ def greedy_decode_uncached(model, src, src_mask, max_len, bos=BOS, eos=EOS):
 
 
 @torch.inference_mode()
-def sample_decode(model, src, src_mask, max_len, temperature=1.0, top_k=0, seed=None, bos=BOS, eos=EOS):
+def sample_decode(model, src, src_mask, max_len, temperature=1.0, top_k=0, seed=None, bos=BOS, eos=EOS,
+                  keep=None):
     """Sample each next token from softmax(logits / temperature), optionally among the top_k only."""
     gen = torch.Generator(device=src.device)
     if seed is not None:
         gen.manual_seed(seed)
     else:
         gen.seed()
-    dec = IncrementalDecoder(model, model.encode(src, src_mask), src_mask, max_len)
+    dec = IncrementalDecoder(model, _encode(model, src, src_mask, keep), src_mask, max_len, keep=keep)
 
     def next_token(ys):
         logits = model.generator(dec.step(ys[-1])) / max(temperature, 1e-5)
@@ -274,27 +322,27 @@ def _only_forced(logp, forced, step):
 
 
 @torch.inference_mode()
-def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS, prefix=None, tree=None):
+def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS, prefix=None, tree=None, keep=None):
     """Beam search ("beam size of 4 and length penalty alpha = 0.6"), batched over sentences.
 
     Each step extends the `beam` live hypotheses of every sentence by their 2*beam best continuations;
     those that end in </s> join the sentence's finished pool (scored by log P / lp), the best `beam`
     others stay live. A sentence is done when its pool is full and no live hypothesis can still win.
     With `prefix` (an id list per sentence) the first steps may only take the prefix's tokens. Given a
-    `SearchTree` as `tree` (one sentence), every candidate of every step is recorded in it.
-    """
+    `SearchTree` as `tree` (one sentence), every candidate of every step is recorded in it. `keep`: one mask
+    of heads switched off for every sentence."""
     B, k = src.size(0), beam
     forced = forced_tokens(prefix, B, src.device, repeat=k)  # (B*k, P) or None
     if tree is not None and B != 1:
         raise ValueError("a search tree records one sentence")
-    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (B*k, S, D)
+    memory = _encode(model, src, src_mask, keep, per_row=False).repeat_interleave(k, dim=0)  # (B*k, S, D)
     src_mask = src_mask.repeat_interleave(k, dim=0)
     ys = torch.full((B * k, 1), bos, dtype=torch.long, device=src.device)
     scores = torch.zeros(B, k, device=src.device)
     scores[:, 1:] = float("-inf")  # all beams start identical: keep one
     finished = [[] for _ in range(B)]  # (normalized score, ids)
     done = [False] * B
-    dec = IncrementalDecoder(model, memory, src_mask, max_len)
+    dec = IncrementalDecoder(model, memory, src_mask, max_len, keep=keep)
     base = (torch.arange(B, device=src.device) * k).unsqueeze(1)  # (B, 1)
     for step in range(1, max_len + 1):
         logp = _only_forced(model.generator(dec.step(ys[:, -1])).float(), forced, step)  # (B*k, V)
@@ -366,15 +414,16 @@ DECODING_LIMITS = {
 
 
 def decode_batch(model, src, src_mask, max_len, method="greedy", beam=4, alpha=0.6,
-                 temperature=1.0, top_k=0, seed=None, prefix=None):
+                 temperature=1.0, top_k=0, seed=None, prefix=None, keep=None):
     """Dispatch to one decoding method; returns id lists without <s> and </s>. `prefix` (greedy and beam
-    search): an id list per row that each output starts with."""
+    search): an id list per row that each output starts with. `keep`: heads switched off (greedy_decode)."""
     if method == "greedy" or (method == "beam" and beam <= 1):
-        return greedy_decode(model, src, src_mask, max_len, prefix=prefix)
+        return greedy_decode(model, src, src_mask, max_len, prefix=prefix, keep=keep)
     if method == "beam":
-        return beam_search(model, src, src_mask, max_len, beam=beam, alpha=alpha, prefix=prefix)
+        return beam_search(model, src, src_mask, max_len, beam=beam, alpha=alpha, prefix=prefix, keep=keep)
     if prefix is not None and any(prefix):
         raise ValueError("a prefix is taken by greedy decoding and beam search")
     if method == "sample":
-        return sample_decode(model, src, src_mask, max_len, temperature=temperature, top_k=top_k, seed=seed)
+        return sample_decode(model, src, src_mask, max_len, temperature=temperature, top_k=top_k, seed=seed,
+                             keep=keep)
     raise ValueError(f"unknown decoding method {method!r}")

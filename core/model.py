@@ -5,7 +5,6 @@ Shapes in comments: B batch, S source length, T target length, D d_model, H head
 """
 import copy
 import math
-from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
@@ -85,8 +84,9 @@ def attention(query, key, value, mask=None, dropout=None):
 class MultiHeadedAttention(nn.Module):
     """Multi-head attention: "h parallel attention layers, or heads", with d_k = d_v = d_model / h.
 
-    Two paths give the same result: the explicit `attention` above, used whenever the weights are kept
-    for inspection (`keep_attn`), and PyTorch's fused scaled_dot_product_attention otherwise.
+    Two paths give the same result: the explicit `attention` above, used when the weights are asked for
+    (`need_weights`, set by core/instrument.py for a recorded run), and PyTorch's fused
+    scaled_dot_product_attention otherwise.
     """
 
     def __init__(self, h, d_model, dropout=0.1):
@@ -95,9 +95,15 @@ class MultiHeadedAttention(nn.Module):
         self.d_k = d_model // h
         self.h = h
         self.linears = clones(nn.Linear(d_model, d_model), 4)  # W^Q, W^K, W^V, W^O
-        self.attn = None
-        self.keep_attn = False
+        self.attn = None  # the weights of the last call, on the explicit path
+        self.need_weights = False
         self.dropout = Dropout(p=dropout)
+
+    # the paper's names for the four projections (the weights keep their names, linears.0 ... linears.3)
+    w_q = property(lambda self: self.linears[0])
+    w_k = property(lambda self: self.linears[1])
+    w_v = property(lambda self: self.linears[2])
+    w_o = property(lambda self: self.linears[3])
 
     def _split(self, x, linear):
         nbatches = x.size(0)
@@ -108,7 +114,7 @@ class MultiHeadedAttention(nn.Module):
             mask = mask.unsqueeze(1)  # same mask for all heads: (B, 1, Tq|1, Tk)
         nbatches = query.size(0)
         q, k, v = (self._split(x, lin) for x, lin in zip((query, key, value), self.linears))  # (B, H, L, K)
-        if self.keep_attn:  # explicit: softmax(QK^T / sqrt(d_k)) V, the weights kept in .attn
+        if self.need_weights:  # explicit: softmax(QK^T / sqrt(d_k)) V, the weights kept in .attn
             x, attn = attention(q, k, v, mask=mask, dropout=self.dropout)
             self.attn = attn.detach()
         else:  # fused kernel, same result
@@ -291,15 +297,3 @@ def attention_modules(model):
         "cross": [layer.src_attn for layer in model.decoder.layers],
     }
 
-
-@contextmanager
-def keep_attention(model):
-    """Within this block every attention layer uses the explicit path and keeps its weights in `.attn`."""
-    mods = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
-    for m in mods:
-        m.keep_attn, m.attn = True, None
-    try:
-        yield model
-    finally:
-        for m in mods:
-            m.keep_attn = False

@@ -16,8 +16,8 @@ import torch
 from .checkpoint import load_pretrained, load_snapshot, read_snapshot_index, read_tokenizer
 from .data import ASSETS, BOS, EOS, PAD, pad_to
 from .decode import HalfPrecisionDecoder, decode_batch, default_max_len
-from .headmask import check_heads, model_shape, switched_off
-from .model import attention_modules, keep_attention, subsequent_mask
+from .instrument import KINDS, attention_name, check_heads, keep_mask, model_shape, run_with_cache
+from .model import subsequent_mask
 
 
 @dataclass
@@ -167,10 +167,10 @@ class Translator:
     def translate_ids(self, texts, method="greedy", beam=4, alpha=None, max_len=None, batch_size=64,
                       temperature=1.0, top_k=0, seed=None, heads_off=None, prefix=None):
         """Output ids for each text, decoding length-sorted batches; the heads named in `heads_off`, triples
-        (kind, layer, head), switched off (core/headmask.py); each output starts with its `prefix` (English,
+        (kind, layer, head), switched off (core/instrument.py); each output starts with its `prefix` (English,
         greedy and beam search) when given."""
         alpha = self.alpha if alpha is None else alpha
-        heads_off = check_heads(heads_off, *model_shape(self.model))
+        keep = keep_mask(heads_off, *model_shape(self.model))
         srcs = [self.encode_source(t)[0] for t in texts]
         prefixes = self.encode_prefix(prefix, len(texts))
         order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
@@ -183,10 +183,9 @@ class Translator:
             if prefixes:
                 n = max(n, max(len(prefixes[j]) for j in idx) + 1)
             model = self.decoding_model(len(idx) * (beam if method == "beam" else 1))
-            with switched_off(model, heads_off):
-                outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
-                                    temperature=temperature, top_k=top_k, seed=seed,
-                                    prefix=[prefixes[j] for j in idx] if prefixes else None)
+            outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
+                                temperature=temperature, top_k=top_k, seed=seed, keep=keep,
+                                prefix=[prefixes[j] for j in idx] if prefixes else None)
             for j, out in zip(idx, outs):
                 results[j] = out
         return results
@@ -240,12 +239,10 @@ class Translator:
         tgt = torch.tensor([[BOS] + out_ids], device=self.device)
         src_mask = (src != PAD).unsqueeze(-2)
         model = self.decoding_model(beam if method == "beam" else 1)  # the one that chose the tokens
-        with keep_attention(model), switched_off(model, heads_off):
-            memory = model.encode(src, src_mask)
-            out = model.decode(memory, src_mask, tgt, subsequent_mask(tgt.size(1)).to(self.device))
-            logp = model.generator(out)[0].float()  # (T, V)
-            maps = {kind: torch.stack([m.attn[0] for m in mods]).float().cpu()
-                    for kind, mods in attention_modules(model).items()}
+        logp, cache = run_with_cache(model, src, tgt, src_mask, subsequent_mask(tgt.size(1)).to(self.device),
+                                     names=["*:weights"], heads_off=heads_off)
+        logp = logp[0].float()  # (T, V)
+        maps = {kind: cache.stacked(attention_name(kind), "weights")[:, 0].cpu() for kind in KINDS}
         targets = torch.tensor(out_ids + [EOS], device=self.device)
         probs = logp.exp()
         token_probs = probs.gather(1, targets.unsqueeze(1)).squeeze(1).tolist()

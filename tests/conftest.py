@@ -98,15 +98,15 @@ def reordered_step(model, src, mask, tgt, index, keep=None):
     from contextlib import nullcontext
 
     from core.decode import IncrementalDecoder
-    from core.headmask import switched_off
+    from core.instrument import switched_off
     from core.model import subsequent_mask
 
     def heads(k):
         return nullcontext() if keep is None else switched_off(model, keep={"cross": k})
 
-    with torch.no_grad(), heads(keep):
+    with torch.no_grad():
         memory = model.encode(src, mask)
-        dec = IncrementalDecoder(model, memory, mask, tgt.size(1))
+        dec = IncrementalDecoder(model, memory, mask, tgt.size(1), keep=None if keep is None else {"cross": keep})
         for t in range(3):
             dec.step(tgt[:, t])
         dec.reorder(index)

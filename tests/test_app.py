@@ -20,7 +20,7 @@ from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo
 from core.bench import ROWS
-from core.headmask import KINDS
+from core.instrument import KINDS
 from core.translate import Inspection
 from tests.conftest import ASSETS, needs_shipped
 from tests.events import call

@@ -76,7 +76,7 @@ def test_core_imports_neither_the_page_nor_gradio_and_the_page_no_tool():
 # decoding runs it; the Translator wraps decoding for text; evaluation scores a Translator; training evaluates as
 # it goes; the analyses and the Lab read trained models (the Lab trains its own with train's pieces); the benchmark
 # times all of them.
-CORE_LAYERS = (("model", "words"), ("data", "headmask", "checkpoint"), ("decode",), ("translate",), ("evaluate",),
+CORE_LAYERS = (("model", "words"), ("data", "instrument", "checkpoint"), ("decode",), ("translate",), ("evaluate",),
                ("train",), ("analysis", "lab"), ("bench",))
 
 

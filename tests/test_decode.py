@@ -17,7 +17,7 @@ from core.decode import (
     length_penalty,
     sample_decode,
 )
-from core.model import keep_attention, make_model, subsequent_mask
+from core.model import make_model, subsequent_mask
 from tests.conftest import reordered_step
 
 
@@ -205,8 +205,9 @@ def test_half_precision_decoder_attends_in_float32_on_both_paths():
     with torch.no_grad():
         memory = half.encode(src, mask)
         fused = half.decode(memory, mask, tgt, subsequent_mask(5))
-        with keep_attention(half):
-            explicit = half.decode(memory, mask, tgt, subsequent_mask(5))
+        for layer in half.decoder.layers:
+            layer.self_attn.need_weights = layer.src_attn.need_weights = True
+        explicit = half.decode(memory, mask, tgt, subsequent_mask(5))
     torch.testing.assert_close(explicit, fused, atol=1e-2, rtol=0)
     for layer in half.decoder.layers:
         for attn in (layer.self_attn, layer.src_attn):
@@ -232,7 +233,7 @@ def test_greedy_tokens_are_the_top_candidates_of_the_teacher_forced_rerun():
             out = greedy_decode(m, src, mask, 10)
             for i, ids in enumerate(out):
                 tgt = torch.tensor([[BOS] + ids])
-                with torch.no_grad(), keep_attention(m):
+                with torch.no_grad():
                     memory = m.encode(src[i:i + 1], mask[i:i + 1])
                     logp = m.generator(m.decode(memory, mask[i:i + 1], tgt, subsequent_mask(tgt.size(1))))[0]
                 chosen = ids + [EOS] if len(ids) < 10 else ids  # </s> unless max_len ended it

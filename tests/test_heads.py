@@ -19,8 +19,8 @@ from core.decode import (
     greedy_decode,
     greedy_decode_uncached,
 )
-from core.headmask import KINDS, check_heads, switched_off
-from core.model import attention_modules, keep_attention, make_model, subsequent_mask
+from core.instrument import KINDS, check_heads, keep_mask, run_with_cache, switched_off
+from core.model import attention_modules, make_model, subsequent_mask
 from core.translate import Translator
 from core.words import say
 from tests.conftest import ASSETS, needs_shipped, reordered_step
@@ -76,15 +76,12 @@ def test_no_head_off_is_bit_identical():
     model = random_model(seed=1)
     src, mask = src_batch()
     tgt = torch.randint(4, 30, (3, 6), generator=torch.Generator().manual_seed(2))
-    with torch.no_grad(), keep_attention(model):
-        ref = model(src, tgt, mask, subsequent_mask(6))
-        ref_maps = [m.attn for mods in attention_modules(model).values() for m in mods]
-        with switched_off(model, []):
-            got = model(src, tgt, mask, subsequent_mask(6))
-            got_maps = [m.attn for mods in attention_modules(model).values() for m in mods]
-            assert not any(m.linears[-1]._forward_pre_hooks for mods in attention_modules(model).values()
-                           for m in mods)
-    assert torch.equal(got, ref) and all(torch.equal(a, b) for a, b in zip(got_maps, ref_maps))
+    ref, ref_maps = run_with_cache(model, src, tgt, mask, subsequent_mask(6), names=["*:weights"])
+    with switched_off(model, []):
+        assert not any(m.linears[-1]._forward_pre_hooks for mods in attention_modules(model).values() for m in mods)
+    got, got_maps = run_with_cache(model, src, tgt, mask, subsequent_mask(6), names=["*:weights"], heads_off=[])
+    assert torch.equal(got, ref) and got_maps.keys() == ref_maps.keys()
+    assert all(torch.equal(got_maps[k], ref_maps[k]) for k in ref_maps)
     with switched_off(model, ()):
         assert greedy_decode(model, src, mask, 10) == greedy_decode(model, src, mask, 10)
         memory = model.encode(src, mask)
@@ -150,10 +147,11 @@ def test_fast_decoder_equals_the_reference_with_heads_off(heads_off):
     model = random_model(seed=5)
     src, mask = src_batch(seed=6)
     ref = zeroed(model, heads_off)
+    keep = keep_mask(heads_off, 2, 4)
+    cached = greedy_decode(model, src, mask, 12, keep=keep)
+    beams = beam_search(model, src, mask, 12, beam=3, keep=keep)
     with switched_off(model, heads_off):
-        cached = greedy_decode(model, src, mask, 12)
         uncached = greedy_decode_uncached(model, src, mask, 12)
-        beams = beam_search(model, src, mask, 12, beam=3)
     assert cached == uncached == greedy_decode_uncached(ref, src, mask, 12)
     assert beams == beam_search(ref, src, mask, 12, beam=3)
     # each cached step, float32 and float16, equals the full masked decode with the same heads off
@@ -162,7 +160,7 @@ def test_fast_decoder_equals_the_reference_with_heads_off(heads_off):
         with torch.no_grad(), switched_off(m, heads_off):
             memory = m.encode(src, mask)
             full = m.decode(memory, mask, tgt, subsequent_mask(7))
-            dec = IncrementalDecoder(m, memory, mask, 7)
+            dec = IncrementalDecoder(m, memory, mask, 7, keep=keep)
             steps = torch.stack([dec.step(tgt[:, t]) for t in range(7)], 1)
         with torch.no_grad():
             r = ref if m is model else HalfPrecisionDecoder(ref)
@@ -364,14 +362,15 @@ def test_memory_shared_by_copies_of_the_batch_decodes_as_the_repeated_memory():
     keep = torch.ones(3 * 6, 2, 2)
     keep[6:12, 1, 0] = keep[12:, 0, :] = 0  # copy 0 as it is, copies 1 and 2 with heads off
     tokens = torch.randint(4, 16, (18, 4), generator=torch.Generator().manual_seed(16))
-    with torch.no_grad(), switched_off(model, keep={"cross": keep, "decoder": keep}):
+    masks = {"cross": keep, "decoder": keep}
+    with torch.no_grad():
         memory = model.encode(src, mask)
-        shared = IncrementalDecoder(model, memory, mask, 4, copies=3)
-        repeated = IncrementalDecoder(model, memory.repeat(3, 1, 1), mask.repeat(3, 1, 1), 4)
+        shared = IncrementalDecoder(model, memory, mask, 4, copies=3, keep=masks)
+        repeated = IncrementalDecoder(model, memory.repeat(3, 1, 1), mask.repeat(3, 1, 1), 4, keep=masks)
         for t in range(4):
             torch.testing.assert_close(shared.step(tokens[:, t]), repeated.step(tokens[:, t]), rtol=0, atol=0)
-        rows = atlas_mod.greedy_rows(model, memory, mask, 9, copies=3)
-        assert rows == atlas_mod.greedy_rows(model, memory.repeat(3, 1, 1), mask.repeat(3, 1, 1), 9)
+        rows = atlas_mod.greedy_rows(model, memory, mask, 9, copies=3, keep=masks)
+        assert rows == atlas_mod.greedy_rows(model, memory.repeat(3, 1, 1), mask.repeat(3, 1, 1), 9, keep=masks)
     assert rows[:6] != rows[6:12] and rows[:6] != rows[12:]  # the copies' heads do differ
 
 

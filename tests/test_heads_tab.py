@@ -16,7 +16,7 @@ from app.i18n import speaking
 from app.tabs import heads
 from app.views import ROOT
 from core.analysis.heads import MEASURES, findings
-from core.headmask import KINDS
+from core.instrument import KINDS
 from core.words import say
 from tests.conftest import needs_shipped
 from tests.events import by_id

@@ -37,7 +37,7 @@ def batch(task="copy", n=6, seed=0):
 def attention_weights(model, b, breaks=()):
     """The weights of every attention layer in one forward pass, by role: {(stack, layer, kind): (B, H, q, k)}."""
     for m in lab.attention_layers(model):
-        m.keep_attn = True
+        m.need_weights = True
     src_mask, tgt_mask = masks(b.src, b.tgt, breaks)
     model.eval()
     with torch.no_grad():

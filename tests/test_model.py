@@ -13,7 +13,6 @@ from core.model import (
     PositionalEncoding,
     attention,
     clones,
-    keep_attention,
     make_model,
     subsequent_mask,
 )
@@ -119,8 +118,8 @@ def test_fused_and_explicit_multihead_attention_agree(kind):
         mask = torch.ones(3, 1, 9, dtype=torch.bool)
         mask[1, :, 5:] = False
     fused = mha(x, key, key, mask)
-    with keep_attention(mha):
-        explicit = mha(x, key, key, mask)
+    mha.need_weights = True
+    explicit = mha(x, key, key, mask)
     torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
     assert mha.attn.shape == (3, 4, 7, key.size(1))
 
@@ -129,8 +128,8 @@ def test_multihead_attention_equals_per_head_float64_computation():
     h, d = 2, 8
     mha = MultiHeadedAttention(h, d, dropout=0.0).eval()
     x = torch.randn(1, 4, d)
-    with keep_attention(mha):
-        out = mha(x, x, x)
+    mha.need_weights = True
+    out = mha(x, x, x)
     W = [(l.weight.double(), l.bias.double()) for l in mha.linears]
     x64 = x.double()[0]
     heads = []

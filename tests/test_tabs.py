@@ -20,7 +20,7 @@ from app.tabs.training import (
     shipped_log,
     smoothing_figure,
 )
-from core.model import attention_modules, keep_attention
+from core.instrument import attention_name, run_with_cache
 from core.train import rate
 from tests.conftest import ASSETS, needs_shipped
 from tools.i18n_report import CJK, WORD, english, value_strings
@@ -69,9 +69,8 @@ def test_mask_at_work_zeroes_masked_weights():
         torch.testing.assert_close(masked[mask.bool()], raw[mask.bool()])
         assert torch.all(masked[mask == 0] == -1e9)
         # the weights are the model's own: same as its attention with weights kept
-        with torch.no_grad(), keep_attention(tr.model):
-            tr.model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
-            kept = attention_modules(tr.model)[kind][0].attn[0, 1]
+        _, cache = run_with_cache(tr.model, batch.src, batch.tgt, batch.src_mask, batch.tgt_mask, names=["*:weights"])
+        kept = cache[attention_name(kind, 0)][0, 1]
         torch.testing.assert_close(weights, kept, atol=1e-5, rtol=1e-4)
     out = masks.masks_view(DEFAULT_DE, DEFAULT_EN, 1, "decoder", 0, 0)
     assert out[0].startswith("Batch of 3 pairs")

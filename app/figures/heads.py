@@ -6,7 +6,7 @@ import difflib
 import html
 
 from core.analysis.heads import MEASURES, PIECES
-from core.headmask import KINDS
+from core.instrument import KINDS
 
 from ..common import kind_name, token_strip
 from ..figures.decoding import token_legend

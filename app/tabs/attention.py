@@ -7,7 +7,7 @@ and never runs the model. The figures are app/figures/attention.py's, bertviz's 
 import gradio as gr
 
 from core import model as core_model
-from core.headmask import KINDS
+from core.instrument import KINDS
 
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
 from ..common import clamp, code_panel, export_file, kind_choices, kind_name

@@ -3,7 +3,7 @@ assets/heads.json, written by `python -m core.analysis.heads`), and heads switch
 
 The atlas is drawn as one layer-by-head grid per kind of attention for the measure chosen; clicking a cell opens
 that head in the Attention tab for the current sentence. Below it, any set of heads can be switched off and the
-sentence translated again (core/headmask.py): the new translation beside the original, the changed tokens
+sentence translated again (core/instrument.py): the new translation beside the original, the changed tokens
 marked, both sets of token probabilities, and the changed model's attention maps with the heads that were off
 shown in grey. The figures are app/figures/heads.py's and app/figures/attention.py's.
 """
@@ -16,7 +16,7 @@ from functools import lru_cache
 import gradio as gr
 
 from core.analysis.heads import MEASURES, findings
-from core.headmask import KINDS
+from core.instrument import KINDS
 from core.words import write
 
 from ..common import clamp, empty_figure, kind_choices, kind_name, md_literal

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from core.analysis import inside as core
-from core.headmask import KINDS
+from core.instrument import KINDS, run_with_cache
 from core.model import LayerNorm, attention
 
 from ..cache import PerTranslation
@@ -707,7 +707,7 @@ def build(cfg, page, state, lang):
             ln_tab, ln_controls, ln_out = _layernorm_tab(model)
             scale_tab, scale_controls, scale_out = _scale_tab(cfg)
             subtabs, which, stream_out = _stream_tabs(cfg)
-        code_panel(L("ui.inside.code"), LayerNorm, attention, core.recording_hooks, core.logit_lens)
+        code_panel(L("ui.inside.code"), LayerNorm, attention, run_with_cache, core.logit_lens)
     subtabs.update(modules=modules_tab, layernorm=ln_tab, scale=scale_tab)
     named = dict(module=module, **ln_controls, **scale_controls, ffn=which, lang=lang)
     controls = {name: named[name] for name in DEFAULTS}  # in the order `show` takes them

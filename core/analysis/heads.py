@@ -10,7 +10,7 @@ validation pairs fed teacher-forced to the shipped model:
   sinks); for cross-attention how close its alignment runs to the diagonal, how monotonic it is, and how often
   its argmax agrees with the argmax of its layer's average head;
 - how much it matters: the change in validation loss (nats per target token) and in greedy BLEU (sacreBLEU)
-  when that head alone is switched off (core/headmask.py), and per layer the loss with every head off but the
+  when that head alone is switched off (core/instrument.py), and per layer the loss with every head off but the
   single most important one, beside the loss with every head of the layer off.
 
 The 72 single-head variants run as a batch dimension of head masks (rows = variants x sentences). In the loss
@@ -33,8 +33,7 @@ from sacrebleu.metrics import BLEU
 from ..checkpoint import load_pretrained, read_tokenizer
 from ..data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to
 from ..decode import IncrementalDecoder, _strip, default_max_len
-from ..headmask import KINDS, model_shape, switched_off
-from ..model import attention_modules, keep_attention
+from ..instrument import KINDS, attention_name, model_shape, run_with_cache, switched_off
 from ..words import listing, said, say
 
 SELF_MEASURES = ("entropy", "distance", "same", "previous", "next", "first", "eos", "stop")
@@ -125,9 +124,8 @@ def attention_statistics(model, examples, batches, stop_ids):
     sums, counts = {}, {}
     for idx in batches:
         b = Batch(pad_to([examples[i][0] for i in idx]), pad_to([examples[i][1] for i in idx]))
-        with keep_attention(model):
-            model.decode(model.encode(b.src, b.src_mask), b.src_mask, b.tgt, b.tgt_mask)
-            maps = {kind: torch.stack([m.attn for m in mods]).float() for kind, mods in attention_modules(model).items()}
+        _, cache = run_with_cache(model, b.src, b.tgt, b.src_mask, b.tgt_mask, names=["*:weights"], output=False)
+        maps = {kind: cache.stacked(attention_name(kind), "weights") for kind in KINDS}
         # the decoder's input proper: <s> y_1 ... y_n, one position per target token (not the </s> that
         # a shorter row of the batch keeps in place of padding)
         s_len, t_len = (b.src != PAD).sum(1), (b.tgt_y != PAD).sum(1)
@@ -289,14 +287,15 @@ def variant_losses(model, examples, batches, variants):
 # ---- importance: greedy BLEU ----------------------------------------------------------------------------
 
 @torch.inference_mode()
-def greedy_rows(model, memory, src_mask, max_len, copies=1):
+def greedy_rows(model, memory, src_mask, max_len, copies=1, keep=None):
     """Greedy decoding of every row with the cached decoder, each row dropped from the batch once it has
     produced </s> or `max_len` tokens (an int, or one per row); returns id lists without <s> and </s> (what
-    greedy_decode returns). `copies`: the memory's rows stand for that many batches of rows (IncrementalDecoder)."""
+    greedy_decode returns). `copies`: the memory's rows stand for that many batches of rows (IncrementalDecoder);
+    `keep`: heads switched off in the decoder, per row."""
     R = memory.size(0) * copies
     limit = torch.as_tensor(max_len).expand(R)
     steps = int(limit.max())
-    dec = IncrementalDecoder(model, memory, src_mask, steps, copies)
+    dec = IncrementalDecoder(model, memory, src_mask, steps, copies, keep=keep)
     out = torch.full((R, steps), EOS, dtype=torch.long)
     live = torch.arange(R)
     tok = torch.full((R,), BOS, dtype=torch.long)
@@ -330,8 +329,8 @@ def variant_translations(model, examples, batches, variants, max_rows=1536):
             shared = memory is not None and not any("encoder" in v for v in vs)  # one memory for every variant
             mem, mask = (memory, src_mask) if shared else (_encode_rows(model, src, src_mask, vs),
                                                            _repeat(src_mask, len(vs)))
-            with switched_off(model, keep=row_masks(vs, B, L, H)):
-                ids = greedy_rows(model, mem, mask, _repeat(limits, len(vs)), len(vs) if shared else 1)
+            ids = greedy_rows(model, mem, mask, _repeat(limits, len(vs)), len(vs) if shared else 1,
+                              keep=row_masks(vs, B, L, H))
             for k in range(len(vs)):
                 for r, i in enumerate(idx):
                     out[a + k][i] = ids[k * B + r]

@@ -1,8 +1,8 @@
 """Inside the trained model: its modules and parameters, and one teacher-forced pass over a sentence that
 records what every layer does to it.
 
-The recording uses forward hooks registered for the pass and removed after it: the classes of core/model.py
-stay as the paper reads. It runs the float32 model (`Translator.model`), also where the translation was
+The recording is core/instrument.py's one instrumented run (`run_with_cache`), whose hooks are removed after
+the pass: the classes of core/model.py stay as the paper reads. It runs the float32 model (`Translator.model`), also where the translation was
 decoded by the float16-decoder twin (`Translator.half_model`).
 
     tree = module_tree(model)                          # every module, its parameters, its share
@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import torch
-import torch.nn.functional as F
 
 from ..data import PAD
-from ..headmask import KINDS  # encoder self-, decoder self- and cross-attention
-from ..model import LayerNorm, MultiHeadedAttention, attention_modules, keep_attention, subsequent_mask
+from ..instrument import KINDS, attention_name, run_with_cache  # KINDS: encoder self-, decoder self-, cross-attention
+from ..model import LayerNorm, subsequent_mask
 
 # ---- the modules and their parameters ---------------------------------------------------------------
 
@@ -111,49 +110,11 @@ class Recording:
     top_logp: torch.Tensor
 
 
-def recording_hooks(model, store):
-    """Forward hooks that copy what the Recording keeps into `store`; returns their handles."""
-    handles = []
-
-    def keep(key, fn=lambda out: out):
-        def hook(module, args, out):
-            store.setdefault(key, []).append(fn(out)[0].detach().float())
-        return hook
-
-    for side in ("encoder", "decoder"):
-        embed = model.src_embed if side == "encoder" else model.tgt_embed
-        handles.append(embed.register_forward_hook(keep(("stream", side))))
-        for layer in getattr(model, side).layers:
-            for sub in layer.sublayer:  # x + dropout(sublayer(norm(x))): the stream after this sub-layer
-                handles.append(sub.register_forward_hook(keep(("stream", side))))
-            handles.append(layer.feed_forward.w_1.register_forward_hook(keep(("ffn", side), F.relu)))
-        handles.append(getattr(model, side).norm.register_forward_hook(keep(("stream", side))))
-    for layer in model.decoder.layers:
-        handles.append(layer.register_forward_hook(keep("dec_layers")))
-
-    def keep_norm(name):
-        def hook(module, args, out):
-            store["norms"][name] = (args[0][0].detach().float(), out[0].detach().float())
-        return hook
-
-    handles += [m.register_forward_hook(keep_norm(name)) for name, m in layer_norms(model).items()]
-    for kind, mods in attention_modules(model).items():
-        for mha in mods:
-            handles.append(mha.linears[0].register_forward_hook(keep(("q", kind), _heads(mha))))
-            handles.append(mha.linears[1].register_forward_hook(keep(("k", kind), _heads(mha))))
-    return handles
-
-
-def _heads(mha: MultiHeadedAttention):
-    """(B, L, D) -> (B, H, L, d_k), as MultiHeadedAttention splits a projection into heads."""
-    return lambda out: out.view(out.size(0), -1, mha.h, mha.d_k).transpose(1, 2)
-
-
 def stage_names(n_layers):
     """The residual stream's stages on each side, in the order the pass writes them, as keys: (layer, part) with
     part one of "embedding" (the embedding + PE), "self-attn", "cross-attn", "ffn" (after that sub-layer of that
     layer) and "final" (the final LayerNorm); layer is None for the first and the last. Their words are the
-    page's (app/locale, inside.stage.*)."""
+    locale tables' (locale/, inside.stage.*)."""
     enc = [(i, part) for i in range(n_layers) for part in ("self-attn", "ffn")]
     dec = [(i, part) for i in range(n_layers) for part in ("self-attn", "cross-attn", "ffn")]
     return {"encoder": [(None, "embedding"), *enc, (None, "final")],
@@ -163,36 +124,36 @@ def stage_names(n_layers):
 @torch.no_grad()
 def record(model, src_ids, tgt_ids):
     """One teacher-forced pass of `model` over source ids (<s> ... </s>) and decoder inputs (<s> y_1 ...),
-    recorded by hooks (removed afterwards) with every attention map kept; returns a Recording."""
+    every state recorded (core/instrument.py, `run_with_cache`); returns a Recording."""
     device = next(model.parameters()).device
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)
     src_mask = (src != PAD).unsqueeze(-2)
     tgt_mask = subsequent_mask(tgt.size(1)).to(device)
-    store = {"norms": {}}
-    handles = recording_hooks(model, store)
-    try:
-        with keep_attention(model):
-            out = model.decode(model.encode(src, src_mask), src_mask, tgt, tgt_mask)
-            logp = model.generator(out)[0].float()
-            attn = {kind: torch.stack([m.attn[0] for m in mods]).float()
-                    for kind, mods in attention_modules(model).items()}
-    finally:
-        for h in handles:
-            h.remove()
+    logp, cache = run_with_cache(model, src, tgt, src_mask, tgt_mask)
+    logp = logp[0].float()
+    stages = stage_names(len(model.encoder.layers))
+
+    def stream(side):
+        embed = "src_embed" if side == "encoder" else "tgt_embed"
+        subs = [f"{side}.layers.{i}.sublayer.{j}:out" for i in range(len(getattr(model, side).layers))
+                for j in range(2 if side == "encoder" else 3)]
+        return torch.stack([cache[n][0] for n in [f"{embed}:out", *subs, f"{side}.norm:out"]])
+
+    def per_layer(path, what):
+        return cache.stacked(path, what)[:, 0]
+
     S, T = src.size(1), tgt.size(1)
-    cross = src_mask[0].expand(T, S)
     return Recording(
         src_ids=list(src_ids), tgt_ids=list(tgt_ids),
-        stream={side: torch.stack(store[("stream", side)]) for side in ("encoder", "decoder")},
-        stages=stage_names(len(model.encoder.layers)),
-        norms=store["norms"],
-        q={kind: torch.stack(store[("q", kind)]) for kind in KINDS},
-        k={kind: torch.stack(store[("k", kind)]) for kind in KINDS},
-        attn=attn,
-        masks={"encoder": src_mask[0].expand(S, S), "decoder": tgt_mask[0], "cross": cross},
-        ffn={side: torch.stack(store[("ffn", side)]) for side in ("encoder", "decoder")},
-        dec_layers=torch.stack(store["dec_layers"]), top=logp.argmax(-1), top_logp=logp.max(-1).values)
+        stream={side: stream(side) for side in ("encoder", "decoder")}, stages=stages,
+        norms={name: (cache[f"{name}:in"][0], cache[f"{name}:out"][0]) for name in layer_norms(model)},
+        q={kind: per_layer(attention_name(kind), "q") for kind in KINDS},
+        k={kind: per_layer(attention_name(kind), "k") for kind in KINDS},
+        attn={kind: per_layer(attention_name(kind), "weights") for kind in KINDS},
+        masks={"encoder": src_mask[0].expand(S, S), "decoder": tgt_mask[0], "cross": src_mask[0].expand(T, S)},
+        ffn={side: per_layer(f"{side}.layers.{{}}.feed_forward", "units") for side in ("encoder", "decoder")},
+        dec_layers=per_layer("decoder.layers.{}", "out"), top=logp.argmax(-1), top_logp=logp.max(-1).values)
 
 
 def record_inspection(translator, ins):

@@ -7,10 +7,10 @@ from dataclasses import asdict, dataclass, replace
 import torch
 
 from ..data import BOS, EOS, PAD
+from ..instrument import attention_name, run_with_cache
 from ..train import LabelSmoothing, SimpleLossCompute
 from .breaks import (
     BREAKS,
-    attention_layers,
     build_model,
     count,
     held_modules,
@@ -270,23 +270,9 @@ def attention_maps(model, cfg, seqs):
     src = torch.tensor([seq], device=device) + FIRST
     out = greedy(model, src, cfg.breaks)[0]
     tgt_in = torch.tensor([[BOS] + [t + FIRST for t in out]], device=device)
-    roles = {}
-    for layer in model.decoder.layers:
-        roles[id(layer.self_attn)], roles[id(layer.src_attn)] = "decoder", "cross"
-    maps = {"decoder": [], "cross": []}
-    mods = attention_layers(model)
-    hooks = [m.register_forward_hook(lambda m, args, res: roles.get(id(m)) and maps[roles[id(m)]].append(m.attn[0]))
-             for m in mods]
-    for m in mods:
-        m.keep_attn = True  # keep_attention(model) walks model.modules(), which misses a plain list
-    try:
-        src_mask, tgt_mask = masks(src, tgt_in, cfg.breaks)
-        model(src, tgt_in, src_mask, tgt_mask)
-    finally:
-        for h in hooks:
-            h.remove()
-        for m in mods:
-            m.keep_attn, m.attn = False, None
+    src_mask, tgt_mask = masks(src, tgt_in, cfg.breaks)
+    _, cache = run_with_cache(model, src, tgt_in, src_mask, tgt_mask, names=["decoder.*:weights"], output=False)
+    maps = {kind: [a[0] for a in cache.stacked(attention_name(kind), "weights")] for kind in ("decoder", "cross")}
     percent = {k: [(a * 100).round().int().tolist() for a in v] for k, v in maps.items()}  # (layers, H, T, S)
     return {"input": seq, "output": out, **percent}
 

@@ -1,0 +1,226 @@
+"""One way to look inside the model: every intermediate state under one name, recorded by one run, with heads
+switched off as an argument of that run.
+
+A state is named by the module that produces it and what it is, `"<module path>:<what>"`, the path as
+`model.named_modules()` gives it (so the names follow the paper's classes, and the weights' own names):
+
+    src_embed:out, tgt_embed:out                      the embedding + PE                        (B, L, D)
+    encoder.layers.0.sublayer.1:out                   the residual stream after a sub-layer      (B, L, D)
+    encoder.layers.0.sublayer.1.norm:in, ...:out      a LayerNorm's input and output             (B, L, D)
+    encoder.norm:in, decoder.norm:out                 the final LayerNorms                       (B, L, D)
+    encoder.layers.0.self_attn:q, :k, :weights        a sub-layer's queries, keys (B, H, L, d_k) and
+    decoder.layers.2.src_attn:weights                 attention weights softmax(QK^T/sqrt(d_k))  (B, H, Lq, Lk)
+    decoder.layers.1.feed_forward:units               the FFN's ReLU outputs max(0, xW_1 + b_1)  (B, L, d_ff)
+    decoder.layers.1:out                              a decoder layer's output                   (B, T, D)
+    generator:logp                                    the output log-probabilities               (B, T, V)
+
+    logp, cache = run_with_cache(model, src, tgt, src_mask, tgt_mask)          # every name
+    logp, cache = run_with_cache(model, ..., names=["*:weights"], heads_off=[("cross", 1, 3)])
+    cache.stacked(attention_name("cross"), "weights")                            # (layers, B, H, T, S)
+
+The states are caught by forward hooks registered for the run and removed after it, so the classes of
+core/model.py stay as the paper reads; a sub-layer whose weights are asked for takes the explicit path of
+`attention` (`MultiHeadedAttention.need_weights`), the others the fused kernel. The fast decoder
+(core/decode.py, `IncrementalDecoder`) records its attention under the same names.
+
+Switching heads off: each head's output zeroed before W^O, the output projection.
+MultiHeadAttention(Q, K, V) = Concat(head_1, ..., head_h) W^O. With head i switched off its slice of the
+concatenation is zero, so the sub-layer's output is the sum of the other heads' terms head_j W^O_j plus W^O's
+bias; everything before W^O, the switched-off head's own attention weights included, is computed as usual.
+`switched_off` registers a forward pre-hook on the W^O of each attention sub-layer with a head off; the fast
+decoder is handed the same mask (`keep_mask`). With no head off nothing is registered and every output is
+bit-identical to the plain model's.
+
+A head is named by a triple (kind, layer, head): kind one of "encoder", "decoder", "cross", layer and head
+counted from 0.
+"""
+import fnmatch
+from contextlib import contextmanager
+
+import torch
+
+from .model import attention_modules
+
+KINDS = ("encoder", "decoder", "cross")
+
+
+def model_shape(model):
+    """(layers, heads) of the model's attention stacks."""
+    a = model.encoder.layers[0].self_attn
+    return len(model.encoder.layers), a.h
+
+
+def check_heads(heads_off, layers, heads):
+    """The triples of `heads_off` as a sorted tuple of (kind, layer, head) without repeats; a ValueError that
+    names the first bad one otherwise."""
+    out = set()
+    for item in heads_off or ():
+        if not isinstance(item, (tuple, list)) or len(item) != 3:
+            raise ValueError(f"heads_off: {item!r} is not a (kind, layer, head) triple")
+        kind, layer, head = item
+        if kind not in KINDS:
+            raise ValueError(f"heads_off: {item!r}: kind must be one of {', '.join(map(repr, KINDS))}")
+        for name, value, n in (("layer", layer, layers), ("head", head, heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
+                raise ValueError(f"heads_off: {item!r}: {name} must be a whole number from 0 to {n - 1}")
+        out.add((kind, int(layer), int(head)))
+    return tuple(sorted(out, key=lambda t: (KINDS.index(t[0]), t[1], t[2])))
+
+
+def keep_mask(heads_off, layers, heads):
+    """{kind: (1, layers, heads) float tensor, 1 where the head is on, 0 where off} for the kinds with a head
+    off; {} when none is."""
+    keep = {}
+    for kind, layer, head in check_heads(heads_off, layers, heads):
+        keep.setdefault(kind, torch.ones(1, layers, heads))[0, layer, head] = 0.0
+    return keep
+
+
+def _zero_heads(keep, h):
+    """A pre-hook for W^O: multiply the concatenated head outputs (R, L, h * d_k) by keep (R or 1, h)."""
+    def hook(module, args):
+        x = args[0]
+        shape = x.shape
+        m = keep.to(x.device, x.dtype).view(keep.size(0), *(1,) * (x.dim() - 2), h, 1)
+        return (x.view(*shape[:-1], h, -1).mul(m).view(shape),) + tuple(args[1:])
+    return hook
+
+
+@contextmanager
+def switched_off(model, heads_off=None, keep=None):
+    """Within this block the heads named in `heads_off` (triples) are switched off in every path of `model`.
+
+    Instead of triples, `keep` may give per-row masks {kind: (R, layers, heads)}: row r of every batch of R rows
+    (sentences, or sentences x variants) runs with its own heads kept; R = 1 applies one mask to all rows."""
+    if keep is None:
+        keep = keep_mask(heads_off, *model_shape(model))
+    handles = []
+    for kind, mods in attention_modules(model).items():
+        if kind in keep:
+            for layer, m in enumerate(mods):
+                handles.append(m.linears[-1].register_forward_pre_hook(_zero_heads(keep[kind][:, layer], m.h)))
+    try:
+        yield model
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+# ---- one instrumented run ------------------------------------------------------------------------------
+
+ATTENTION_PATHS = {"encoder": "encoder.layers.{}.self_attn", "decoder": "decoder.layers.{}.self_attn",
+                   "cross": "decoder.layers.{}.src_attn"}
+
+
+def attention_name(kind, layer=None, what="weights"):
+    """The name of one attention sub-layer's state ("cross", 1 -> "decoder.layers.1.src_attn:weights"); with no
+    layer, the path with {} in its place (for `Cache.stacked`)."""
+    path = ATTENTION_PATHS[kind]
+    return f"{path.format(layer)}:{what}" if layer is not None else path
+
+
+class Cache(dict):
+    """{name: tensor} of one run, each with the batch first, detached, in float32."""
+
+    def stacked(self, path, what):
+        """The states `<path with {} = 0, 1, ...>:<what>` stacked over the layers: (layers, ...)."""
+        out, i = [], 0
+        while f"{path.format(i)}:{what}" in self:
+            out.append(self[f"{path.format(i)}:{what}"])
+            i += 1
+        if not out:
+            raise KeyError(f"{path.format(0)}:{what} is not in the cache")
+        return torch.stack(out)
+
+
+def state_names(model):
+    """Every name a run of `model` can record, in the order the run writes them (encoder, decoder, output)."""
+    names = []
+    for side, embed in (("encoder", "src_embed"), ("decoder", "tgt_embed")):
+        names.append(f"{embed}:out")
+        for i, layer in enumerate(getattr(model, side).layers):
+            attn = ["self_attn"] + (["src_attn"] if side == "decoder" else [])
+            for j, sub in enumerate(attn + ["feed_forward"]):
+                base = f"{side}.layers.{i}"
+                names += [f"{base}.sublayer.{j}.norm:in", f"{base}.sublayer.{j}.norm:out"]
+                names += ([f"{base}.{sub}:{w}" for w in ("q", "k", "weights")] if sub != "feed_forward"
+                          else [f"{base}.feed_forward:units"])
+                names.append(f"{base}.sublayer.{j}:out")
+            if side == "decoder":
+                names.append(f"{side}.layers.{i}:out")
+        names += [f"{side}.norm:in", f"{side}.norm:out"]
+    return names + ["generator:logp"]
+
+
+def module_at(model, path):
+    """The module at a dotted path ("decoder.layers.1.src_attn"), read attribute by attribute and index by
+    index, so that layers kept in a plain list are found too."""
+    m = model
+    for part in path.split("."):
+        m = m[int(part)] if part.isdigit() else getattr(m, part)
+    return m
+
+
+def _wanted(names, model):
+    every = state_names(model)
+    if names is None:
+        return set(every)
+    unknown = [n for n in names if not any(fnmatch.fnmatchcase(e, n) for e in every)]
+    if unknown:
+        raise KeyError(f"no state is named {unknown[0]!r} (core.instrument.state_names lists them)")
+    return {e for e in every if any(fnmatch.fnmatchcase(e, n) for n in names)}
+
+
+def _recording_hooks(model, wanted, cache):
+    """Forward hooks that write the wanted states into `cache`, and the attention modules whose weights are
+    wanted (to be run on the explicit path); returns (handles, modules)."""
+    handles, explicit = [], []
+
+    def keep(name, fn=lambda module, args, out: out):
+        def hook(module, args, out):
+            cache[name] = fn(module, args, out).detach().float()
+        return hook
+
+    def heads(mha):
+        return lambda module, args, out: out.view(out.size(0), -1, mha.h, mha.d_k).transpose(1, 2)
+
+    for name in wanted:
+        path, what = name.split(":")
+        m = module_at(model, path)
+        if what in ("out", "logp"):
+            handles.append(m.register_forward_hook(keep(name)))
+        elif what == "in":
+            handles.append(m.register_forward_hook(keep(name, lambda module, args, out: args[0])))
+        elif what in ("q", "k"):
+            lin = m.linears[0 if what == "q" else 1]
+            handles.append(lin.register_forward_hook(keep(name, heads(m))))
+        elif what == "weights":
+            explicit.append(m)
+            handles.append(m.register_forward_hook(keep(name, lambda module, args, out: module.attn)))
+        elif what == "units":
+            handles.append(m.w_1.register_forward_hook(keep(name, lambda module, args, out: out.relu())))
+    return handles, explicit
+
+
+@torch.no_grad()
+def run_with_cache(model, src, tgt, src_mask, tgt_mask, names=None, heads_off=None, keep=None, output=True):
+    """One teacher-forced pass of `model` over source ids (B, S) and decoder inputs (B, T) under their masks,
+    with the heads of `heads_off` (triples) or `keep` (per-row masks, as `switched_off` takes them) switched
+    off. Returns the output log-probabilities (B, T, V) (None with `output=False`: the generator is not run)
+    and a Cache of the states named in `names` (patterns as fnmatch reads them, e.g. "*:weights"; None: every
+    state)."""
+    cache, wanted = Cache(), _wanted(names, model)
+    handles, explicit = _recording_hooks(model, wanted, cache)
+    for m in explicit:
+        m.need_weights = True
+    try:
+        with switched_off(model, heads_off, keep):
+            out = model.decode(model.encode(src, src_mask), src_mask, tgt, tgt_mask)
+            logp = model.generator(out) if output or "generator:logp" in wanted else None
+    finally:
+        for m in explicit:
+            m.need_weights, m.attn = False, None
+        for h in handles:
+            h.remove()
+    order = {n: i for i, n in enumerate(state_names(model))}
+    return logp, Cache(sorted(cache.items(), key=lambda kv: order[kv[0]]))
