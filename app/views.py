@@ -78,8 +78,9 @@ def draw_views(page, ins, views, controls, lang):
     """{output name: value} of `views`: drawn, in `lang`, where shown and not drawn already for `ins`, the
     controls the view reads (`controls`: their values by name) and `lang`; cleared where hidden and drawn for an
     earlier translation. An output left out is left as it is (nothing is computed, nothing is sent)."""
-    out = {}
+    out, given = {}, ins
     for v in views:
+        ins = given if v.reads_translation else None  # a new translation leaves a view that does not read it
         used = {name: controls[name] for name in v.uses}
         key = (tuple(used.values()), read_lang(lang))
         last, fresh = _fresh(page, v, ins, key)

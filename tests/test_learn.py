@@ -170,7 +170,7 @@ def test_the_masks_answer_counts_the_padding_of_the_batch(inspections):
     for ins in inspections:
         batch = learn.mask_batch(learn.context(ins, "en"))
         row = learn.short_row(batch)
-        pads = int((batch.src[row] == learn.masks.PAD).sum())
+        pads = int((batch.src[row] == learn.PAD).sum())
         assert _quiz("masks", ins)[0] == str(pads) and pads > 0
 
 

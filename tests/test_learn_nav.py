@@ -12,9 +12,9 @@ import pytest
 
 from app import i18n
 from app.common import label
-from app.tabs import learn, masks
+from app.tabs import learn
 from app.tabs.translate import german_hint, status_view
-from core.data import ASSETS
+from core.data import ASSETS, PAD
 from tests.conftest import needs_shipped
 
 SENTENCE = "Ein kleiner Junge spielt mit einem roten Ball im Garten."
@@ -119,7 +119,7 @@ def test_the_masks_step_shows_the_german_side_and_its_pieces_once_escaped(ins):
         assert [cells[i][j] for i in range(len(row))] == [label(c.tokenizer.id_to_piece(int(t))) for t in row]
         assert [bool(fig.data[0].z[i][j]) for i in range(len(row))] == [bool(x) for x in batch.src_mask[j, 0]]
     assert values["S"] == batch.src.size(1)
-    assert sum(x == "&lt;pad&gt;" for row in cells for x in row) == int((batch.src == masks.PAD).sum())
+    assert sum(x == "&lt;pad&gt;" for row in cells for x in row) == int((batch.src == PAD).sum())
     fig, values = learn.draw_masks(c, "subsequent")
     assert "&lt;s&gt;" in fig.layout.xaxis.ticktext and not any("&amp;" in t for t in fig.layout.xaxis.ticktext)
     assert str(values["T"]) in learn.figure_and_fact(learn.STEPS[4], c, "both")[1]

@@ -154,8 +154,8 @@ def neutral_words():
     """Words that are in no language of the page though they look English: the model's module names and
     classes (the Inside tab's tree), its special pieces (<pad>, <unk>, ...), and the shipped data the
     Training tab shows (its probe sentences and what the model made of them at each epoch)."""
+    from app.figures import training
     from app.shared import get_translator
-    from app.tabs import training
     tr = get_translator()
     code = {part for name, _ in tr.model.named_modules() for part in name.split(".")}
     code |= {type(m).__name__ for m in tr.model.modules()}

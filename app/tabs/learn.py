@@ -26,16 +26,21 @@ import torch
 import torch.nn as nn
 
 from core import lab
+from core.analysis import inside as core_inside
+from core.data import PAD
 from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..common import clamp, label, md_literal, token_axis
 from ..common import wrap_title as common_wrap_title
 from ..figures import positional
+from ..figures.inside import ln_vectors, small
+from ..figures.masks import make_batch
+from ..figures.training import noam_figure, smoothing_figure
 from ..i18n import L, read_lang, speaking, table, text
+from ..recording import recorded
 from ..shared import get_translator
 from ..views import View, opener, refresh, tab_views
-from . import inside, masks, training
 from .translate import german_hint, input_problem
 from .translate import translate as translate_fn
 
@@ -219,16 +224,16 @@ LN_PATH = "encoder.layers.0.sublayer.0.norm"
 def layernorm_vectors(c, undo):
     """The first word's vector through the first encoder LayerNorm, gain and bias moved `undo` of the way
     to the values that give the input back (the Inside tab's computation)."""
-    norm = inside.core.layer_norms(c.model)[LN_PATH]
-    x = inside.recorded(c.ins).norms[LN_PATH][0][min(1, len(c.ins.src_tokens) - 1)]
+    norm = core_inside.layer_norms(c.model)[LN_PATH]
+    x = recorded(c.ins).norms[LN_PATH][0][min(1, len(c.ins.src_tokens) - 1)]
     undo = clamp(undo, 0.0, 1.0, float)
-    return inside.ln_vectors(x, norm.a_2.detach().float(), norm.b_2.detach().float(), norm.eps, undo, undo), undo
+    return ln_vectors(x, norm.a_2.detach().float(), norm.b_2.detach().float(), norm.eps, undo, undo), undo
 
 
 def draw_layernorm(c, undo):
     v, undo = layernorm_vectors(c, undo)
     n = min(64, v["input"].numel())  # the first dimensions: enough to see the shapes on a phone
-    fig = go.Figure([go.Scatter(y=inside.small(v[k][:n]), name=c.t(f"layernorm.{k}"), mode="lines",
+    fig = go.Figure([go.Scatter(y=small(v[k][:n]), name=c.t(f"layernorm.{k}"), mode="lines",
                                 line=dict(color=col, dash=dash)) for k, col, dash in
                      (("input", GREY, "solid"), ("normalised", BLUE, "solid"), ("moved", GREEN, "dot"))])
     fig.update_xaxes(title=c.t("layernorm.dimension"))
@@ -253,7 +258,7 @@ def quiz_layernorm(c):
 
 def scale_weights(c, scaled):
     """Encoder layer 0, head 0 of the recorded pass: the softmax of the raw scores with or without 1/sqrt(d_k)."""
-    raw, dk, mask = inside.core.scores(inside.recorded(c.ins), "encoder", 0, 0)
+    raw, dk, mask = core_inside.scores(recorded(c.ins), "encoder", 0, 0)
     s = raw / math.sqrt(dk) if scaled else raw
     return torch.softmax(s.masked_fill(~mask, -1e9), dim=-1), dk
 
@@ -262,7 +267,7 @@ def draw_scale(c, how):
     scaled = how != "raw"
     w, dk = scale_weights(c, scaled)
     tokens = c.ins.src_tokens
-    fig = go.Figure(go.Heatmap(z=inside.small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
+    fig = go.Figure(go.Heatmap(z=small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
                                # the weights' values wait for Check (the question averages them); colours show
                                hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
     fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
@@ -292,15 +297,15 @@ def mask_batch(c):
     of another length, so that one of the two gets padding."""
     mine = (c.ins.source or " ".join(c.ins.src_tokens[1:-1]), c.ins.translation or ".")
     for other in (SHORT_PAIR, LONG_PAIR):
-        batch, _ = masks.make_batch(c.tokenizer, [mine, other])
-        if (batch.src == masks.PAD).any() and (batch.tgt == masks.PAD).any():
+        batch, _ = make_batch(c.tokenizer, [mine, other])
+        if (batch.src == PAD).any() and (batch.tgt == PAD).any():
             break
     return batch
 
 
 def short_row(batch):
     """The row of the batch with the more source padding."""
-    return int((batch.src == masks.PAD).sum(1).argmax())
+    return int((batch.src == PAD).sum(1).argmax())
 
 
 def cell_table(columns, names, marked):
@@ -328,14 +333,14 @@ def draw_masks(c, which):
     batch = mask_batch(c)
     piece = lambda i: c.tokenizer.id_to_piece(int(i))  # raw pieces: the axis escapes them, once
     if which == "padding":  # the German side: each sentence of the batch, its padding greyed (named after Check)
-        columns = [[piece(i) if c.revealed or i != masks.PAD else "" for i in row] for row in batch.src]
+        columns = [[piece(i) if c.revealed or i != PAD else "" for i in row] for row in batch.src]
         fig, rows = cell_table(columns, [c.t("masks.yours"), c.t("masks.ours")],
                                lambda i, j: bool(batch.src_mask[j, 0, i]))
         fig.update_yaxes(title=c.t("masks.position"))
         allowed, cells = int(batch.src_mask.sum()), batch.src.numel()
         fig = _compact(fig, c.t("masks.fig.padding"), height=table_height(rows))
     else:
-        row = int((batch.tgt == masks.PAD).sum(1).argmax())  # the row whose English is padded
+        row = int((batch.tgt == PAD).sum(1).argmax())  # the row whose English is padded
         T = batch.tgt.size(1)
         m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
         pieces = [piece(i) for i in batch.tgt[row]]
@@ -345,7 +350,7 @@ def draw_masks(c, which):
                           yaxis=dict(token_axis(pieces), autorange="reversed"))
         allowed, cells = int(m.sum()), T * T
         fig = _compact(fig, c.t(f"masks.fig.{which}"))
-    pads = int((batch.tgt == masks.PAD).sum(1).max())
+    pads = int((batch.tgt == PAD).sum(1).max())
     shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
     return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, shown=shown)
 
@@ -353,7 +358,7 @@ def draw_masks(c, which):
 def quiz_masks(c):
     batch = mask_batch(c)
     row = short_row(batch)
-    pads = int((batch.src[row] == masks.PAD).sum())
+    pads = int((batch.src[row] == PAD).sum())
     width = batch.src.size(1)
     choices, right = _options([0, pads, width, max(1, pads // 2)] if pads > 1 else [0, pads, width, pads + 1],
                               pads, str)
@@ -365,7 +370,7 @@ def quiz_masks(c):
 def draw_buffer(c, pos):
     pe = c.model.src_embed[1].pe[0]  # (max_len, d_model), the registered buffer
     pos = clamp(pos, 0, len(c.ins.src_tokens) - 1)
-    fig = go.Figure(go.Scatter(y=inside.small(pe[pos], 3), mode="lines", line=dict(color=BLUE)))
+    fig = go.Figure(go.Scatter(y=small(pe[pos], 3), mode="lines", line=dict(color=BLUE)))
     fig.update_xaxes(title=c.t("layernorm.dimension"))
     return (_compact(fig, c.t("buffer.fig", pos=pos, word=_piece(c.ins.src_tokens[pos]))),
             dict(pos=pos, shape=" × ".join(map(str, c.model.src_embed[1].pe.shape)), word=md_literal(_piece(c.ins.src_tokens[pos]))))
@@ -382,7 +387,7 @@ def quiz_buffer(c):
 # ---- 7. the position-wise feed-forward network ----------------------------------------------------------
 
 def ffn_units(c, pos):
-    act = inside.recorded(c.ins).ffn["encoder"][0]  # (L, d_ff), ReLU outputs of encoder layer 0
+    act = recorded(c.ins).ffn["encoder"][0]  # (L, d_ff), ReLU outputs of encoder layer 0
     pos = clamp(pos, 0, act.size(0) - 1)
     return act[pos], pos
 
@@ -394,7 +399,7 @@ def draw_ffn(c, pos):
         ranked = ranked[ranked > 0]
     # a filled step line, not 1024 bars: at a phone's width a bar is a third of a pixel and is not drawn; ranked
     # from 1, so that no x tick at 0 meets the y axis's 0
-    fig = go.Figure(go.Scatter(x=list(range(1, ranked.numel() + 1)), y=inside.small(ranked, 3), mode="lines",
+    fig = go.Figure(go.Scatter(x=list(range(1, ranked.numel() + 1)), y=small(ranked, 3), mode="lines",
                                line=dict(color=ORANGE, width=1.5, shape="hv"), fill="tozeroy",
                                hovertemplate="%{y:.3f}<extra></extra>"))
     fig.update_xaxes(title=c.t("ffn.units"), showticklabels=c.revealed)
@@ -421,7 +426,7 @@ def draw_embeddings(c, how):
     ids = [c.tokenizer.piece_to_id(t) for t in c.ins.src_tokens]
     norms = emb.lut.weight[ids].detach().float().norm(dim=1) * (math.sqrt(emb.d_model) if scaled else 1.0)
     pe_norm = math.sqrt(emb.d_model / 2)
-    fig = go.Figure([go.Bar(y=inside.small(norms, 3), marker_color=ORANGE if scaled else GREY,
+    fig = go.Figure([go.Bar(y=small(norms, 3), marker_color=ORANGE if scaled else GREY,
                             name=c.t("embeddings.word")),
                      go.Scatter(y=[pe_norm] * len(ids), mode="lines", line=dict(color=BLUE, dash="dash"),
                                 name=c.t("embeddings.position"))])
@@ -456,25 +461,15 @@ def log_space_gap(d_model):
 def draw_relative(c, k):
     d = c.model.src_embed[0].d_model
     k = clamp(k, 1, 20)
-    pe = positional.encoding(d, 64)
-    with speaking(c.lang):
-        fig, res32, res64 = positional.relative_figure(pe, k)
-    # the Positional tab's figure, its words in the learner's language
-    fig.layout.annotations[0].text = c.t("relative.m", k=k)  # the two panels' titles
-    fig.layout.annotations[1].text = c.t("relative.residual")
-    fig.data[1].name = c.t("relative.float32")
-    fig.update_xaxes(title_text=c.t("relative.pos"), row=1, col=2)
-    if not c.revealed:  # the error's size is the question: its shape shows, its scale waits for Check
-        fig.update_yaxes(showticklabels=False, row=1, col=2)
-        fig.update_traces(hoverinfo="skip", selector=dict(type="scatter"))
-    # one panel above the other, each titled in lines above it: side by side, neither fits a phone
-    fig.update_layout(xaxis=dict(domain=[0, 1]), xaxis2=dict(domain=[0, 1]), yaxis=dict(domain=[0.6, 0.92]),
-                      yaxis2=dict(domain=[0, 0.36]))
-    for note, y in zip(fig.layout.annotations, (0.92, 0.36)):
-        note.update(text=wrap_title(note.text, width=46), x=0, xanchor="left", y=y, yanchor="bottom",
-                    font=dict(size=12), align="left")
+    # the Positional tab's figure in the step's words, one panel above the other; the error's size is the
+    # question: its shape shows, its scale waits for Check
+    fig, res32, res64 = _relative(d, k, c.revealed)
     return (_compact(fig, c.t("relative.fig", k=k), height=560),
             dict(k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}", gap=f"{log_space_gap(d):.1e}"))
+
+
+def _relative(d, k, revealed):
+    return positional.relative_figure(positional.encoding(d, 64), k, words="learn", stacked=True, scale=revealed)
 
 
 def quiz_relative(c):
@@ -502,7 +497,7 @@ def draw_init(c, how):
         nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=g)  # nn.Linear's own draw: U(±1/sqrt(fan_in))
     w = w.flatten()
     b = xavier_bound(d, d_ff)
-    fig = go.Figure(go.Histogram(x=inside.small(w[::16], 4), nbinsx=60, marker_color=ORANGE if how != "default" else GREY,
+    fig = go.Figure(go.Histogram(x=small(w[::16], 4), nbinsx=60, marker_color=ORANGE if how != "default" else GREY,
                                  hoverinfo=None if c.revealed else "skip"))
     for x in (-b, b):
         fig.add_vline(x=x, line=dict(color=BLUE, dash="dash"))
@@ -622,12 +617,9 @@ def quiz_accum(c):
 def draw_noam(c, warmup):
     d = c.model.src_embed[0].d_model
     warmup = clamp(warmup, 100, 8000)
-    fig = training.noam_figure(d, 1.0, warmup)  # the Training tab's figure, its words in the learner's language
-    fig.data[-1].name = c.t("noam.yours", d=d, warmup=warmup)
-    fig.update_layout(xaxis_title=c.t("noam.step"), yaxis_title=c.t("noam.rate"))
-    if not c.revealed:  # how high the rate climbs is the question: the curves' shapes show, their scale waits
-        fig.update_yaxes(showticklabels=False)
-        fig.update_traces(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
+    # the Training tab's figure in the step's words; how high the rate climbs is the question: the curves'
+    # shapes show, their scale waits for Check
+    fig = noam_figure(d, 1.0, warmup, words="learn", scale=c.revealed)
     peak = rate(warmup, d, 1.0, warmup)
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 
@@ -656,12 +648,9 @@ def smoothed(eps, vocab):
 
 def draw_smoothing(c, eps):
     eps = clamp(eps, 0.0, 0.4, float)
-    fig, td = training.smoothing_figure(eps)  # the Training tab's figure, its words in the learner's language
-    targets = [t.split()[-1] for t in fig.layout.yaxis.ticktext]
-    fig.update_layout(xaxis_title=c.t("smoothing.token"), yaxis_title=c.t("smoothing.example"))
-    fig.update_yaxes(ticktext=[c.t("smoothing.target", t=t) for t in targets])
-    if not c.revealed:  # the right piece's share is the question: the colours show, the numbers wait for Check
-        fig.update_traces(text=None, texttemplate=None, hovertemplate=None, hoverinfo="skip", showscale=False)
+    # the Training tab's figure in the step's words; the right piece's share is the question: the colours show,
+    # the numbers wait for Check
+    fig, td = smoothing_figure(eps, words="learn", numbers=c.revealed)
     return _compact(fig, c.t("smoothing.fig", eps=f"{eps:g}")), dict(eps=f"{eps:g}", right=f"{float(td[0, 2]):.3f}",
                                                                       other=f"{float(td[0, 1]):.3f}")
 
@@ -746,7 +735,8 @@ def control_updates(step, ins, c):
 def figure_and_fact(step, c, value):
     """The step's figure for `value` and its fact line; once the answer is checked, the line goes on with what
     it kept back (`learn.<key>.seen`, where the step has one)."""
-    fig, values = step.draw(c, value)
+    with speaking(c.lang):
+        fig, values = step.draw(c, value)
     fact = c.t(f"{step.key}.fact", **values)
     if c.revealed and f"learn.{step.key}.seen" in table("en"):
         fact += ("" if fact.endswith(("。", "！", "？")) else " ") + c.t(f"{step.key}.seen", **values)  # no space after 。
