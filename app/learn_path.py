@@ -7,7 +7,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Callable
 
 from core.data import PAD
@@ -21,6 +20,7 @@ from .figures.learn import (
     _piece,
     accum_check,
     clone_counts,
+    context,
     draw_accum,
     draw_buffer,
     draw_clones,
@@ -46,8 +46,7 @@ from .figures.learn import (
     tied,
     xavier_bound,
 )
-from .i18n import table, texts
-from .shared import get_translator
+from .i18n import table
 
 
 @dataclass(frozen=True)
@@ -75,15 +74,6 @@ class Step:
 
 def _value(x, ins):
     return x(ins) if callable(x) else x
-
-
-def context(ins, revealed=False):
-    """What a step's functions read: the translation, the shipped model, its text (in the event's language), and
-    whether the learner has checked the step's answer (until then its figure and fact line keep the answer to
-    themselves)."""
-    tr = get_translator()
-    return SimpleNamespace(ins=ins, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer, revealed=revealed,
-                           t=texts("learn"))
 
 
 def _options(values, right, fmt):

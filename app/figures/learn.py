@@ -3,9 +3,11 @@ and the step's action, short enough for a phone, its words in the event's langua
 Until the learner checks the step's answer, a figure keeps back what would give it away (`c.revealed`). Where a
 step shows a figure of another tab (the relative-position map, the Noam schedule, label smoothing), it asks that
 tab's builder for it in its own words; the data helpers here (a batch, a recorded vector) are the answers' too."""
+import functools
 import math
 import re
 from functools import lru_cache
+from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import torch
@@ -17,9 +19,12 @@ from core.data import PAD
 from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
+from ..cache import per_language
 from ..common import clamp, label, md_literal, token_axis
 from ..common import wrap_title as common_wrap_title
+from ..i18n import texts
 from ..recording import recorded
+from ..shared import get_translator
 from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
@@ -27,6 +32,29 @@ from .training import noam_figure, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
+
+
+def context(ins, revealed=False):
+    """What a step's functions read: the translation, the shipped model, its text (in the event's language), and
+    whether the learner has checked the step's answer (until then its figure and fact line keep the answer to
+    themselves)."""
+    tr = get_translator()
+    return SimpleNamespace(ins=ins, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer, revealed=revealed,
+                           t=texts("learn"))
+
+
+def sentence_free(draw):
+    """A step's figure that reads neither the sentence nor the session, only the model, the action's value and
+    whether the answer is revealed: drawn once per process for each value, reveal and language (app/cache.py)."""
+    @per_language(maxsize=64)
+    def kept(value, revealed):
+        return draw(context(None, revealed), value)
+
+    @functools.wraps(draw)
+    def drawn(c, value):
+        return kept(value, c.revealed)
+    drawn.cache_clear = kept.cache_clear
+    return drawn
 
 
 def _piece(t):
@@ -118,6 +146,7 @@ def clone_counts(how):
                 objects=len({id(m) for m in layers}), levels=len(layers))
 
 
+@sentence_free
 def draw_clones(c, how):
     how = how if how in CLONES else "clones"
     counts = {h: clone_counts(h) for h in CLONES}
@@ -328,6 +357,7 @@ def log_space_gap(d_model):
     return float((direct - logs).abs().max())
 
 
+@sentence_free
 def draw_relative(c, k):
     d = c.model.src_embed[0].d_model
     k = clamp(k, 1, 20)
@@ -348,6 +378,7 @@ def xavier_bound(fan_in, fan_out):
     return math.sqrt(6.0 / (fan_in + fan_out))
 
 
+@sentence_free
 def draw_init(c, how):
     d, d_ff = c.model.src_embed[0].d_model, c.cfg["d_ff"]
     g = torch.Generator().manual_seed(0)  # its own generator: the server's other events draw from the global one
@@ -418,6 +449,7 @@ def accum_check(k):
     return lab.gradient_check("copy", k)
 
 
+@sentence_free
 def draw_accum(c, k):
     k = int(k) if str(k).isdigit() and int(k) in ACCUM else 4
     r = accum_check(k)
@@ -433,6 +465,7 @@ def draw_accum(c, k):
 
 # ---- 14. the Noam schedule --------------------------------------------------------------------------------
 
+@sentence_free
 def draw_noam(c, warmup):
     d = c.model.src_embed[0].d_model
     warmup = clamp(warmup, 100, 8000)
@@ -452,6 +485,7 @@ def smoothed(eps, vocab):
     return crit.true_dist[0]
 
 
+@sentence_free
 def draw_smoothing(c, eps):
     eps = clamp(eps, 0.0, 0.4, float)
     # the Training tab's figure in the step's words; the right piece's share is the question: the colours show,

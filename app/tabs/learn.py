@@ -8,7 +8,8 @@ see: until the learner checks the answer, the figure and its fact line show the 
 would give the answer away (a number, an axis's scale, a hover, the pieces asked about); Check shows it, and the
 session's progress remembers which steps were checked.
 Nothing here runs the model for a step but what the step itself needs: the translation's Inspection, the
-Inside tab's recorded pass (kept per translation), or a tiny model from the Lab.
+Inside tab's recorded pass (kept per translation), or a tiny model from the Lab. The steps and their questions
+are app/learn_path.py's, their figures app/figures/learn.py's; this module shows them and wires the tab.
 """
 import html
 import json
