@@ -1,12 +1,16 @@
-"""What a tab computes from one translation, kept for the next time it is asked for.
+"""What a tab computes from one translation, kept for the next time it is asked for; and what a view that reads
+no sentence draws, kept per language (`per_language`).
 
 An Inspection lives in a session's state; a cache holds it weakly (a session that is gone takes its translation
 with it) and checks that the object behind a kept id is still the same one, since Python reuses the id of an
 object once it is freed.
 """
+import functools
 import threading
 import weakref
 from collections import OrderedDict
+
+from .i18n import speaking, spoken
 
 
 class PerTranslation:
@@ -51,3 +55,21 @@ class PerTranslation:
 
     def __len__(self):
         return len(self._kept)
+
+
+def per_language(maxsize=None):
+    """A decorator: fn(*args) drawn once per process for each language it is drawn in (the event's: app.i18n)
+    and its arguments, the `maxsize` most recently used kept (None: all). For views that read no sentence (the
+    shipped logs, a schedule, a formula): every tab opens fast, and a figure kept is never changed after."""
+    def keep(fn):
+        @functools.lru_cache(maxsize=maxsize)
+        def drawn_in(lang, *args):
+            with speaking(lang):
+                return fn(*args)
+
+        @functools.wraps(fn)
+        def cached(*args):
+            return drawn_in(spoken(), *args)
+        cached.cache_clear, cached.cache_info = drawn_in.cache_clear, drawn_in.cache_info
+        return cached
+    return keep

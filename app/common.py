@@ -47,12 +47,10 @@ def kind_choices(long=False, kinds=KINDS):
     return choices(f"ui.kind.{'long' if long else 'short'}", kinds)
 
 
-def kind_name(kind, lang=None, long=False):
-    """A kind of attention's name, for text drawn at run time (the menus' words: ui.kind.*): in the event's
-    language (app.i18n.speaking), or in `lang` where a caller writes every language at once (or has not yet
-    moved to the event's language)."""
-    key = f"ui.kind.{'long' if long else 'short'}.{kind}"
-    return text(key) if lang is None else text(lang, key)
+def kind_name(kind, long=False):
+    """A kind of attention's name, for text drawn at run time (the menus' words: ui.kind.*), in the event's
+    language (app.i18n.speaking)."""
+    return text(f"ui.kind.{'long' if long else 'short'}.{kind}")
 
 
 def clamp(x, lo, hi, cast=int):

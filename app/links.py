@@ -20,9 +20,9 @@ from core.instrument import KINDS
 
 from .common import clamp
 from .gradio_adapter import tab_nesting
+from .learn_path import STEPS
 from .shared import examples
-from .tabs.learn import STEPS
-from .tabs.translate import MAX_CHARS, SETTINGS, decoding_settings, translate
+from .translating import MAX_CHARS, SETTINGS, decoding_settings, translate
 
 HEAD = ("kind", "layer", "head")  # the Attention tab's controls a link records
 TEXT_CAP = 4 * MAX_CHARS  # longer than any sentence the app takes: translate() says so; beyond, cut here first

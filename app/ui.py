@@ -1,6 +1,6 @@
 """The page: header, the shared state, and the tabs in order. Each tab is one module of app/tabs/ whose
-build() lays the tab out, wires its own events next to its components, and returns its views, its controls by
-name and its outputs (app/views.py tab_views).
+build() lays the tab out, wires its own events next to its components, and returns its Tab (app/views.py): its
+views, its controls and its outputs by name.
 
 What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation) and
 the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
@@ -62,5 +62,5 @@ def build_demo():
 
 
 def _outputs(tab):
-    """A tab's output components, in order (named or, for a tab not yet moved to names, listed)."""
-    return list(tab.outputs.values()) if isinstance(tab.outputs, dict) else tab.outputs
+    """A tab's output components, in order."""
+    return list(tab.outputs.values())

@@ -2,7 +2,8 @@
 
 Each session keeps a small page record (a gr.State): which tab is open at each level of the page, and what
 each view last drew. A view is one or more output components drawn together, in a tab (or a tab within a tab);
-it names the controls its drawing reads. Three kinds of event draw views, all through `refresh`:
+it names the controls its drawing reads and the outputs it draws. Three kinds of event draw views, all through
+`draw_views`:
 
 - a new translation draws the views on screen; a view in a closed tab that shows an earlier translation is
   cleared, so no tab keeps the old sentence's figures beside the new sentence's tokens;
@@ -13,7 +14,6 @@ The rest of the time a view is left as it is (`gr.skip()`): nothing is recompute
 """
 import functools
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Callable
 
 import gradio as gr
@@ -34,15 +34,13 @@ class View:
     `blank` gives the values that clear it ({output name: value}, or a function of the controls it uses, like
     `draw`, returning one: a blank in the page's language) once it shows an earlier translation. A blank that is
     a function is also what the view shows, in the page's language, when its tab is on screen before the first
-    translation (a placeholder that says what to do); a fixed blank is its components' first value.
-
-    (A tab not yet moved to names passes `outputs` as a count and draws positionally: `LegacyTab` below.)"""
+    translation (a placeholder that says what to do); a fixed blank is its components' first value."""
     name: str
     where: tuple
     draw: Callable
-    outputs: tuple | int = 1
+    outputs: tuple = ()
     uses: tuple = ()
-    blank: dict | tuple | Callable = None
+    blank: dict | Callable = None
     reads_translation: bool = True
 
 
@@ -78,8 +76,9 @@ def draw_views(page, ins, views, controls, lang):
     """{output name: value} of `views`: drawn, in `lang`, where shown and not drawn already for `ins`, the
     controls the view reads (`controls`: their values by name) and `lang`; cleared where hidden and drawn for an
     earlier translation. An output left out is left as it is (nothing is computed, nothing is sent)."""
-    out = {}
+    out, given = {}, ins
     for v in views:
+        ins = given if v.reads_translation else None  # a new translation leaves a view that does not read it
         used = {name: controls[name] for name in v.uses}
         key = (tuple(used.values()), read_lang(lang))
         last, fresh = _fresh(page, v, ins, key)
@@ -184,35 +183,6 @@ def by_component(fn, outputs):
     return named
 
 
-def refresh(page, ins, views, controls=None):
-    """(A tab not yet moved to names: LegacyTab.) The output values of `views`, in order: drawn where shown and
-    not drawn already for `ins` and the controls the view reads; cleared where hidden and drawn for an earlier
-    translation; else skipped."""
-    drawn, out = page["drawn"], []
-    for v in views:
-        used = tuple(controls[name] for name in v.uses)
-        last, fresh = _fresh(page, v, ins, used)
-        if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):
-            drawn[v.name] = (ins, used)
-            with speaking((controls or {}).get("lang")):
-                values = v.draw(ins, *used) if v.reads_translation else v.draw(*used)
-            out.extend(values if v.outputs > 1 else (values,))
-        elif last is not None and last[0] is not ins and v.blank is not None:
-            del drawn[v.name]
-            out.extend(v.blank(*used) if callable(v.blank) else v.blank)
-        else:
-            out.extend(gr.skip() for _ in range(v.outputs))
-    return tuple(out)
-
-
-def tab_views(show, views, controls, outputs, **more):
-    """(A tab not yet moved to names.) Its `show` (the page, the Inspection where the tab shows a translation,
-    then the controls' values in the order of `controls`), its views, its controls by name, the outputs of
-    `show`, and `more` that other tabs reach."""
-    return SimpleNamespace(show=show, views=views, controls=dict(controls), outputs=list(outputs), legacy=True,
-                           shows_translation=any(v.reads_translation for v in views), **more)
-
-
 def page_inputs(tabs, page, state, lang):
     """The inputs by name of one event that reads every tab in `tabs`: the page, the state, the language, then
     each tab's controls under "<tab id>/<name>"."""
@@ -223,7 +193,7 @@ def page_inputs(tabs, page, state, lang):
 
 
 def _tab_id(tab):
-    return "/".join(tab.where) if not getattr(tab, "legacy", False) else tab.show.__module__.rpartition(".")[2]
+    return "/".join(tab.where)
 
 
 def _show_all(tabs, page, ins, lang, named):
@@ -231,18 +201,9 @@ def _show_all(tabs, page, ins, lang, named):
     for tab in tabs:
         prefix = f"{_tab_id(tab)}/"
         mine = {n[len(prefix):]: v for n, v in named.items() if n.startswith(prefix)}
-        if getattr(tab, "legacy", False):
-            args = [lang if c is None else mine[n] for n, c in _legacy_controls(tab)]
-            values = tab.show(page, ins, *args) if tab.shows_translation else tab.show(page, *args)
-            out.update({c: v for c, v in zip(tab.outputs, values) if not _skipped(v)})
-        else:
-            shown_now = tab.show(page, lang, ins if tab.shows_translation else None, **mine)
-            out.update(shown_now if isinstance(shown_now, dict) and not _skipped(shown_now) else {})
+        shown_now = tab.show(page, lang, ins if tab.shows_translation else None, **mine)
+        out.update(shown_now if isinstance(shown_now, dict) and not _skipped(shown_now) else {})
     return out or gr.skip()
-
-
-def _legacy_controls(tab):
-    return [(n, None if n == "lang" else c) for n, c in tab.controls.items()]
 
 
 def _skipped(value):
@@ -256,22 +217,6 @@ def translation_shower(tabs):
     def show_translation(page, ins, lang, **named):
         return _show_all(tabs, page, ins, lang, named)
     return show_translation
-
-
-def opener(where, show):
-    """(A tab not yet moved to names.) The callback of a tab's select event: record the tab as open, then
-    `show(page, *inputs)` its views."""
-    def opened(page, *inputs):
-        open_tab(page, where)
-        return show(page, *inputs)
-    opened.__name__ = f"open_{'_'.join(where)}".replace("-", "_")
-    return opened
-
-
-def control_changes(controls):
-    """(A tab not yet moved to names.) The change events of a tab's controls (by name), the page's language left
-    out: app/ui.py redraws every tab for a new language in one event (`language_shower`)."""
-    return [c.change for name, c in controls.items() if name != "lang"]
 
 
 def language_shower(tabs):

@@ -212,10 +212,12 @@ def test_translate_and_step_replay(page):
 def test_one_sentence_for_the_page_and_a_notice_when_it_is_not_german(page):
     """A sentence translated in the Translate tab is the one the Learn box shows (its steps are drawn from it);
     an English one is translated all the same, with a notice under both boxes."""
-    from app.tabs.translate import german_hint
+    from app.i18n import speaking
+    from app.translating import german_hint
     english_input = "A dog runs on the beach."
     assert translate(page, english_input)  # translated: the notice never refuses it
-    notice = re.sub(r"\\(.)", r"\1", german_hint(english_input))  # the Markdown as a reader sees it
+    with speaking("en"):
+        notice = re.sub(r"\\(.)", r"\1", german_hint(english_input))  # the Markdown as a reader sees it
     wait_until(page, "text('#status').includes(arg)", notice[:40], what="the notice in the status line")
     open_tab(page, "Learn", "#learn-src")
     wait_until(page, "el('#learn-src textarea').value === arg && text('#learn-notice').includes(arg2)"
@@ -584,7 +586,7 @@ def test_translate_api_endpoint(app):
     client = client_mod.Client(app.url, verbose=False)
     settings = ("greedy", 4, 0.6, 1.0, 10, 100)
     result = client.predict("Eine Frau liest ein Buch.", *settings, api_name="/translate")
-    from app.tabs.translate import translate  # the same callback, called here: the same English and pieces
+    from app.translating import translate  # the same callback, called here: the same English and pieces
     english, status, _ = translate("Eine Frau liest ein Buch.", *settings)
     assert result[0] == english and "woman" in english.lower()
     assert result[1].split(" · ")[:2] == status.split(" · ")[:2]  # method, pieces (the time may differ)
@@ -615,7 +617,7 @@ def learner(app, browser, viewport=None, locale=None, path="", init=None, device
 
 def step_heading(lang, k):
     from app.i18n import text
-    from app.tabs.learn import STEPS
+    from app.learn_path import STEPS
     return text(lang, "learn.step", k=k, n=len(STEPS))
 
 
@@ -644,7 +646,7 @@ def read_the_step(page, k):
 
 def walk_the_path(page, lang, phone):
     from app.i18n import text
-    from app.tabs.learn import STEPS
+    from app.learn_path import STEPS
     for k, step in enumerate(STEPS, start=1):
         wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')",
                    f"{step_heading(lang, k)} · {text(lang, f'learn.{step.key}.title')}", what=f"step {k}")
@@ -815,7 +817,7 @@ def test_a_chinese_page_has_no_english_words_of_its_own(app, browser):
     SVG button per figure; after a switch to English, the sub-tabs of Attention and Inside drawn later are
     labelled in English, and so are the buttons and the toolbar."""
     from app.i18n import table, text
-    from app.tabs.learn import STEPS
+    from app.learn_path import STEPS
     context, page = learner(app, browser, PHONE, "en-US", "?lang=zh-CN", init=STATUS_LINES_JS)
     try:
         # Gradio's lines while a translation runs ("processing |", "queue: 1/2 |"), in Chinese
@@ -862,8 +864,8 @@ def test_a_learn_step_asks_before_it_shows_and_keeps_what_it_showed(app, browser
     """Step 14 on a desktop: the question sits above the action and the figure, and until Check neither the fact
     line nor the figure's rate axis gives the peak away; Check shows both, and the step stays revealed through
     Next and Back and through the language switch."""
-    from app.i18n import text
-    from app.tabs import learn
+    from app import learn_path
+    from app.i18n import speaking, text
     context, page = learner(app, browser, {"width": 1400, "height": 900}, "en-US", "?learn=14&lang=en")
     try:
         wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')", step_heading("en", 14),
@@ -871,7 +873,8 @@ def test_a_learn_step_asks_before_it_shows_and_keeps_what_it_showed(app, browser
         tops = page.evaluate("""() => ['#learn-question', '#learn-check', '#learn-slider', '#learn-figure',
             '#learn-fact'].map(s => document.querySelector(s).getBoundingClientRect().top)""")
         assert tops == sorted(tops), tops  # the question and its check come first, the evidence after
-        choices, right, values = learn.quiz_noam(learn.context(None, "en"))
+        with speaking("en"):
+            choices, right, values = learn_path.quiz_noam(learn_path.context(None))
         peak = choices[right]
         assert peak not in text_of(page, "#learn-fact") and peak not in plot_text(page, "learn-figure")
         ticks = page.locator("#learn-figure .ytick").count()

@@ -154,3 +154,98 @@ def test_tests_that_start_a_server_a_browser_or_a_process_are_marked_slow():
                      for name, f in defs.items() if name.startswith("test_") and not marked_slow(f.decorator_list)
                      and reaches(f, defs) & STARTERS]
     assert unmarked == []
+
+
+# ---- the page's floors: the tabs, the figures beneath them, one language per event (issue 29) -------------
+
+APP = ROOT / "app"
+PAGE = {APP / "ui.py", APP / "tabs" / "__init__.py"}  # what assembles the tabs: the only importers of a tab
+
+
+def module_name(path, root=ROOT):
+    """app/tabs/learn.py -> app.tabs.learn (a package's __init__ by the package's name)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def app_imports(path, root=ROOT):
+    """Every module an app module imports, by its absolute name; `from . import x` names app.<package>.x."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def imports_a_tab(path):
+    return sorted({m for m in app_imports(path) if m == "app.tabs" or m.startswith("app.tabs.")})
+
+
+def test_only_the_page_imports_the_tabs():
+    """A tab never imports another tab, nor does any other module of app/ (the figures, links, the helpers):
+    what two tabs share lives beneath them (app/figures, app/translating.py, app/learn_path.py ...)."""
+    wrong = {str(p.relative_to(ROOT)): imports_a_tab(p) for p in sorted(APP.rglob("*.py")) if p not in PAGE}
+    assert {p: m for p, m in wrong.items() if m} == {}
+    assert imports_a_tab(APP / "ui.py")  # the check sees the page's own imports
+
+
+def test_the_tab_import_check_reads_every_form(tmp_path):
+    tabs = tmp_path / "app" / "tabs"
+    tabs.mkdir(parents=True)
+    for source, found in (("from . import masks", ["app.tabs", "app.tabs.masks"]),
+                          ("from .translate import german_hint", ["app.tabs.translate", "app.tabs.translate.german_hint"]),
+                          ("from ..figures import positional", []), ("import app.tabs.inside", ["app.tabs.inside"])):
+        (tabs / "learn.py").write_text(source)
+        got = [m for m in app_imports(tabs / "learn.py", tmp_path) if m.startswith("app.tabs")]
+        assert sorted(set(got)) == found, source
+
+
+def test_no_function_in_app_takes_a_language_by_default():
+    """The language comes from the event (app.i18n.speaking, in_language): no parameter named lang has a default,
+    so that nothing is drawn in a language no one chose."""
+    found = []
+    for path in sorted(APP.rglob("*.py")):
+        for f in functions(path):
+            a = f.args
+            positional = [*a.posonlyargs, *a.args]
+            defaulted = positional[len(positional) - len(a.defaults):] if a.defaults else []
+            defaulted += [arg for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            found += [f"{path.relative_to(ROOT)}:{f.lineno} {f.name}" for arg in defaulted if arg.arg == "lang"]
+    assert found == []
+
+
+FIGURE_CHANGES = {"update_layout", "update_xaxes", "update_yaxes", "update_traces", "update_annotations", "add_trace",
+                  "add_annotation", "add_shape", "add_vline", "add_hline"}
+
+
+def patched_figures(source):
+    """The lines of `source` that change a figure: an assignment into .layout or .data[...], or a call of a
+    figure's update_*/add_* methods."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            text = ast.unparse(t)
+            if ".layout" in text or ".data[" in text:
+                found.append((node.lineno, text))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in FIGURE_CHANGES:
+            found.append((node.lineno, ast.unparse(node.func)))
+    return found
+
+
+def test_no_tab_patches_a_figure_after_it_is_built():
+    """A figure is built once, by a builder of app/figures, with what its caller needs as parameters: no tab
+    relabels, hides or moves a part of it afterwards (the Learn path asks a builder for its own words)."""
+    wrong = {str(p.relative_to(ROOT)): patched_figures(p.read_text(encoding="utf-8"))
+             for p in sorted((APP / "tabs").glob("*.py"))}
+    assert {p: f for p, f in wrong.items() if f} == {}
+    assert patched_figures("fig.layout.annotations[0].text = 'x'\nfig.data[1].name = 'y'\nfig.update_yaxes(a=1)") == [
+        (1, "fig.layout.annotations[0].text"), (2, "fig.data[1].name"), (3, "fig.update_yaxes")]

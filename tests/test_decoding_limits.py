@@ -6,9 +6,10 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from app import links
+from app import links, translating
 from app.tabs import translate as tab
 from app.tabs import whatif
+from app.translating import SETTINGS
 from app.views import ROOT, page_state
 from core.checkpoint import read_tokenizer
 from core.data import ASSETS
@@ -29,7 +30,7 @@ def controls():
         page, state, lang = page_state({ROOT: "translate"}), gr.State(None), gr.State("en")
         built = tab.build(demo, page, state, ALPHA, lang)
         beam = whatif.build(page, state, lang).controls["beam"]
-    return dict(zip(tab.SETTINGS, built.form[1:])), beam
+    return dict(zip(SETTINGS, built.form[1:])), beam
 
 
 def test_the_sliders_show_the_table(controls):
@@ -56,8 +57,8 @@ def asked(monkeypatch):
                                truncated=False)
 
     tokenizer = read_tokenizer(ASSETS / "spm.model")  # the German hint reads it; the model is not loaded
-    monkeypatch.setattr(tab, "get_translator", lambda: SimpleNamespace(alpha=ALPHA, max_src_tokens=128,
-                                                                       inspect=inspect, tokenizer=tokenizer))
+    monkeypatch.setattr(translating, "get_translator", lambda: SimpleNamespace(alpha=ALPHA, max_src_tokens=128,
+                                                                               inspect=inspect, tokenizer=tokenizer))
     return calls
 
 

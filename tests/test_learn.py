@@ -9,9 +9,17 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from app import i18n
+from app import i18n, learn_path
+from app.figures import learn as learn_figures
+from app.i18n import in_language
 from app.tabs import learn
+from core.data import PAD
 from tests.conftest import needs_shipped
+
+
+def said(fn, *args, lang, **kwargs):
+    """fn(*args) as an event of the page in `lang` runs it (app.i18n.in_language)."""
+    return in_language(fn)(*args, lang=lang, **kwargs)
 
 SENTENCES = ("Ein kleiner Junge spielt mit einem roten Ball im Garten.", "Zwei Frauen.")
 
@@ -26,13 +34,13 @@ def test_both_languages_have_the_same_keys_and_fields():
 
 def test_every_step_has_all_its_strings():
     en = i18n.table("en")
-    for step in learn.STEPS:
+    for step in learn_path.STEPS:
         for part in ("title", "body", "action", "fact", "q", "a"):
             assert f"learn.{step.key}.{part}" in en, (step.key, part)
         for value in step.control.choices:
             assert f"learn.{step.key}.choice.{value}" in en, (step.key, value)
         assert f"learn.tab.{step.tab}" in en
-    assert len(learn.STEPS) >= 14 and len(set(learn.KEYS)) == len(learn.STEPS)
+    assert len(learn_path.STEPS) >= 14 and len(set(learn_path.KEYS)) == len(learn_path.STEPS)
 
 
 def test_the_chinese_uses_d2l_terms():
@@ -60,56 +68,56 @@ def _action_values(step, ins):
     c = step.control
     if c.kind == "radio":
         return list(c.choices)
-    return [learn._value(c.lo, ins), learn._value(c.hi, ins)]
+    return [learn_path._value(c.lo, ins), learn_path._value(c.hi, ins)]
 
 
 @needs_shipped
 @pytest.mark.parametrize("lang", i18n.LANGS)
 def test_every_step_renders_for_two_sentences(inspections, lang):
     for ins in inspections:
-        for k, step in enumerate(learn.STEPS):
+        for k, step in enumerate(learn_path.STEPS):
             progress = {"step": k, "done": []}
-            out = learn.render(ins, progress, lang)
-            assert len(out) == learn.VIEWS[0].outputs
-            path, head, body, slider, choice, fig, fact, question, answer, open_btn, where = out
+            out = said(learn.render, ins, progress, lang=lang)
+            assert set(out) == set(learn.OUTPUTS)  # by name: a view's outputs, every one drawn
+            fig, fact, question, head, where = (out[k] for k in ("figure", "fact", "question", "head", "where"))
             assert isinstance(fig, go.Figure) and fig.layout.title.text
             assert i18n.text(lang, f"learn.{step.key}.title") in head
             assert json.loads(where) == {"step": k + 1, "tab": step.tab}
             assert not re.search(r"\{[a-z_]+\}", fact), fact
             assert len(question["choices"]) >= 2 and question["value"] is None
             for value in _action_values(step, ins):
-                progress, marks, fig, fact = learn.act(ins, progress, value, lang)
+                progress, marks, fig, fact = said(learn.act, ins, progress, value, lang=lang).values()
                 assert isinstance(fig, go.Figure) and step.key in progress["done"]
                 assert "✓" in marks
-            choices, right, _ = step.quiz(learn.context(ins, lang))
+            choices, right, _ = said(step.quiz, learn_path.context(ins), lang=lang)
             assert 0 <= right < len(choices) and len(set(choices)) == len(choices)
-            value = learn._value(step.control.default, ins)
-            assert learn.check(ins, progress, choices[right], value, value, lang)[1].startswith("✓")
+            value = learn_path._value(step.control.default, ins)
+            assert said(learn.check, ins, progress, choices[right], value, value, lang=lang)["answer"].startswith("✓")
             wrong = choices[(right + 1) % len(choices)]
-            assert learn.check(ins, progress, wrong, value, value, lang)[1].startswith("✗")
-            assert learn.check(ins, progress, None, value, value, lang)[1] == i18n.text(lang, "learn.pick")
+            assert said(learn.check, ins, progress, wrong, value, value, lang=lang)["answer"].startswith("✗")
+            assert said(learn.check, ins, progress, None, value, value, lang=lang)["answer"] == i18n.text(lang, "learn.pick")
 
 
 def test_without_a_translation_a_step_asks_for_one():
-    out = learn.render(None, learn.new_progress(), "zh-CN")
-    assert out[6] == i18n.text("zh-CN", "learn.wait") and out[5] is None
-    assert learn.check(None, learn.new_progress(), "x", 0, None, "en")[1] == ""
+    out = said(learn.render, None, learn_path.new_progress(), lang="zh-CN")
+    assert out["fact"] == i18n.text("zh-CN", "learn.wait") and out["figure"] is None
+    assert said(learn.check, None, learn_path.new_progress(), "x", 0, None, lang="en")["answer"] == ""
 
 
 def test_back_and_next_stay_on_the_path():
-    p = learn.new_progress()
-    assert learn.back(None, p, "en")[0]["step"] == 0
-    p = {"step": len(learn.STEPS) - 1, "done": ["generator"]}
-    moved = learn.forward(None, p, "en")[0]
-    assert moved["step"] == len(learn.STEPS) - 1 and moved["done"] == ["generator"]
-    assert learn.go_to(None, p, "7", "en")[0]["step"] == 7
-    assert learn.go_to(None, p, "<b>", "en")[0]["step"] == 0
-    assert learn.step_of({"step": 10 ** 9}) == len(learn.STEPS) - 1
+    p = learn_path.new_progress()
+    assert said(learn.back, None, p, lang="en")["progress"]["step"] == 0
+    p = {"step": len(learn_path.STEPS) - 1, "done": ["generator"]}
+    moved = said(learn.forward, None, p, lang="en")["progress"]
+    assert moved["step"] == len(learn_path.STEPS) - 1 and moved["done"] == ["generator"]
+    assert said(learn.go_to, None, p, "7", lang="en")["progress"]["step"] == 7
+    assert said(learn.go_to, None, p, "<b>", lang="en")["progress"]["step"] == 0
+    assert learn_path.step_of({"step": 10 ** 9}) == len(learn_path.STEPS) - 1
 
 
 def _quiz(key, ins, lang="en"):
-    step = learn.STEPS[learn.KEYS.index(key)]
-    choices, right, values = step.quiz(learn.context(ins, lang))
+    step = learn_path.STEPS[learn_path.KEYS.index(key)]
+    choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
     return choices[right], values
 
 
@@ -134,72 +142,72 @@ def test_the_clones_answer_counts_what_the_optimizer_sees():
     plain = build_model(("plain_list",))
     optimizer = torch.optim.Adam(plain.parameters())
     seen = sum(p.numel() for g in optimizer.param_groups for p in g["params"])
-    assert learn.clone_counts("plain")["registered"] == seen < learn.clone_counts("plain")["held"]
-    assert learn.clone_counts("repeat")["objects"] == 1 and learn.clone_counts("clones")["objects"] == 2
+    assert learn_figures.clone_counts("plain")["registered"] == seen < learn_figures.clone_counts("plain")["held"]
+    assert learn_figures.clone_counts("repeat")["objects"] == 1 and learn_figures.clone_counts("clones")["objects"] == 2
 
 
 @needs_shipped
-def test_layernorm_with_gain_sigma_and_bias_mu_gives_the_input_back(inspections):
+def test_layernorm_with_gain_sigma_and_bias_mu_gives_the_input_back(inspections, english):
     for ins in inspections:
-        c = learn.context(ins, "en")
-        v, _ = learn.layernorm_vectors(c, 1.0)
+        c = learn_path.context(ins)
+        v, _ = learn_figures.layernorm_vectors(c, 1.0)
         assert torch.allclose(v["moved"], v["input"], atol=1e-4)
-        v0, _ = learn.layernorm_vectors(c, 0.0)
+        v0, _ = learn_figures.layernorm_vectors(c, 0.0)
         assert torch.allclose(v0["moved"], v0["output"], atol=1e-6)
         assert _quiz("layernorm", ins)[0] == f"γ = {float(v['sigma']):.3f}"
         # the variance, the answer a reader may expect, is offered and is not the one that gives the input back
-        choices, _, values = learn.STEPS[learn.KEYS.index("layernorm")].quiz(c)
+        choices, _, values = learn_path.STEPS[learn_path.KEYS.index("layernorm")].quiz(c)
         var = float(v["sigma"]) ** 2
         assert f"γ = {var:.3f}" in choices and values["var"] == f"{var:.3f}"
         assert not torch.allclose(v["normalised"] * var + v["mean"], v["input"], atol=1e-3)
 
 
 @needs_shipped
-def test_the_scale_answer_is_the_undivided_softmax(inspections):
+def test_the_scale_answer_is_the_undivided_softmax(inspections, english):
     for ins in inspections:
-        c = learn.context(ins, "en")
-        raw, dk = learn.scale_weights(c, False)
-        scaled, _ = learn.scale_weights(c, True)
+        c = learn_path.context(ins)
+        raw, dk = learn_figures.scale_weights(c, False)
+        scaled, _ = learn_figures.scale_weights(c, True)
         assert torch.allclose(raw.sum(-1), torch.ones(raw.size(0)), atol=1e-5)
         assert float(raw.max(-1).values.mean()) >= float(scaled.max(-1).values.mean())  # sharper without the scale
         assert _quiz("scale", ins)[0] == f"{float(raw.max(-1).values.mean()):.2f}"
 
 
 @needs_shipped
-def test_the_masks_answer_counts_the_padding_of_the_batch(inspections):
+def test_the_masks_answer_counts_the_padding_of_the_batch(inspections, english):
     for ins in inspections:
-        batch = learn.mask_batch(learn.context(ins, "en"))
-        row = learn.short_row(batch)
-        pads = int((batch.src[row] == learn.masks.PAD).sum())
+        batch = learn_figures.mask_batch(learn_path.context(ins))
+        row = learn_figures.short_row(batch)
+        pads = int((batch.src[row] == PAD).sum())
         assert _quiz("masks", ins)[0] == str(pads) and pads > 0
 
 
 @needs_shipped
-def test_answers_about_the_sentence_follow_the_translation(inspections):
+def test_answers_about_the_sentence_follow_the_translation(inspections, english):
     for ins in inspections:
         assert _quiz("greedy", ins)[0] == ins.out_tokens[1].replace("▁", " ").strip()
         t = min(2, len(ins.out_tokens) - 1)
         assert _quiz("teacher", ins)[0] == (ins.out_tokens[t].replace("▁", " ").strip() or ins.out_tokens[t])
-        c = learn.context(ins, "en")
-        a, _ = learn.ffn_units(c, 1)
+        c = learn_path.context(ins)
+        a, _ = learn_figures.ffn_units(c, 1)
         assert _quiz("ffn", ins)[1]["share"] == f"{float((a > 0).float().mean()):.0%}"
 
 
-def test_the_training_answers_are_computed():
+def test_the_training_answers_are_computed(english):
     from core.train import rate
-    c = learn.context(None, "en")
-    choices, right, values = learn.quiz_noam(c)
+    c = learn_path.context(None)
+    choices, right, values = learn_path.quiz_noam(c)
     best = choices[right]
     assert values["peak"] == "4,000"
     d = c.model.src_embed[0].d_model
     assert rate(4000, d, 1.0, 4000) > max(rate(3999, d, 1.0, 4000), rate(4001, d, 1.0, 4000))
     assert best == f"{(d * 4000) ** -0.5:.2e}"  # the peak rate: d_model^-0.5 * warmup^-0.5, where the terms meet
-    assert learn.quiz_smoothing(c)[0][learn.quiz_smoothing(c)[1]] == "0.900"
-    td = learn.smoothed(0.1, 10)
+    assert learn_path.quiz_smoothing(c)[0][learn_path.quiz_smoothing(c)[1]] == "0.900"
+    td = learn_figures.smoothed(0.1, 10)
     assert abs(float(td.sum()) - 1.0) < 1e-6 and td[0] == 0 and abs(float(td[2]) - 0.9) < 1e-6  # not on padding
     assert torch.allclose(td[[1, 3, 4]], torch.full((3,), 0.1 / 8))
-    assert learn.quiz_accum(c)[1] == 1  # the same gradient, up to rounding
-    res = float(learn.quiz_relative(c)[2]["res"])
+    assert learn_path.quiz_accum(c)[1] == 1  # the same gradient, up to rounding
+    res = float(learn_path.quiz_relative(c)[2]["res"])
     assert res < 1e-4
 
 
@@ -207,21 +215,21 @@ def test_a_figure_title_is_cut_into_lines_a_phone_shows():
     zh = "输出位置 1 上的生成器：概率最高的几个词元（红色为选中的词元）"
     en = "First encoder LayerNorm on “<s>”, slider at 0.00 (first 64 dimensions)"
     for title in (zh, en):
-        lines = learn.wrap_title(title).split("<br>")
+        lines = learn_figures.wrap_title(title).split("<br>")
         width = [sum(2 if "\u3000" <= ch <= "\uffef" else 1 for ch in html.unescape(x)) for x in lines]
-        assert len(lines) == 2 and max(width) <= learn.TITLE_WIDTH, (lines, width)
+        assert len(lines) == 2 and max(width) <= learn_figures.TITLE_WIDTH, (lines, width)
         assert "".join(html.unescape(x) for x in lines).replace(" ", "") == title.replace(" ", "")  # nothing lost
-    assert "&lt;s&gt;" in learn.wrap_title(en) and "<s>" not in learn.wrap_title(en)  # still escaped for plotly
-    assert learn.wrap_title("short") == "short"
+    assert "&lt;s&gt;" in learn_figures.wrap_title(en) and "<s>" not in learn_figures.wrap_title(en)  # still escaped for plotly
+    assert learn_figures.wrap_title("short") == "short"
 
 
 def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
-    assert learn.sentence_notice("   ", "zh-CN") == i18n.text("zh-CN", "translate.status.empty")
-    assert "Type a German sentence" in learn.sentence_notice("", "en")
-    from app.tabs.translate import MAX_CHARS
-    assert f"{MAX_CHARS + 1:,} characters" in learn.sentence_notice("x" * (MAX_CHARS + 1), "en")
-    assert f"{MAX_CHARS:,}" in learn.sentence_notice("x" * (MAX_CHARS + 1), "zh-CN")
-    assert learn.sentence_notice("Ein Hund läuft.", "zh-CN") == ""
+    assert said(learn.sentence_notice, "   ", lang="zh-CN") == i18n.text("zh-CN", "translate.status.empty")
+    assert "Type a German sentence" in said(learn.sentence_notice, "", lang="en")
+    from app.common import MAX_CHARS
+    assert f"{MAX_CHARS + 1:,} characters" in said(learn.sentence_notice, "x" * (MAX_CHARS + 1), lang="en")
+    assert f"{MAX_CHARS:,}" in said(learn.sentence_notice, "x" * (MAX_CHARS + 1), lang="zh-CN")
+    assert said(learn.sentence_notice, "Ein Hund läuft.", lang="zh-CN") == ""
 
 
 # ---- predict, then see: nothing before Check gives the answer away -------------------------------------------
@@ -337,8 +345,9 @@ def _md_words(s):
 def screen(step, lang, out):
     """What render() puts on screen for a step, but the path's marks, its place in the address and the question's
     choices (the answer is among them by design): (texts, figure, its shown numbers)."""
-    path, head, body, slider, choice, fig, fact, question, answer, open_btn, where = out
-    texts = [head.replace(i18n.text(lang, "learn.step", k=learn.KEYS.index(step.key) + 1, n=len(learn.STEPS)), ""),
+    head, body, slider, choice, fig, fact, question, answer, open_btn = (out[k] for k in (
+        "head", "body", "slider", "choice", "figure", "fact", "question", "answer", "open"))
+    texts = [head.replace(i18n.text(lang, "learn.step", k=learn_path.KEYS.index(step.key) + 1, n=len(learn_path.STEPS)), ""),
              body, fact, question.get("label", ""), answer, open_btn.get("value", "")]
     for update in (slider, choice):
         if update.get("visible"):
@@ -349,7 +358,7 @@ def screen(step, lang, out):
 
 def gives_away(step, ins, lang, texts, figs):
     """The places among `texts` and `figs` that state the step's right answer or its evidence (empty: none)."""
-    choices, right, values = step.quiz(learn.context(ins, lang))
+    choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
     fig_texts = [t for f in figs for t in figure_texts(f)]
     words = [*texts, *fig_texts]
     found = []
@@ -359,7 +368,7 @@ def gives_away(step, ins, lang, texts, figs):
         if step.key == "teacher":
             # the decoder's input, all of it, is what the question asks the reader to reason from (the target is
             # the next piece): each figure may show the piece as often as the input holds it, and no more
-            inputs = [learn._piece(w) for w in ins.tgt_tokens].count(piece)
+            inputs = [learn_figures._piece(w) for w in ins.tgt_tokens].count(piece)
             items = items[len(figs) * inputs:]
         found += items + [w for t in texts for w in _md_words(t) if w.strip() == piece]
         if len(piece) >= 3 and piece.isalpha():
@@ -391,7 +400,7 @@ def _every_value(step, ins):
     c = step.control
     if c.kind == "radio":
         return list(c.choices)
-    lo, hi = learn._value(c.lo, ins), learn._value(c.hi, ins)
+    lo, hi = learn_path._value(c.lo, ins), learn_path._value(c.hi, ins)
     n = round((hi - lo) / c.step)
     return [round(lo + i * c.step, 6) if isinstance(lo, float) else lo + i * c.step for i in range(n + 1)]
 
@@ -400,22 +409,22 @@ def _every_value(step, ins):
 @needs_shipped
 @pytest.mark.parametrize("lang", i18n.LANGS)
 @pytest.mark.parametrize("sentence", range(len(SENTENCES)))
-@pytest.mark.parametrize("key", learn.KEYS)
+@pytest.mark.parametrize("key", learn_path.KEYS)
 def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, lang):
     """The step on screen, and its action at every value, say nothing that gives away the right choice (or what
     proves it) while that choice is offered: no text, no number (however it is written), no figure text, no axis
     or hover that reads it."""
-    ins, k = inspections[sentence], learn.KEYS.index(key)
-    step = learn.STEPS[k]
+    ins, k = inspections[sentence], learn_path.KEYS.index(key)
+    step = learn_path.STEPS[k]
     progress = {"step": k, "done": []}
-    out = learn.render(ins, progress, lang)
-    choices, right, _ = step.quiz(learn.context(ins, lang))
-    assert out[7]["choices"] == choices and choices[right] in out[7]["choices"]
+    out = said(learn.render, ins, progress, lang=lang)
+    choices, right, _ = said(step.quiz, learn_path.context(ins), lang=lang)
+    assert out["question"]["choices"] == choices and choices[right] in out["question"]["choices"]
     texts, fig = screen(step, lang, out)
     found = gives_away(step, ins, lang, texts, [fig])
     assert found == [], f"render: {found}"
     for value in _every_value(step, ins):
-        _, _, fig, fact = learn.act(ins, progress, value, lang)[:4]
+        _, _, fig, fact = said(learn.act, ins, progress, value, lang=lang).values()
         found = gives_away(step, ins, lang, [fact], [fig])
         assert found == [], f"act({value!r}): {found}"
 
@@ -424,37 +433,38 @@ def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, 
 @needs_shipped
 @pytest.mark.parametrize("lang", i18n.LANGS)
 @pytest.mark.parametrize("sentence", range(len(SENTENCES)))
-@pytest.mark.parametrize("key", learn.KEYS)
+@pytest.mark.parametrize("key", learn_path.KEYS)
 def test_after_check_the_evidence_appears_and_stays(inspections, key, sentence, lang):
     """Check reveals what the step kept back (its fact line goes on, the answer's fields show) and the step stays
     revealed through a redraw, the other language, and Next then Back; another sentence that changes the answer
     asks again. A check without a pick reveals nothing."""
-    ins, k = inspections[sentence], learn.KEYS.index(key)
-    step = learn.STEPS[k]
+    ins, k = inspections[sentence], learn_path.KEYS.index(key)
+    step = learn_path.STEPS[k]
     start = {"step": k, "done": []}
-    before = learn.render(ins, start, lang)
-    choices, right, values = step.quiz(learn.context(ins, lang))
-    value = learn._value(step.control.default, ins)
-    assert learn.check(ins, start, None, value, value, lang)[0].get("revealed") in (None, {})
-    progress, answer, fig, fact = learn.check(ins, start, choices[right], value, value, lang)
+    before = said(learn.render, ins, start, lang=lang)
+    choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
+    value = learn_path._value(step.control.default, ins)
+    assert said(learn.check, ins, start, None, value, value, lang=lang)["progress"].get("revealed") in (None, {})
+    progress, answer, fig, fact = said(learn.check, ins, start, choices[right], value, value, lang=lang).values()
     verdict, explanation = answer.split("\n\n", 1)
     assert verdict.startswith("✓") and gives_away(step, ins, lang, [fact, explanation], [fig])
     if f"learn.{key}.seen" in i18n.table("en"):
-        assert fact != before[6] and fact.startswith(before[6])
+        assert fact != before["fact"] and fact.startswith(before["fact"])
     other = next(x for x in i18n.LANGS if x != lang)
     for shown in (lang, other):
-        out = learn.render(ins, progress, shown)
-        assert out[7]["value"] == step.quiz(learn.context(ins, shown))[0][right] and out[8].startswith("✓")
+        out = said(learn.render, ins, progress, lang=shown)
+        assert out["question"]["value"] == said(step.quiz, learn_path.context(ins), lang=shown)[0][right]
+        assert out["answer"].startswith("✓")
         texts, fig = screen(step, shown, out)
         assert gives_away(step, ins, shown, texts, [fig])
-    assert learn.render(ins, progress, lang)[6] == fact
-    away = learn.go_to(ins, progress, k + 1 if k + 1 < len(learn.STEPS) else k - 1, lang)[0]
-    assert learn.go_to(ins, away, k, lang)[9] == answer  # the answer, back with the step
+    assert said(learn.render, ins, progress, lang=lang)["fact"] == fact
+    away = said(learn.go_to, ins, progress, k + 1 if k + 1 < len(learn_path.STEPS) else k - 1, lang=lang)["progress"]
+    assert said(learn.go_to, ins, away, k, lang=lang)["answer"] == answer  # the answer, back with the step
     # the other sentence: the same question keeps its answer, a new one is asked afresh
     new = inspections[1 - sentence]
-    again = step.quiz(learn.context(new, lang))
-    out = learn.render(new, progress, lang)
-    assert (out[8] != "") == (learn.question_mark(again[1], again[2]) == learn.question_mark(right, values))
+    again = said(step.quiz, learn_path.context(new), lang=lang)
+    out = said(learn.render, new, progress, lang=lang)
+    assert (out["answer"] != "") == (learn_path.question_mark(again[1], again[2]) == learn_path.question_mark(right, values))
 
 
 def test_a_reformatted_answer_is_still_caught():
@@ -477,19 +487,19 @@ def test_a_reformatted_answer_is_still_caught():
     assert not any(points_to(n, share, [0.0, 50.0, 100.0]) for n in numbers("56 of 1024 units fire"))
 
 
-def test_the_init_and_clones_steps_never_seed_the_global_generator(inspections, monkeypatch):
+def test_the_init_and_clones_steps_never_seed_the_global_generator(inspections, monkeypatch, english):
     """Two steps draw weights in the server's process: from a generator of their own, or unseeded, so that no
     other event's draws are reset by a learner opening them. The init step's two draws are still the ones it
     describes: Xavier within its bound, PyTorch's default within 1/sqrt(fan_in)."""
-    learn.clone_counts.cache_clear()
-    c = learn.context(inspections[0], "en")
+    learn_figures.clone_counts.cache_clear()
+    c = learn_path.context(inspections[0])
     for name in ("manual_seed", "seed"):
         monkeypatch.setattr(torch, name, lambda *a: pytest.fail("the process's generator was seeded"))
     for how in ("xavier", "default"):
-        _, fields = learn.draw_init(c, how)
+        _, fields = learn_figures.draw_init(c, how)
         d, d_ff = fields["d"], fields["d_ff"]
-        bound = learn.xavier_bound(d, d_ff) if how == "xavier" else 1 / math.sqrt(d)
+        bound = learn_figures.xavier_bound(d, d_ff) if how == "xavier" else 1 / math.sqrt(d)
         lo, hi = float(fields["lo"]), float(fields["hi"])  # written to 4 decimals
         assert -bound - 5e-5 <= lo < -0.9 * bound and 0.9 * bound < hi <= bound + 5e-5
-    for how in learn.CLONES:
-        learn.draw_clones(c, how)
+    for how in learn_figures.CLONES:
+        learn_figures.draw_clones(c, how)

@@ -10,12 +10,20 @@ import gradio as gr
 import plotly.graph_objects as go
 import pytest
 
-from app import i18n
+from app import i18n, learn_path
 from app.common import label
-from app.tabs import learn, masks
-from app.tabs.translate import german_hint, status_view
-from core.data import ASSETS
+from app.figures import learn as learn_figures
+from app.i18n import in_language
+from app.tabs import learn
+from app.tabs.translate import status_view
+from app.translating import german_hint
+from core.data import ASSETS, PAD
 from tests.conftest import needs_shipped
+
+
+def said(fn, *args, lang, **kwargs):
+    """fn(*args) as an event of the page in `lang` runs it (app.i18n.in_language)."""
+    return in_language(fn)(*args, lang=lang, **kwargs)
 
 SENTENCE = "Ein kleiner Junge spielt mit einem roten Ball im Garten."
 
@@ -49,11 +57,11 @@ class Buttons(HTMLParser):
 def test_the_circles_are_buttons_named_by_their_steps(lang):
     progress = {"step": 4, "done": ["generator", "scale"]}
     parser = Buttons()
-    parser.feed(learn.progress_html(progress, lang))
+    parser.feed(said(learn.progress_html, progress, lang=lang))
     marks = parser.found
-    assert [int(b["data-step"]) for b in marks] == list(range(1, len(learn.STEPS) + 1))
-    for k, (b, step) in enumerate(zip(marks, learn.STEPS), start=1):
-        name = f"{i18n.text(lang, 'learn.step', k=k, n=len(learn.STEPS))} · {i18n.text(lang, f'learn.{step.key}.title')}"
+    assert [int(b["data-step"]) for b in marks] == list(range(1, len(learn_path.STEPS) + 1))
+    for k, (b, step) in enumerate(zip(marks, learn_path.STEPS), start=1):
+        name = f"{i18n.text(lang, 'learn.step', k=k, n=len(learn_path.STEPS))} · {i18n.text(lang, f'learn.{step.key}.title')}"
         assert b["aria-label"].startswith(name) and b["title"] == b["aria-label"], b  # read back whole: escaped right
         assert b["type"] == "button"
         assert (b["text"] == "✓") == (step.key in progress["done"]) and ("✓" in b["aria-label"]) is False
@@ -63,9 +71,9 @@ def test_the_circles_are_buttons_named_by_their_steps(lang):
 
 def test_a_title_with_markup_stays_text_in_its_circle(monkeypatch):
     real = learn.text
-    monkeypatch.setattr(learn, "text", lambda lang, key, **kw: '"><img src=x onerror=alert(1)>'
-                        if key.endswith(".title") else real(lang, key, **kw))
-    out = learn.progress_html(learn.new_progress(), "en")
+    monkeypatch.setattr(learn, "text", lambda key, **kw: '"><img src=x onerror=alert(1)>'
+                        if key.endswith(".title") else real(key, **kw))
+    out = said(learn.progress_html, learn_path.new_progress(), lang="en")
     assert "<img" not in out
     parser = Buttons()
     parser.feed(out)
@@ -75,9 +83,9 @@ def test_a_title_with_markup_stays_text_in_its_circle(monkeypatch):
 def test_a_circle_opens_its_step_and_anything_else_stays_on_the_path():
     p = {"step": 0, "done": ["generator"]}
     event = lambda data: gr.EventData(None, data)  # what the browser's trigger('click', data) becomes
-    assert learn.pick(None, p, "en", event({"step": 12}))[0] == {"step": 11, "done": ["generator"]}
-    for bad, k in (({"step": "<b>"}, 0), ({"step": 99}, len(learn.STEPS) - 1), (None, 0), ("12", 0), ({}, 0)):
-        assert learn.pick(None, p, "en", event(bad))[0]["step"] == k, bad
+    assert said(learn.pick, None, p, lang="en", evt=event({"step": 12}))["progress"] == {"step": 11, "done": ["generator"]}
+    for bad, k in (({"step": "<b>"}, 0), ({"step": 99}, len(learn_path.STEPS) - 1), (None, 0), ("12", 0), ({}, 0)):
+        assert said(learn.pick, None, p, lang="en", evt=event(bad))["progress"]["step"] == k, bad
 
 
 def _texts(fig):
@@ -95,10 +103,10 @@ def _texts(fig):
 @needs_shipped
 @pytest.mark.parametrize("lang", i18n.LANGS)
 def test_no_figure_escapes_twice_and_each_legend_sits_above_its_plot(ins, lang):
-    for k, step in enumerate(learn.STEPS):
-        values = step.control.choices or [learn._value(step.control.lo, ins), learn._value(step.control.hi, ins)]
+    for k, step in enumerate(learn_path.STEPS):
+        values = step.control.choices or [learn_path._value(step.control.lo, ins), learn_path._value(step.control.hi, ins)]
         for value in values:
-            fig, _ = learn.figure_and_fact(step, learn.context(ins, lang), value)
+            fig, _ = said(learn_path.figure_and_fact, step, learn_path.context(ins), value, lang=lang)
             for s in _texts(fig):
                 assert "&amp;" not in s, (step.key, value, s)  # an entity escaped again shows as "&lt;"
                 assert not re.search(r"[<>]", s.replace("<br>", "")), (step.key, value, s)  # and escaped once
@@ -108,28 +116,28 @@ def test_no_figure_escapes_twice_and_each_legend_sits_above_its_plot(ins, lang):
 
 
 @needs_shipped
-def test_the_masks_step_shows_the_german_side_and_its_pieces_once_escaped(ins):
-    c = learn.context(ins, "en", revealed=True)
-    batch = learn.mask_batch(c)
-    hidden = learn.draw_masks(learn.context(ins, "en"), "padding")[0].data[0].text  # before Check: pads unnamed
+def test_the_masks_step_shows_the_german_side_and_its_pieces_once_escaped(ins, english):
+    c = learn_path.context(ins, revealed=True)
+    batch = learn_figures.mask_batch(c)
+    hidden = learn_figures.draw_masks(learn_path.context(ins), "padding")[0].data[0].text  # before Check: pads unnamed
     assert not any("pad" in x for row in hidden for x in row) and hidden[0][0] == "&lt;s&gt;"
-    fig, values = learn.draw_masks(c, "padding")
+    fig, values = learn_figures.draw_masks(c, "padding")
     cells = fig.data[0].text
     for j, row in enumerate(batch.src):  # one column per German sentence of the batch, its pieces in order
         assert [cells[i][j] for i in range(len(row))] == [label(c.tokenizer.id_to_piece(int(t))) for t in row]
         assert [bool(fig.data[0].z[i][j]) for i in range(len(row))] == [bool(x) for x in batch.src_mask[j, 0]]
     assert values["S"] == batch.src.size(1)
-    assert sum(x == "&lt;pad&gt;" for row in cells for x in row) == int((batch.src == masks.PAD).sum())
-    fig, values = learn.draw_masks(c, "subsequent")
+    assert sum(x == "&lt;pad&gt;" for row in cells for x in row) == int((batch.src == PAD).sum())
+    fig, values = learn_figures.draw_masks(c, "subsequent")
     assert "&lt;s&gt;" in fig.layout.xaxis.ticktext and not any("&amp;" in t for t in fig.layout.xaxis.ticktext)
-    assert str(values["T"]) in learn.figure_and_fact(learn.STEPS[4], c, "both")[1]
+    assert str(values["T"]) in learn_path.figure_and_fact(learn_path.STEPS[4], c, "both")[1]
 
 
 @needs_shipped
-def test_the_buffer_step_names_the_axes_of_the_buffers_whole_shape(ins):
-    c = learn.context(ins, "en")
+def test_the_buffer_step_names_the_axes_of_the_buffers_whole_shape(ins, english):
+    c = learn_path.context(ins)
     pe = c.model.src_embed[1].pe
-    _, values = learn.draw_buffer(c, 1)
+    _, values = learn_figures.draw_buffer(c, 1)
     assert values["shape"] == " × ".join(map(str, pe.shape)) and pe.dim() == 3 and pe.size(0) == 1
     for lang in i18n.LANGS:
         fact = i18n.text(lang, "learn.buffer.fact", **values)
@@ -138,16 +146,16 @@ def test_the_buffer_step_names_the_axes_of_the_buffers_whole_shape(ins):
 
 @needs_shipped
 def test_the_teacher_step_counts_positions_from_one_on_slider_and_axis(ins):
-    step = learn.STEPS[learn.KEYS.index("teacher")]
-    c = learn.context(ins, "zh-CN", revealed=True)
-    slider, _ = learn.control_updates(step, ins, c)
+    step = learn_path.STEPS[learn_path.KEYS.index("teacher")]
+    c = learn_path.context(ins, revealed=True)
+    slider, _ = said(learn.control_updates, step, ins, c, lang="zh-CN")
     assert slider["minimum"] == 1 and slider["maximum"] == len(ins.out_tokens)
     for pos in (1, 3, len(ins.out_tokens)):
-        fig, values = learn.draw_teacher(c, pos)
+        fig, values = said(learn_figures.draw_teacher, c, pos, lang="zh-CN")
         ticks = fig.layout.yaxis.ticktext
         marked = [i for i, row in enumerate(fig.data[0].z) if any(row)]
         assert ticks[0] == "1" and marked == [pos - 1] and ticks[marked[0]] == str(values["pos"]) == str(pos)
-        assert fig.data[0].text[pos - 1][1] == label(learn._piece(ins.out_tokens[pos - 1]))
+        assert fig.data[0].text[pos - 1][1] == label(learn_figures._piece(ins.out_tokens[pos - 1]))
         assert fig.data[0].textfont.size >= 12 and fig.layout.height >= 22 * len(ins.out_tokens)
 
 
@@ -156,15 +164,15 @@ def _sentences(name):
 
 
 @needs_shipped
-def test_the_not_german_notice_is_measured_on_our_own_sentences():
+def test_the_not_german_notice_is_measured_on_our_own_sentences(english):
     """None of our German examples and probes is flagged; each of their English translations by the shipped
     model is, and so are emoji, numbers and another script; a notice never refuses the sentence."""
     from app.shared import get_translator
-    german = _sentences("examples.txt") + _sentences("probes.txt") + [learn.SHORT_PAIR[0], learn.LONG_PAIR[0]]
+    german = _sentences("examples.txt") + _sentences("probes.txt") + [learn_figures.SHORT_PAIR[0], learn_figures.LONG_PAIR[0]]
     assert len(german) >= 18
     assert [s for s in german if german_hint(s) is not None] == []
     tr = get_translator()
-    english = [tr.inspect(s, method="greedy").translation for s in german] + [learn.SHORT_PAIR[1], learn.LONG_PAIR[1]]
+    english = [tr.inspect(s, method="greedy").translation for s in german] + [learn_figures.SHORT_PAIR[1], learn_figures.LONG_PAIR[1]]
     missed = [s for s in english if german_hint(s) is None]
     assert missed == [], missed
     for s in ("😀🎉🐕", "12345 67", "!!!"):
@@ -176,7 +184,7 @@ def test_the_not_german_notice_is_measured_on_our_own_sentences():
 
 def test_the_notice_escapes_the_words_it_quotes_in_both_languages():
     for lang in i18n.LANGS:
-        hint = german_hint("the <b>a</b> [is](javascript:x)", lang)
+        hint = said(german_hint, "the <b>a</b> [is](javascript:x)", lang=lang)
         assert hint and "<b>" not in hint and "](" not in hint
         assert "“a”" in hint.replace("\\", "") or "“the”" in hint
 
@@ -185,15 +193,15 @@ def test_the_notice_escapes_the_words_it_quotes_in_both_languages():
 def test_the_notice_shows_in_the_status_line_and_under_the_learn_box():
     from app.tabs.translate import translate
     _, status, ins = translate("A dog runs on the beach.")
-    assert german_hint(ins.source) in status  # the API's status line, in English
+    assert said(german_hint, ins.source, lang="en") in status  # the API's status line, in English
     for lang in i18n.LANGS:
-        hint = german_hint(ins.source, lang)
+        hint = said(german_hint, ins.source, lang=lang)
         with i18n.speaking(lang):
             assert hint and hint in status_view(ins)
-        assert learn.sentence_notice(ins.source, lang) == hint
-        assert learn.follow(ins, lang) == (ins.source, hint)  # the Learn box follows the page's sentence
+        assert said(learn.sentence_notice, ins.source, lang=lang) == hint
+        assert said(learn.follow, ins, lang=lang) == (ins.source, hint)  # the Learn box follows the page's sentence
     german = translate(SENTENCE)[2]
-    assert learn.follow(german, "zh-CN") == (SENTENCE, "")
+    assert said(learn.follow, german, lang="zh-CN") == (SENTENCE, "")
     with i18n.speaking("en"):
         assert i18n.text("en", "translate.status.notice") not in status_view(german)
 
@@ -202,11 +210,11 @@ def test_a_figure_legend_is_given_room_for_its_lines():
     one = go.Figure([go.Scatter(y=[1], name="a"), go.Scatter(y=[2], name="b")])
     long = go.Figure([go.Scatter(y=[1], name="本模型：d_model = 256，预热 4000 步，一个很长的名字 <x>"),
                       go.Scatter(y=[2], name="x"), go.Scatter(y=[3], name="y")])
-    assert learn.legend_height(go.Figure(go.Heatmap(z=[[1]]))) == 0
-    assert learn.legend_height(go.Figure(go.Scatter(y=[1], name="alone"))) == 0
-    short = learn._compact(one, "t").layout.height
-    tall = learn._compact(long, "t")
+    assert learn_figures.legend_height(go.Figure(go.Heatmap(z=[[1]]))) == 0
+    assert learn_figures.legend_height(go.Figure(go.Scatter(y=[1], name="alone"))) == 0
+    short = learn_figures._compact(one, "t").layout.height
+    tall = learn_figures._compact(long, "t")
     assert "<br>" in tall.data[0].name and "&lt;x&gt;" in tall.data[0].name  # in lines, escaped, not cut
     lines = tall.data[0].name.count("<br>") + 1
-    assert learn.legend_height(tall) >= learn.LEGEND_LINE * lines and tall.layout.height > short
-    assert learn.legend_height(tall) == learn.legend_height(tall)  # reading it changes nothing
+    assert learn_figures.legend_height(tall) >= learn_figures.LEGEND_LINE * lines and tall.layout.height > short
+    assert learn_figures.legend_height(tall) == learn_figures.legend_height(tall)  # reading it changes nothing

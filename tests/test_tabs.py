@@ -7,12 +7,9 @@ import re
 import pytest
 import torch
 
+from app.figures.masks import batching_figure, make_batch, mask_panels
 from app.figures.positional import encoding, encoding_f64, relative_figure, relative_residual, rotation
-from app.i18n import L, speaking
-from app.shared import get_translator
-from app.tabs import masks, positional, training
-from app.tabs.masks import DEFAULT_DE, DEFAULT_EN, batching_figure, make_batch, mask_panels, parse_pairs, scores_at_work
-from app.tabs.training import (
+from app.figures.training import (
     ablation_runs,
     noam_figure,
     penalization_figure,
@@ -20,6 +17,10 @@ from app.tabs.training import (
     shipped_log,
     smoothing_figure,
 )
+from app.i18n import L, speaking
+from app.shared import get_translator
+from app.tabs import masks, positional, training
+from app.tabs.masks import DEFAULT_DE, DEFAULT_EN, parse_pairs, scores_at_work
 from core.instrument import attention_name, run_with_cache
 from core.train import rate
 from tests.conftest import ASSETS, needs_shipped
@@ -27,7 +28,7 @@ from tools.i18n_report import CJK, WORD, english, value_strings
 
 # ---- masks -----------------------------------------------------------------------------------------
 
-def test_parse_pairs_messages():
+def test_parse_pairs_messages(english):
     assert parse_pairs("a\nb", "c\nd") == [("a", "c"), ("b", "d")]
     with pytest.raises(ValueError, match="2 German lines but 1 English"):
         parse_pairs("a\nb", "c")
@@ -41,7 +42,7 @@ def test_parse_pairs_messages():
     assert len(str(caught.value)) < 200
 
 
-def test_mask_panels_match_hand_built_masks(tiny_spm):
+def test_mask_panels_match_hand_built_masks(tiny_spm, english):
     sp, _ = tiny_spm
     batch, examples = make_batch(sp, [("Der Hund.", "A dog."), ("Die alte Katze schläft im Park.", "An old cat sleeps in the park.")])
     T = batch.tgt.size(1)
@@ -59,7 +60,7 @@ def test_mask_panels_match_hand_built_masks(tiny_spm):
 
 
 @needs_shipped
-def test_mask_at_work_zeroes_masked_weights():
+def test_mask_at_work_zeroes_masked_weights(english):
     tr = get_translator()
     batch, _ = make_batch(tr.tokenizer, list(zip(DEFAULT_DE.splitlines(), DEFAULT_EN.splitlines())))
     for kind in ("decoder", "encoder"):
@@ -73,11 +74,11 @@ def test_mask_at_work_zeroes_masked_weights():
         kept = cache[attention_name(kind, 0)][0, 1]
         torch.testing.assert_close(weights, kept, atol=1e-5, rtol=1e-4)
     out = masks.masks_view(DEFAULT_DE, DEFAULT_EN, 1, "decoder", 0, 0)
-    assert out[0].startswith("Batch of 3 pairs")
-    assert "Give between" in masks.masks_view("a", "b", 0, "decoder", 0, 0)[0]
+    assert out["summary"].startswith("Batch of 3 pairs")
+    assert "Give between" in masks.masks_view("a", "b", 0, "decoder", 0, 0)["summary"]
 
 
-def test_batching_figure_shows_training_and_user_batch():
+def test_batching_figure_shows_training_and_user_batch(english):
     stats = {"batch_size": 10, "max_tokens": 100,
              "sentence_count": {"padding_fraction": 0.5, "tokens_per_batch_mean": 90, "tokens_per_batch_std": 5},
              "token_based": {"padding_fraction": 0.05, "tokens_per_batch_mean": 88, "tokens_per_batch_std": 9}}
@@ -135,21 +136,21 @@ def test_embedding_scale_uses_trained_weights(english):
 
 # ---- training replay -------------------------------------------------------------------------------
 
-def test_noam_figure_overlays_the_three_annotated_schedules():
+def test_noam_figure_overlays_the_three_annotated_schedules(english):
     fig = noam_figure(256, 0.8, 1000)
     assert [t.name for t in fig.data[:3]] == ["512:4000", "512:8000", "256:4000"]
     x, y = fig.data[3].x, fig.data[3].y
     assert y[10] == pytest.approx(rate(x[10], 256, 0.8, 1000))
 
 
-def test_smoothed_distribution():
+def test_smoothed_distribution(english):
     _, td = smoothing_figure(0.3, targets=(2, 1, 0), vocab=6)
     torch.testing.assert_close(td[:2].sum(-1), torch.ones(2))
     assert td[0, 2] == pytest.approx(0.7) and td[1, 1] == pytest.approx(0.7)
     assert torch.all(td[2] == 0) and torch.all(td[:, 0] == 0)
 
 
-def test_penalization_curve_has_interior_minimum_with_smoothing():
+def test_penalization_curve_has_interior_minimum_with_smoothing(english):
     fig = penalization_figure((0.0, 0.4))
     plain, smooth = fig.data
     assert min(plain.y) == plain.y[-1]  # no smoothing: more confidence is always better
@@ -167,7 +168,7 @@ def test_replay_tick_advances_and_stops(monkeypatch):
 
 
 @needs_shipped
-def test_replayed_learning_rates_follow_noam():
+def test_replayed_learning_rates_follow_noam(english):
     config, steps, epochs = shipped_log()
     a = config["args"]
     for r in steps:
@@ -224,12 +225,15 @@ def test_masks_tab_draws_its_words_in_chinese():
         assert drawn_english(masks, dict(controls, kind=kind), pieces) == []
     # a batch refused says why, in Chinese, in the summary and on the figures
     for de, en in (("a", "b"), ("a\nb", "c"), ("x" * 400 + "\ny", "c\nd"), ("Ein Hund.\n" * 200_000, "A dog.\n" * 2)):
-        summary, _, fig, *_ = masks.masks_view(de, en, 0, "decoder", 0, 0, "zh-CN")
+        with speaking("zh-CN"):
+            out = masks.masks_view(de, en, 0, "decoder", 0, 0)
+        summary, fig = out["summary"], out["panels"]
         assert chinese(summary) and all(chinese(s) for s in value_strings(fig)), summary
-    with pytest.raises(ValueError, match="德语有 2 行"):
-        parse_pairs("a\nb", "c", lang="zh-CN")
+    with pytest.raises(ValueError, match="德语有 2 行"), speaking("zh-CN"):
+        parse_pairs("a\nb", "c")
     # in English as before
-    assert masks.masks_view(DEFAULT_DE, DEFAULT_EN, 1, "decoder", 0, 0, "en")[0].startswith("Batch of 3 pairs")
+    with speaking("en"):
+        assert masks.masks_view(DEFAULT_DE, DEFAULT_EN, 1, "decoder", 0, 0)["summary"].startswith("Batch of 3 pairs")
 
 
 @needs_shipped
@@ -254,12 +258,21 @@ def test_training_tab_draws_its_words_in_chinese(monkeypatch):
     for step in (1, len(steps)):  # before the first evaluation (its empty state), and after the last
         controls = dict(step=step, d_model=512, factor=1.0, warmup=4000, eps=0.1, lang="zh-CN")
         assert drawn_english(training, controls, pieces) == []
-    assert "No evaluation yet at this step" in training.replay_view(1)[1]
+    with speaking("en"):
+        assert "No evaluation yet at this step" in training.replay_view(1)["probes"]
     monkeypatch.setattr(training, "ablation_runs", dict)  # no logs shipped: the figure says so
-    fig, _ = training.ablation_view("zh-CN")
+    with speaking("zh-CN"):
+        fig = training.ablation_view.__wrapped__()["ablation"]
     assert all(chinese(s) for s in value_strings(fig))
-    assert value_strings(training.ablation_view()[0]) == ["The ablation logs are not in assets/."]
-    # the Learn path relabels the figures it reuses: their English defaults stay
-    assert noam_figure(512, 1.0, 4000).layout.xaxis.title.text == "step"
-    assert list(smoothing_figure(0.1)[0].layout.yaxis.ticktext)[0] == "target 2"
-
+    with speaking("en"):
+        assert value_strings(training.ablation_view.__wrapped__()["ablation"]) == ["The ablation logs are not in assets/."]
+        # the Learn path asks for the same figures in its own words: the Training tab's stay
+        assert noam_figure(512, 1.0, 4000).layout.xaxis.title.text == "step"
+        assert noam_figure(512, 1.0, 4000, words="learn").layout.xaxis.title.text == "optimizer step"
+        assert list(smoothing_figure(0.1)[0].layout.yaxis.ticktext)[0] == "target 2"
+        hidden = smoothing_figure(0.1, words="learn", numbers=False)[0].data[0]
+        assert hidden.text is None and hidden.hoverinfo == "skip"
+        assert noam_figure(512, 1.0, 4000, scale=False).layout.yaxis.showticklabels is False
+    with speaking("zh-CN"):  # a view that reads no sentence is drawn once per language and kept
+        assert training.noam_view(512, 1.0, 4000) is training.noam_view(512, 1.0, 4000)
+        assert training.noam_view(512, 1.0, 4000).layout.xaxis.title.text == "步数"

@@ -10,6 +10,7 @@ import time
 
 import torch
 
+from app.i18n import speaking
 from app.shared import get_translator
 from app.tabs import inside as tab
 from core.analysis.inside import record_inspection
@@ -36,7 +37,11 @@ def measure(runs=5):
     """Median ms: the recording pass alone, each view of a fresh Inspection, all of them, a slider move (a view
     drawn again from the kept recording), and the reference translation."""
     torch.set_num_threads(1)
-    tr = get_translator()
+    with speaking("en"):  # the views draw in the event's language: here English
+        return _measure(get_translator(), runs)
+
+
+def _measure(tr, runs):
     rows = {k: [] for k in ("record", *VIEWS, "all_views", "slider", "translate")}
     for ins in (tr.inspect(s, method="greedy") for s in SENTENCES):  # warm-up
         for view in VIEWS.values():

@@ -23,6 +23,7 @@ CHANGED = ("text('#learn-head').includes(arg.heading) && plot('learn-figure')?.l
 def render_floor(runs=3):
     """The median time of app.tabs.learn.render per step, on the page's first example, in this process (each
     step's recorded pass already made, as the page has it after its first visit)."""
+    from app.i18n import speaking
     from app.shared import examples, get_translator
     from app.tabs import learn
     ins = get_translator().inspect(examples()[0], method="greedy")
@@ -30,7 +31,8 @@ def render_floor(runs=3):
     for _ in range(runs + 1):  # the first round records the pass the Inside steps read; not counted
         for k, step in enumerate(learn.STEPS):
             t0 = time.perf_counter()
-            learn.render(ins, {"step": k, "done": []}, "en")
+            with speaking("en"):
+                learn.render(ins, {"step": k, "done": []})
             times.setdefault(step.key, []).append((time.perf_counter() - t0) * 1e3)
     return {key: statistics.median(ms[1:]) for key, ms in times.items()}
 
@@ -38,7 +40,7 @@ def render_floor(runs=3):
 def walk(page, net, clicks):
     """Every step change, forwards then back, `clicks` times: [(step key, ms)]."""
     from app.i18n import text
-    from app.tabs.learn import STEPS
+    from app.learn_path import STEPS
     out = []
     order = list(range(1, len(STEPS))) + list(range(len(STEPS) - 2, -1, -1))
     k = 0
@@ -62,7 +64,7 @@ def switch_language(page, net, times_):
     """The language switch clicked `times_` times, 中文 and English in turn, on the Learn tab: [ms] from the click
     to the step's text and figure redrawn in the other language (every tab's views on screen redraw with it)."""
     from app.i18n import LANGS, text
-    from app.tabs.learn import STEPS
+    from app.learn_path import STEPS
     out, k = [], int(page.evaluate("document.querySelector('#learn-path .learn-path')?.dataset.step ?? '1'"))
     for i in range(times_):
         lang = LANGS[i % 2]

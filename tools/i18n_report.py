@@ -154,8 +154,8 @@ def neutral_words():
     """Words that are in no language of the page though they look English: the model's module names and
     classes (the Inside tab's tree), its special pieces (<pad>, <unk>, ...), and the shipped data the
     Training tab shows (its probe sentences and what the model made of them at each epoch)."""
+    from app.figures import training
     from app.shared import get_translator
-    from app.tabs import training
     tr = get_translator()
     code = {part for name, _ in tr.model.named_modules() for part in name.split(".")}
     code |= {type(m).__name__ for m in tr.model.modules()}
@@ -169,31 +169,23 @@ def neutral_words():
 def view_values(tab, ins, lang):
     """(component, value) for every output of every view of a tab, drawn for `ins` with its controls' first
     values, the page in `lang`; the Learn tab at every step of its path."""
-    if getattr(tab, "legacy", False) and tab.show.__module__ == learn.__name__:
-        return [(c, v) for k in range(len(learn.STEPS))
-                for c, v in zip(tab.outputs, learn.render(ins, {"step": k, "done": []}, lang))]
     controls = {name: getattr(c, "value", None) for name, c in tab.controls.items()}
-    if not getattr(tab, "legacy", False):  # a tab that names its outputs: every view drawn in the event's language
-        values = []
-        with speaking(lang):
-            for view in tab.views:
-                used = {name: controls[name] for name in view.uses}
-                out = view.draw(ins, **used) if view.reads_translation else view.draw(**used)
-                named = out if isinstance(out, dict) and set(out) == set(view.outputs) else {view.outputs[0]: out}
-                values += [(tab.outputs[name], v) for name, v in named.items()]
-        return values
     values = []
-    controls["lang"] = lang
-    for view in tab.views:
-        used = tuple(controls[name] for name in view.uses)
-        out = view.draw(ins, *used) if view.reads_translation else view.draw(*used)
-        values += list(out) if view.outputs > 1 else [out]
-    return list(zip(tab.outputs, values))
+    with speaking(lang):
+        if tab.where == ("learn",):
+            return [(tab.outputs[name], v) for k in range(len(learn.STEPS))
+                    for name, v in learn.render(ins, {"step": k, "done": []}).items()]
+        for view in tab.views:
+            used = {name: controls[name] for name in view.uses}
+            out = view.draw(ins, **used) if view.reads_translation else view.draw(**used)
+            named = out if isinstance(out, dict) and set(out) == set(view.outputs) else {view.outputs[0]: out}
+            values += [(tab.outputs[name], v) for name, v in named.items()]
+    return values
 
 
 def tab_name(tab):
     """A tab's name in the report: its module's."""
-    return tab.where[0] if hasattr(tab, "where") else tab.show.__module__.rpartition(".")[2]
+    return tab.where[0]
 
 
 def drawn(demo, ins, lang="zh-CN"):
@@ -221,7 +213,7 @@ def main(argv=None):
     print(f"{'total':14s} {done:15d} {left:13d}")
     if args.drawn:
         from app.shared import examples
-        from app.tabs.translate import translate
+        from app.translating import translate
         ins = translate(examples()[0], "beam")[2]
         runtime = drawn(demo, ins)
         shapes = {tab: {NUMBER.sub("#", s) for s in found} for tab, found in runtime.items()}

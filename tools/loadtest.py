@@ -118,8 +118,7 @@ def memory_growth(n, warmup=20):
     from app.ui import build_demo
     from app.views import ROOT, open_tab
     sentences = examples()
-    built = {t.where[0] if hasattr(t, "where") else t.show.__module__.rpartition(".")[2]: t
-             for t in build_demo().tab_views}
+    built = {t.where[0]: t for t in build_demo().tab_views}
     where = [("translate",), ("overview",), *(("attention", sub) for sub in ("one-head", "all-heads", "layers-heads",
                                                                               "bertviz-head", "bertviz-model")),
              *(("inside", sub) for sub in ("modules", "layernorm", "scale", "residual", "ffn", "lens"))]
@@ -140,8 +139,6 @@ def memory_growth(n, warmup=20):
 def drawn_values(tab, page, ins):
     """What a tab's show sends for `ins`, its controls at their first values, the page in English."""
     controls = {name: getattr(c, "value", None) for name, c in tab.controls.items()}
-    if getattr(tab, "legacy", False):  # a tab not yet moved to names: its controls in order, the language among them
-        return tab.show(page, ins, *(("en" if name == "lang" else v) for name, v in controls.items()))
     out = tab.show(page, "en", ins, **controls)
     return [] if not isinstance(out, dict) or out == {"__type__": "update"} else list(out.values())
 

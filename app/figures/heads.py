@@ -10,7 +10,7 @@ from core.instrument import KINDS
 
 from ..common import kind_name, token_strip
 from ..figures.decoding import token_legend
-from ..i18n import fields, spoken, table, text, texts
+from ..i18n import fields, table, text, texts
 
 _t = texts("heads")
 CELL_W, CELL_H = 44, 28
@@ -56,7 +56,7 @@ def grid_svg(grid, kind, name, lo, hi):
     L, H = len(grid), len(grid[0])
     left, top = 64, 22
     w, h = left + H * CELL_W + 2, top + L * CELL_H + 2
-    short = kind_name(kind, spoken())
+    short = kind_name(kind)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
            f'font-family="sans-serif" font-size="11" role="img" '
            f'aria-label="{html.escape(short)}: {html.escape(name)}">']
@@ -99,7 +99,7 @@ def atlas_html(atlas, name):
     lo, hi = (0.0, 1.0) if unit == "share" else (min(0.0, *values), max(values))
     blocks = []
     for kind, grid in grids.items():
-        short = kind_name(kind, spoken())
+        short = kind_name(kind)
         body = grid_svg(grid, kind, name, lo, hi) if grid else (
             f'<div class="heads-na">{html.escape(_t("atlas.na", kind=short.lower()))}</div>')
         blocks.append(f'<div class="heads-block"><div class="heads-title">{html.escape(short)}</div>{body}</div>')

@@ -70,20 +70,38 @@ def relative_residual(pe, k):
     return (target - pred).abs().max(dim=1).values
 
 
-def relative_figure(pe, k):
+def relative_figure(pe, k, words="positional", stacked=False, scale=True):
+    """M_k's first dimensions beside the residual of PE(pos + k) = M_k PE(pos), in float32 and float64; and the
+    two residuals' largest values. `words`: the table of its panels' words (positional, or learn); `stacked`:
+    one panel above the other, each titled in lines above it (a phone's figure); without `scale`, the residual's
+    shape shows but not its size (no ticks, no hover)."""
+    w = texts(words)
     M = rotation(pe.size(1), k)
     res32 = relative_residual(pe.float(), k)
     res64 = relative_residual(encoding_f64(pe.size(1), pe.size(0)), k)
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6], subplot_titles=(
-        wrap_title(_t("relative.m", k=k), 24), wrap_title(_t("relative.residual"), 30)))
+    titles = (w("relative.m", k=k), w("relative.residual"))
+    if stacked:
+        fig = make_subplots(rows=2, cols=1, row_heights=[0.32, 0.36], vertical_spacing=0.24)
+        place = [dict(row=1, col=1), dict(row=2, col=1)]
+        for (text, y) in zip(titles, (0.92, 0.36)):
+            fig.add_annotation(text=wrap_title(text, 46), x=0, xanchor="left", y=y, yanchor="bottom", xref="paper",
+                               yref="paper", showarrow=False, font=dict(size=12), align="left")
+    else:
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6], subplot_titles=(
+            wrap_title(titles[0], 24), wrap_title(titles[1], 30)))
+        place = [dict(row=1, col=1), dict(row=1, col=2)]
     n = min(16, M.size(0))
     fig.add_trace(go.Heatmap(z=M[:n, :n].numpy(), colorscale="RdBu", zmin=-1, zmax=1, showscale=False,
-                             hovertemplate="M[%{y}, %{x}] = %{z:.3f}<extra></extra>"), row=1, col=1)
-    fig.update_yaxes(autorange="reversed", row=1, col=1)
-    fig.add_trace(go.Scatter(y=res32.numpy(), mode="lines", name=_t("relative.float32")), row=1, col=2)
-    fig.add_trace(go.Scatter(y=res64.numpy(), mode="lines", name="float64"), row=1, col=2)
-    fig.update_yaxes(type="log", row=1, col=2, exponentformat="e")
-    fig.update_xaxes(title_text=_t("relative.pos"), row=1, col=2)
+                             hovertemplate="M[%{y}, %{x}] = %{z:.3f}<extra></extra>"), **place[0])
+    fig.update_yaxes(autorange="reversed", **place[0])
+    hover = {} if scale else dict(hoverinfo="skip")
+    fig.add_trace(go.Scatter(y=res32.numpy(), mode="lines", name=w("relative.float32"), **hover), **place[1])
+    fig.add_trace(go.Scatter(y=res64.numpy(), mode="lines", name="float64", **hover), **place[1])
+    fig.update_yaxes(type="log", exponentformat="e", showticklabels=scale, **place[1])
+    fig.update_xaxes(title_text=w("relative.pos"), **place[1])
+    if stacked:
+        fig.update_layout(xaxis=dict(domain=[0, 1]), xaxis2=dict(domain=[0, 1]), yaxis=dict(domain=[0.6, 0.92]),
+                          yaxis2=dict(domain=[0, 0.36]))
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(x=0.99, xanchor="right", y=0.5, yanchor="middle"))
     return fig, res32.max().item(), res64.max().item()

@@ -12,7 +12,7 @@ from core.instrument import KINDS
 from ..bertviz_views import head_view_html, model_view_html, standalone_html
 from ..common import clamp, code_panel, export_file, kind_choices, kind_name
 from ..figures.attention import attention_heatmap, attention_maps, head_grid, layer_head_overview
-from ..i18n import L, in_language, spoken, texts
+from ..i18n import L, in_language, texts
 from ..views import Tab, View
 
 _t = texts("attention")
@@ -23,7 +23,7 @@ def _maps(ins, kind, layer=0, head=0):
     kind = kind if kind in KINDS else "encoder"
     maps, q, k = attention_maps(ins, kind)
     return (maps, q, k, clamp(layer, 0, maps.size(0) - 1), clamp(head, 0, maps.size(1) - 1),
-            kind_name(kind, spoken(), long=True))
+            kind_name(kind, long=True))
 
 
 def one_head(ins, kind, layer, head):

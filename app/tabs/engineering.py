@@ -10,9 +10,9 @@ from core import model as core_model
 from core.bench import table_rows
 
 from ..common import code_panel
+from ..figures.training import shipped_log
 from ..i18n import DEFAULT, LANGS, L, speaking, table, text, written
 from ..shared import get_translator, model_dir
-from .training import shipped_log
 
 
 def _speed_section(b):

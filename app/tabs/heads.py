@@ -22,7 +22,7 @@ from core.words import write
 from ..common import clamp, empty_figure, kind_choices, kind_name, md_literal
 from ..figures.attention import attention_maps, head_grid
 from ..figures.heads import atlas_html, comparison_html, measure_key, pieces, prompt_html
-from ..i18n import LANGS, L, in_language, spoken, text, texts, written
+from ..i18n import LANGS, L, in_language, text, texts, written
 from ..shared import MODEL_LOCK, get_translator, model_dir
 from ..views import Tab, View, by_component, open_tab
 
@@ -174,7 +174,7 @@ def maps_view(ins, switched, map_kind, map_layer):
     kind = map_kind if map_kind in KINDS else "cross"
     maps, q, k = attention_maps(changed, kind)
     layer = clamp(map_layer, 0, maps.size(0) - 1)
-    title = _t("maps.title", kind=kind_name(kind, spoken(), long=True), layer=layer)
+    title = _t("maps.title", kind=kind_name(kind, long=True), layer=layer)
     off = {h for kd, lay, h in changed.heads_off if kd == kind and lay == layer}
     return head_grid(maps[layer], q, k, html.escape(title, quote=False), off=off)
 

@@ -8,131 +8,19 @@ tab is on screen; their words are in the page's language, their figures app/figu
 also the public /translate API, whose status line stays English: the status view writes it again in the page's
 language.
 """
-import re
-import time
-
 import gradio as gr
 
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
-from ..common import MAX_CHARS, clamp, export_file, md_literal, within
+from ..common import clamp, export_file
 from ..figures.decoding import decoder_input_html, mask_svg, replay_first, step_candidates, token_probs_html
-from ..i18n import L, choices, in_language, speaking, spoken, text
-from ..shared import MODEL_LOCK, examples, get_translator
+from ..i18n import L, choices, in_language, speaking, text
+from ..shared import examples, get_translator
+from ..translating import first_value, german_hint, input_problem, status_line, translate
 from ..views import Tab, View, by_component
 
-SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order translate() takes them
-
-
 # ---- callbacks -------------------------------------------------------------------------------------
-
-def first_value(name, default_alpha):
-    """A decoding setting's first value (DECODING_LIMITS; the length penalty's is the model's, `default_alpha`)."""
-    limit = DECODING_LIMITS[name]
-    return default_alpha if limit.default is None else limit.default
-
-
-def decoding_settings(values, default_alpha):
-    """Decoding settings given by name, each kept to its DECODING_LIMITS; one not given (None) takes its first
-    value."""
-    return {name: within(DECODING_LIMITS[name], first_value(name, default_alpha) if v is None else v)
-            for name, v in values.items()}
-
-
-def input_problem(typed, lang="en"):
-    """What is wrong with the German typed, in `lang`: nothing typed, or too long for the demo; else None."""
-    typed = (typed or "").strip()
-    if not typed:
-        return text(lang, "translate.status.empty")
-    if len(typed) > MAX_CHARS:
-        return text(lang, "translate.status.too-long", n=f"{len(typed):,}", max=f"{MAX_CHARS:,}")
-    return None
-
-
-# Words of one language that are not words of the other (lower-cased): frequent in Multi30k's English captions
-# and in its German ones. Words both languages have ("in", "an", "man", "hat", "am", "so", "was", "die" aside)
-# are left out, so that one such word decides nothing.
-ENGLISH_WORDS = frozenset("the a is are and of with on at his their while who this that to from for by into it "
-                          "they he she we you my your not be has have there".split())
-GERMAN_WORDS = frozenset("der die das den dem des ein eine einen einem einer eines und ist sind mit im auf von zu "
-                         "zum zur nicht sich auch vor über unter bei nach aus für sein seine ihr ihre es er sie "
-                         "wir ich du haben wird werden während dass oder aber durch neben zwei drei".split())
-
-
-def german_hint(typed, lang="en", tokenizer=None):
-    """A notice, in `lang` (Markdown, the input's words escaped), when the text typed does not look like German;
-    else None. Never a reason to refuse it: the model still translates it. Three signs, in order: no letter at
-    all (emoji, digits); most of its characters unknown to the shipped SentencePiece model (emoji, another
-    script: the model reads each run of them as one <unk> piece); more English words than German ones, from the
-    two lists above (the model never saw English input). Measured in tests/test_learn.py: none of our German
-    examples and probes is flagged, every one of their English translations is."""
-    chars = [ch for ch in (typed or "") if not ch.isspace()]
-    if not chars:
-        return None  # nothing typed: input_problem says so
-    if not any(ch.isalpha() for ch in chars):
-        return text(lang, "translate.hint.letters")
-    sp = tokenizer or get_translator().tokenizer
-    unknown = sum(1 for ch in chars if sp.unk_id() in sp.encode(ch))
-    if unknown * 2 >= len(chars):
-        return text(lang, "translate.hint.unknown", n=unknown, total=len(chars))
-    words = re.findall(r"[^\W\d_]+", typed.lower())
-    english = [w for w in words if w in ENGLISH_WORDS]
-    german = sum(w in GERMAN_WORDS for w in words)
-    if len(english) > german:
-        return text(lang, "translate.hint.english", en=len(english), de=german,
-                    words=", ".join(f"“{md_literal(w)}”" for w in dict.fromkeys(english[:3])))
-    return None
-
-
-def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, lang="en", hint=None):
-    """A translation's status line in Markdown, in `lang`: how it was decoded (`settings`, as translate() hands
-    them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
-    notice where the input was cut to `cut_to` pieces, one where the output reached the maximum length, and
-    `hint` (german_hint's notice) where there is one."""
-    method = settings.get("method", DEFAULT_METHOD)
-    decoding = text(lang, f"translate.status.{method}", beam=settings.get("beam"),
-                    alpha=f"{settings.get('alpha', 0):g}", temperature=f"{settings.get('temperature', 1):g}",
-                    top_k=settings.get("top_k", 0))
-    parts = [decoding, text(lang, "translate.status.pieces", src=src_pieces, out=out_pieces)]
-    if ms is not None:
-        parts.append(text(lang, "translate.status.time", ms=f"{ms:.0f}"))
-    status = " · ".join(parts)
-    notice = f"\n\n**{text(lang, 'translate.status.notice')}** "
-    if cut_to is not None:
-        status += notice + text(lang, "translate.status.cut", n=cut_to)
-    if out_pieces > settings.get("max_len", out_pieces):  # max_len decoded tokens, none of them </s> (appended after)
-        status += notice + text(lang, "translate.status.max-len")
-    if hint:
-        status += notice + hint
-    return status
-
-
-def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=None, top_k=None, max_len=None,
-              previous=None):
-    """Translate one German sentence and keep everything the other tabs show (returned as state). The settings
-    are kept to DECODING_LIMITS, as the sliders are; one not given takes its first value.
-
-    Returns (English translation, a status line in Markdown (in English: the page's status view writes it again
-    in the page's language), the Inspection to keep)."""
-    problem = input_problem(text)
-    if problem:
-        return "", problem, previous
-    text = text.strip()
-    method = method if method in METHODS else DEFAULT_METHOD
-    tr = get_translator()
-    sampling = dict(temperature=temperature, top_k=top_k) if method == "sample" else {}
-    settings = dict(method=method, **decoding_settings(dict(beam=beam, alpha=alpha, max_len=max_len, **sampling),
-                                                       tr.alpha))
-    t0 = time.perf_counter()
-    with MODEL_LOCK:
-        ins = tr.inspect(text, **settings)
-    ms = (time.perf_counter() - t0) * 1e3
-    ins.server_ms = ms  # for its status line in another language (status_view)
-    status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
-                         tr.max_src_tokens - 2 if ins.truncated else None, hint=german_hint(text))
-    return ins.translation, status, ins
-
 
 def export_json(ins):
     """The Inspection of the last translation as a JSON file to download (core Inspection.to_json: reload it
@@ -150,9 +38,8 @@ def status_view(ins):
     """The status line of the kept translation in the page's language (translate() returns it in English, for
     its API)."""
     cut = get_translator().max_src_tokens - 2 if ins.truncated else None
-    lang = spoken()
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
-                       lang, german_hint(ins.source, lang))
+                       hint=german_hint(ins.source))
 
 
 def step_slider(ins):
@@ -223,7 +110,7 @@ def relabel(tab, page, lang, ins, step):
 def input_notice(typed):
     """After a press of Translate: the status line's message about the German typed, in the page's language,
     where there is one (translate() wrote it in English); else nothing sent."""
-    problem = input_problem(typed, spoken())
+    problem = input_problem(typed)
     return gr.skip() if problem is None else problem
 
 

@@ -1,0 +1,495 @@
+"""The Learn path's figures, one a step: each drawn for the learner's sentence (`c`, app/learn_path.py context)
+and the step's action, short enough for a phone, its words in the event's language (app.i18n, learn.<key>.*).
+Until the learner checks the step's answer, a figure keeps back what would give it away (`c.revealed`). Where a
+step shows a figure of another tab (the relative-position map, the Noam schedule, label smoothing), it asks that
+tab's builder for it in its own words; the data helpers here (a batch, a recorded vector) are the answers' too."""
+import functools
+import math
+import re
+from functools import lru_cache
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import torch
+import torch.nn as nn
+
+from core import lab
+from core.analysis import inside as core_inside
+from core.data import PAD
+from core.model import subsequent_mask
+from core.train import LabelSmoothing, rate
+
+from ..cache import per_language
+from ..common import clamp, label, md_literal, token_axis
+from ..common import wrap_title as common_wrap_title
+from ..i18n import texts
+from ..recording import recorded
+from ..shared import get_translator
+from . import positional
+from .inside import ln_vectors, small
+from .masks import make_batch
+from .training import noam_figure, smoothing_figure
+
+BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
+FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
+
+
+def context(ins, revealed=False):
+    """What a step's functions read: the translation, the shipped model, its text (in the event's language), and
+    whether the learner has checked the step's answer (until then its figure and fact line keep the answer to
+    themselves)."""
+    tr = get_translator()
+    return SimpleNamespace(ins=ins, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer, revealed=revealed,
+                           t=texts("learn"))
+
+
+def sentence_free(draw):
+    """A step's figure that reads neither the sentence nor the session, only the model, the action's value and
+    whether the answer is revealed: drawn once per process for each value, reveal and language (app/cache.py)."""
+    @per_language(maxsize=64)
+    def kept(value, revealed):
+        return draw(context(None, revealed), value)
+
+    @functools.wraps(draw)
+    def drawn(c, value):
+        return kept(value, c.revealed)
+    drawn.cache_clear = kept.cache_clear
+    return drawn
+
+
+def _piece(t):
+    return t.replace("▁", " ").strip() or t
+
+
+TITLE_WIDTH = 40  # a title line's width, in Latin letters (a Chinese character counts two): a phone's figure
+
+
+def wrap_title(title, width=TITLE_WIDTH):
+    """A step's figure title, escaped, in lines a phone's figure shows (app/common.py wrap_title)."""
+    return common_wrap_title(label(title), width)
+
+
+TITLE_PAD = 18  # px above the title: plotly places a title's first line by its baseline, the rest below it
+LEGEND_LINE, LEGEND_WIDTH = 19, 330  # a legend line's height, and the width it is packed into: a phone's figure
+LEGEND_NAME = 30  # a legend entry's line width, in Latin letters: plotly cuts a longer one at the figure's edge
+
+
+def text_width(s, size=12):
+    """About how wide `s` is drawn, in px, at font `size` (a Chinese character counts about twice a letter)."""
+    return sum(size if re.match(r"[\u3000-\u9fff\uff00-\uffef]", ch) else 0.6 * size for ch in s)
+
+
+def legend_entries(fig):
+    return [t for t in fig.data if t.type != "heatmap" and t.showlegend is not False]
+
+
+def legend_height(fig):
+    """The px a horizontal legend of `fig` takes at a phone's width, its names in lines as they are (0 without a
+    legend). Plotly puts its entries in one row if they fit, else one under another."""
+    shown = legend_entries(fig)
+    if fig.layout.showlegend is False or (len(shown) < 2 and not any(t.showlegend for t in shown)):
+        return 0  # plotly draws a legend for two traces or more, or one that asks for it
+    lines = [(t.name or "").count("<br>") + 1 for t in shown]
+    if sum(40 + max(text_width(x) for x in t.name.split("<br>")) for t in shown) <= LEGEND_WIDTH:
+        return LEGEND_LINE * max(lines) + 4
+    return sum(LEGEND_LINE * n + 2 for n in lines)
+
+
+def _compact(fig, title, height=FIGURE_HEIGHT):
+    """A step's figure: short, its title the step's own (in lines a phone shows), its legend above the plot
+    (where no tick label or axis title reaches it), and still on a phone (a touch scrolls the page)."""
+    text = wrap_title(title)
+    for t in legend_entries(fig):
+        t.name = wrap_title(t.name or "", width=LEGEND_NAME)  # the names are plain text: escaped here, once
+    legend = legend_height(fig)
+    # the title at the top (plotly would centre it in the top margin, over the legend), the legend under it
+    fig.update_layout(title=dict(text=text, font=dict(size=14), x=0.02, xanchor="left", y=1, yref="container",
+                                 yanchor="top", pad=dict(t=TITLE_PAD)),
+                      height=height + legend, dragmode=False, font=dict(size=12),
+                      margin=dict(l=10, r=10, t=TITLE_PAD + 16 + 20 * (text.count("<br>") + 1) + legend, b=10),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=1, yref="paper", yanchor="bottom",
+                                  font=dict(size=12)))
+    fig.update_xaxes(fixedrange=True)
+    fig.update_yaxes(fixedrange=True)
+    return fig
+
+
+# ---- 1. encoder-decoder and the generator ------------------------------------------------------------
+
+def draw_generator(c, pos):
+    """The generator's distribution at one output position: its best candidates, the chosen one in red."""
+    t = clamp(pos, 1, len(c.ins.out_tokens)) - 1
+    cands = c.ins.topk[t]
+    chosen = c.ins.out_tokens[t]
+    fig = go.Figure(go.Bar(x=[p for _, p in cands][::-1], y=[label(_piece(w)) for w, _ in cands][::-1],
+                           orientation="h", marker_color=[ORANGE if w == chosen else BLUE for w, _ in cands][::-1],
+                           hovertemplate="%{y}: p = %{x:.3f}<extra></extra>"))
+    fig.update_xaxes(range=[0, 1], title="p")
+    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
+    return (_compact(fig, c.t("generator.fig", pos=t + 1)),
+            dict(pos=t + 1, prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)),
+                 p=f"{c.ins.token_probs[t]:.3f}", vocab=c.model.generator.proj.out_features))
+
+
+# ---- 2. clones: deepcopy and nn.ModuleList -------------------------------------------------------------
+
+CLONES = {"clones": (), "repeat": ("shared_layers",), "plain": ("plain_list",)}
+
+
+@lru_cache(maxsize=None)
+def clone_counts(how):
+    """Parameters of the Lab's small model built the three ways: what parameters() reports and what the
+    layers really hold, which no draw of the weights changes: built unseeded, once per process."""
+    model = lab.build_model(CLONES.get(how, ()), seed=None)
+    layers = model.encoder.layers
+    return dict(registered=lab.count(model.parameters()), held=lab.count(lab.held_parameters(model)),
+                objects=len({id(m) for m in layers}), levels=len(layers))
+
+
+@sentence_free
+def draw_clones(c, how):
+    how = how if how in CLONES else "clones"
+    counts = {h: clone_counts(h) for h in CLONES}
+    names = [wrap_title(c.t(f"clones.choice.{h}"), width=16) for h in CLONES]  # level, in lines: no tilted text
+    hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
+    reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
+    fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
+                            text=[wrap_title(c.t("clones.hidden"), width=8) if hide and h == "plain" else ""
+                                  for h in CLONES],  # in short lines at 11 px: plotly shrinks a wide one to fit
+                            textposition="outside", textfont=dict(size=11), constraintext="none",
+                            hoverinfo="skip" if hide else None,
+                            marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
+                     go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
+                            marker_color=GREY)])
+    fig.update_layout(barmode="group", xaxis=dict(tickangle=0))
+    n = counts[how]
+    return _compact(fig, c.t("clones.fig", how=c.t(f"clones.choice.{how}"))), dict(how=c.t(f"clones.choice.{how}"), registered=f"{n['registered']:,}",
+                                                  held=f"{n['held']:,}", objects=n["objects"], levels=n["levels"])
+
+
+# ---- 3. LayerNorm's gain and bias ---------------------------------------------------------------------
+
+LN_PATH = "encoder.layers.0.sublayer.0.norm"
+
+
+def layernorm_vectors(c, undo):
+    """The first word's vector through the first encoder LayerNorm, gain and bias moved `undo` of the way
+    to the values that give the input back (the Inside tab's computation)."""
+    norm = core_inside.layer_norms(c.model)[LN_PATH]
+    x = recorded(c.ins).norms[LN_PATH][0][min(1, len(c.ins.src_tokens) - 1)]
+    undo = clamp(undo, 0.0, 1.0, float)
+    return ln_vectors(x, norm.a_2.detach().float(), norm.b_2.detach().float(), norm.eps, undo, undo), undo
+
+
+def draw_layernorm(c, undo):
+    v, undo = layernorm_vectors(c, undo)
+    n = min(64, v["input"].numel())  # the first dimensions: enough to see the shapes on a phone
+    fig = go.Figure([go.Scatter(y=small(v[k][:n]), name=c.t(f"layernorm.{k}"), mode="lines",
+                                line=dict(color=col, dash=dash)) for k, col, dash in
+                     (("input", GREY, "solid"), ("normalised", BLUE, "solid"), ("moved", GREEN, "dot"))])
+    fig.update_xaxes(title=c.t("layernorm.dimension"))
+    word = c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)]
+    gap = float((v["moved"] - v["input"]).abs().max())
+    return (_compact(fig, c.t("layernorm.fig", word=_piece(word), undo=f"{undo:.2f}")),
+            dict(word=md_literal(_piece(word)), mean=f"{float(v['mean']):.3f}", sigma=f"{float(v['sigma']):.3f}",
+                 undo=f"{undo:.2f}", gap=f"{gap:.1e}"))
+
+
+# ---- 4. scaled dot-product attention ------------------------------------------------------------------
+
+def scale_weights(c, scaled):
+    """Encoder layer 0, head 0 of the recorded pass: the softmax of the raw scores with or without 1/sqrt(d_k)."""
+    raw, dk, mask = core_inside.scores(recorded(c.ins), "encoder", 0, 0)
+    s = raw / math.sqrt(dk) if scaled else raw
+    return torch.softmax(s.masked_fill(~mask, -1e9), dim=-1), dk
+
+
+def draw_scale(c, how):
+    scaled = how != "raw"
+    w, dk = scale_weights(c, scaled)
+    tokens = c.ins.src_tokens
+    fig = go.Figure(go.Heatmap(z=small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
+                               # the weights' values wait for Check (the question averages them); colours show
+                               hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
+    fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
+    largest = float(w.max(-1).values.mean())
+    return (_compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk)),
+            dict(dk=dk, sqrt=f"{math.sqrt(dk):.1f}", largest=f"{largest:.2f}"))
+
+
+# ---- 5. padding and subsequent masks -------------------------------------------------------------------
+
+# our own pairs: the learner's sentence is batched with the short one, or with the long one when it is short
+SHORT_PAIR = ("Ein Hund.", "A dog.")
+LONG_PAIR = ("Eine Frau mit einem gelben Hut sitzt am Fluss und liest ein dickes Buch.",
+             "A woman in a yellow hat sits by the river and reads a thick book.")
+
+
+def mask_batch(c):
+    """The Batch the trainer would build for the learner's sentence and its translation beside a pair of ours
+    of another length, so that one of the two gets padding."""
+    mine = (c.ins.source or " ".join(c.ins.src_tokens[1:-1]), c.ins.translation or ".")
+    for other in (SHORT_PAIR, LONG_PAIR):
+        batch, _ = make_batch(c.tokenizer, [mine, other])
+        if (batch.src == PAD).any() and (batch.tgt == PAD).any():
+            break
+    return batch
+
+
+def short_row(batch):
+    """The row of the batch with the more source padding."""
+    return int((batch.src == PAD).sum(1).argmax())
+
+
+def cell_table(columns, names, marked):
+    """A table drawn as a heatmap, for a phone: one row per position, one column per list of pieces in
+    `columns` (named `names`), each piece written in its cell at a readable size, the cells where `marked` holds
+    coloured. Pieces down a column, not across: a phone has room for two columns of words, not for twenty."""
+    rows = max(len(col) for col in columns)
+    z = [[int(marked(i, j)) if i < len(col) else 0 for j, col in enumerate(columns)] for i in range(rows)]
+    words = [[label(col[i]) if i < len(col) else "" for col in columns] for i in range(rows)]
+    fig = go.Figure(go.Heatmap(z=z, text=words, texttemplate="%{text}", textfont=dict(size=12, color="#1d2733"),
+                               colorscale=[[0, "#eef1f6"], [1, "#9cc3ec"]], zmin=0, zmax=1, showscale=False,
+                               xgap=2, ygap=2, hoverinfo="skip"))
+    fig.update_layout(xaxis=dict(token_axis(names), side="top"),
+                      yaxis=dict(autorange="reversed", dtick=1 if rows <= 24 else 2))
+    return fig, rows
+
+
+def table_height(rows):
+    """A figure tall enough for `rows` rows of text at 12 px, and never shorter than a step's figure."""
+    return max(FIGURE_HEIGHT, 22 * rows + 70)
+
+
+def draw_masks(c, which):
+    which = which if which in ("padding", "subsequent", "both") else "both"
+    batch = mask_batch(c)
+    piece = lambda i: c.tokenizer.id_to_piece(int(i))  # raw pieces: the axis escapes them, once
+    if which == "padding":  # the German side: each sentence of the batch, its padding greyed (named after Check)
+        columns = [[piece(i) if c.revealed or i != PAD else "" for i in row] for row in batch.src]
+        fig, rows = cell_table(columns, [c.t("masks.yours"), c.t("masks.ours")],
+                               lambda i, j: bool(batch.src_mask[j, 0, i]))
+        fig.update_yaxes(title=c.t("masks.position"))
+        allowed, cells = int(batch.src_mask.sum()), batch.src.numel()
+        fig = _compact(fig, c.t("masks.fig.padding"), height=table_height(rows))
+    else:
+        row = int((batch.tgt == PAD).sum(1).argmax())  # the row whose English is padded
+        T = batch.tgt.size(1)
+        m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
+        pieces = [piece(i) for i in batch.tgt[row]]
+        fig = go.Figure(go.Heatmap(z=m.int().tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1,
+                                   showscale=False, hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
+        fig.update_layout(xaxis=token_axis(pieces, tickangle=-90),
+                          yaxis=dict(token_axis(pieces), autorange="reversed"))
+        allowed, cells = int(m.sum()), T * T
+        fig = _compact(fig, c.t(f"masks.fig.{which}"))
+    pads = int((batch.tgt == PAD).sum(1).max())
+    shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
+    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, shown=shown)
+
+
+# ---- 6. the positional encoding is a buffer -----------------------------------------------------------
+
+def draw_buffer(c, pos):
+    pe = c.model.src_embed[1].pe[0]  # (max_len, d_model), the registered buffer
+    pos = clamp(pos, 0, len(c.ins.src_tokens) - 1)
+    fig = go.Figure(go.Scatter(y=small(pe[pos], 3), mode="lines", line=dict(color=BLUE)))
+    fig.update_xaxes(title=c.t("layernorm.dimension"))
+    return (_compact(fig, c.t("buffer.fig", pos=pos, word=_piece(c.ins.src_tokens[pos]))),
+            dict(pos=pos, shape=" × ".join(map(str, c.model.src_embed[1].pe.shape)), word=md_literal(_piece(c.ins.src_tokens[pos]))))
+
+
+# ---- 7. the position-wise feed-forward network ----------------------------------------------------------
+
+def ffn_units(c, pos):
+    act = recorded(c.ins).ffn["encoder"][0]  # (L, d_ff), ReLU outputs of encoder layer 0
+    pos = clamp(pos, 0, act.size(0) - 1)
+    return act[pos], pos
+
+
+def draw_ffn(c, pos):
+    a, pos = ffn_units(c, pos)
+    ranked = a.sort(descending=True).values
+    if not c.revealed:  # the share that fires is the question: before Check, the firing units alone, uncounted
+        ranked = ranked[ranked > 0]
+    # a filled step line, not 1024 bars: at a phone's width a bar is a third of a pixel and is not drawn; ranked
+    # from 1, so that no x tick at 0 meets the y axis's 0
+    fig = go.Figure(go.Scatter(x=list(range(1, ranked.numel() + 1)), y=small(ranked, 3), mode="lines",
+                               line=dict(color=ORANGE, width=1.5, shape="hv"), fill="tozeroy",
+                               hovertemplate="%{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title=c.t("ffn.units"), showticklabels=c.revealed)
+    on = int((a > 0).sum())
+    word = _piece(c.ins.src_tokens[pos])
+    return (_compact(fig, c.t("ffn.fig", word=word)),
+            dict(word=md_literal(word), on=on, d_ff=a.numel(), share=f"{on / a.numel():.0%}"))
+
+
+# ---- 8. embeddings: tying and sqrt(d_model) --------------------------------------------------------------
+
+def draw_embeddings(c, how):
+    scaled = how != "raw"
+    emb = c.model.src_embed[0]
+    ids = [c.tokenizer.piece_to_id(t) for t in c.ins.src_tokens]
+    norms = emb.lut.weight[ids].detach().float().norm(dim=1) * (math.sqrt(emb.d_model) if scaled else 1.0)
+    pe_norm = math.sqrt(emb.d_model / 2)
+    fig = go.Figure([go.Bar(y=small(norms, 3), marker_color=ORANGE if scaled else GREY,
+                            name=c.t("embeddings.word")),
+                     go.Scatter(y=[pe_norm] * len(ids), mode="lines", line=dict(color=BLUE, dash="dash"),
+                                name=c.t("embeddings.position"))])
+    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-60))
+    return (_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)),
+            dict(median=f"{float(norms.median()):.2f}", pe=f"{pe_norm:.1f}", factor=f"{math.sqrt(emb.d_model):.0f}"))
+
+
+def tied(model):
+    """Whether the source and target embeddings and the generator share one tensor."""
+    w = (model.src_embed[0].lut.weight, model.tgt_embed[0].lut.weight, model.generator.proj.weight)
+    return w[0] is w[1] is w[2]
+
+
+# ---- 9. positional encoding in log space, relative positions -------------------------------------------
+
+def log_space_gap(d_model):
+    """Largest difference between 1 / 10000^(2i/d) computed directly and as exp(-2i ln(10000) / d), float32."""
+    i = torch.arange(0, d_model, 2, dtype=torch.float32)
+    direct = 1.0 / torch.pow(torch.tensor(10000.0), i / d_model)
+    logs = torch.exp(i * -(math.log(10000.0) / d_model))
+    return float((direct - logs).abs().max())
+
+
+@sentence_free
+def draw_relative(c, k):
+    d = c.model.src_embed[0].d_model
+    k = clamp(k, 1, 20)
+    # the Positional tab's figure in the step's words, one panel above the other; the error's size is the
+    # question: its shape shows, its scale waits for Check
+    fig, res32, res64 = _relative(d, k, c.revealed)
+    return (_compact(fig, c.t("relative.fig", k=k), height=560),
+            dict(k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}", gap=f"{log_space_gap(d):.1e}"))
+
+
+def _relative(d, k, revealed):
+    return positional.relative_figure(positional.encoding(d, 64), k, words="learn", stacked=True, scale=revealed)
+
+
+# ---- 10. make_model: Xavier initialisation ------------------------------------------------------------
+
+def xavier_bound(fan_in, fan_out):
+    return math.sqrt(6.0 / (fan_in + fan_out))
+
+
+@sentence_free
+def draw_init(c, how):
+    d, d_ff = c.model.src_embed[0].d_model, c.cfg["d_ff"]
+    g = torch.Generator().manual_seed(0)  # its own generator: the server's other events draw from the global one
+    w = torch.empty(d_ff, d)  # W_1's shape
+    if how != "default":
+        nn.init.xavier_uniform_(w, generator=g)  # as make_model does for every matrix
+    else:
+        nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=g)  # nn.Linear's own draw: U(±1/sqrt(fan_in))
+    w = w.flatten()
+    b = xavier_bound(d, d_ff)
+    fig = go.Figure(go.Histogram(x=small(w[::16], 4), nbinsx=60, marker_color=ORANGE if how != "default" else GREY,
+                                 hoverinfo=None if c.revealed else "skip"))
+    for x in (-b, b):
+        fig.add_vline(x=x, line=dict(color=BLUE, dash="dash"))
+    # one range for both draws, so that switching compares their widths; the bound's value is the question
+    wide = 1.15 * max(b, 1 / math.sqrt(d))
+    fig.update_xaxes(range=[-wide, wide], showticklabels=c.revealed)
+    return (_compact(fig, c.t(f"init.fig.{'default' if how == 'default' else 'xavier'}", d=d, d_ff=d_ff)),
+            dict(bound=f"{b:.4f}", lo=f"{float(w.min()):.4f}", hi=f"{float(w.max()):.4f}", d=d, d_ff=d_ff))
+
+
+# ---- 11. greedy decoding --------------------------------------------------------------------------------
+
+def draw_greedy(c, step):
+    t = clamp(step, 1, len(c.ins.out_tokens)) - 1
+    asked = greedy_question_step(c.ins) + 1  # the question's piece in tgt_tokens: it and what follows wait for Check
+    seen = [label(_piece(w)) if w != "<s>" else "&lt;s&gt;" for w in c.ins.tgt_tokens[:t + 1]]
+    seen = [w if c.revealed or j < asked else "?" for j, w in enumerate(seen)]
+    m = subsequent_mask(t + 1)[0].int()
+    fig = go.Figure(go.Heatmap(z=m.tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
+                               hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
+    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-60),
+                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, autorange="reversed"))
+    return (_compact(fig, c.t("greedy.fig", step=t + 1)),
+            dict(step=t + 1, prefix=md_literal(" ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"),
+                 chosen=md_literal(_piece(c.ins.out_tokens[t]))))
+
+
+def greedy_question_step(ins):
+    """The step the question asks about: the second output piece when there is one (not the sentence's end)."""
+    return min(1, len(ins.out_tokens) - 1)
+
+
+# ---- 12. Batch and teacher forcing ----------------------------------------------------------------------
+
+def draw_teacher(c, pos):
+    inputs, targets = c.ins.tgt_tokens, c.ins.out_tokens  # tgt[:, :-1] and tgt[:, 1:] of <s> y ... </s>
+    t = clamp(pos, 1, len(targets)) - 1
+    fig, rows = cell_table([[_piece(w) for w in inputs], [_piece(w) if c.revealed else "?" for w in targets]],
+                           ["tgt[:, :-1]", "tgt[:, 1:]"], lambda i, j: i == t)
+    # positions counted from 1, as the slider and the fact line count them
+    fig.update_yaxes(tickmode="array", tickvals=list(range(rows)), ticktext=[str(i + 1) for i in range(rows)],
+                     title=c.t("teacher.position"))
+    return (_compact(fig, c.t("teacher.fig", pos=t + 1), height=table_height(rows)),
+            dict(pos=t + 1, input=md_literal(_piece(inputs[t])), target=md_literal(_piece(targets[t])),
+                 n=len(targets)))
+
+
+# ---- 13. run_epoch: gradient accumulation, freeing the loss ----------------------------------------------
+
+ACCUM = (1, 2, 4, 8)
+
+
+@lru_cache(maxsize=len(ACCUM))
+def accum_check(k):
+    """core.lab.gradient_check on the copy task for k micro-batches, run once per process (it is seeded, so the
+    same every time; the step's figure and its answer both read it)."""
+    return lab.gradient_check("copy", k)
+
+
+@sentence_free
+def draw_accum(c, k):
+    k = int(k) if str(k).isdigit() and int(k) in ACCUM else 4
+    r = accum_check(k)
+    fig = go.Figure([go.Bar(x=[c.t("accum.one"), c.t("accum.micro", k=k)],
+                            y=[r["activation_bytes_one_batch"] / 1e6, r["activation_bytes_accumulated"] / 1e6],
+                            marker_color=[GREY, ORANGE], hovertemplate="%{y:.2f} MB<extra></extra>")])
+    fig.update_yaxes(title="MB")
+    return (_compact(fig, c.t("accum.fig", k=k)),
+            dict(k=k, diff=f"{r['max_abs_diff']:.1e}", rel=f"{r['max_rel_diff']:.1e}", micro=r["micro_batch"],
+                 batch=r["batch"], one=f"{r['activation_bytes_one_batch'] / 1e6:.2f}",
+                 acc=f"{r['activation_bytes_accumulated'] / 1e6:.2f}"))
+
+
+# ---- 14. the Noam schedule --------------------------------------------------------------------------------
+
+@sentence_free
+def draw_noam(c, warmup):
+    d = c.model.src_embed[0].d_model
+    warmup = clamp(warmup, 100, 8000)
+    # the Training tab's figure in the step's words; how high the rate climbs is the question: the curves'
+    # shapes show, their scale waits for Check
+    fig = noam_figure(d, 1.0, warmup, words="learn", scale=c.revealed)
+    peak = rate(warmup, d, 1.0, warmup)
+    return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
+
+
+# ---- 15. label smoothing ---------------------------------------------------------------------------------
+
+def smoothed(eps, vocab):
+    """The target distribution LabelSmoothing builds for one target (token 2) over `vocab` tokens (0 = padding)."""
+    crit = LabelSmoothing(vocab, 0, eps)
+    crit(torch.zeros(1, vocab), torch.tensor([2]))
+    return crit.true_dist[0]
+
+
+@sentence_free
+def draw_smoothing(c, eps):
+    eps = clamp(eps, 0.0, 0.4, float)
+    # the Training tab's figure in the step's words; the right piece's share is the question: the colours show,
+    # the numbers wait for Check
+    fig, td = smoothing_figure(eps, words="learn", numbers=c.revealed)
+    return _compact(fig, c.t("smoothing.fig", eps=f"{eps:g}")), dict(eps=f"{eps:g}", right=f"{float(td[0, 2]):.3f}",
+                                                                      other=f"{float(td[0, 1]):.3f}")

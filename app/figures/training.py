@@ -1,0 +1,199 @@
+"""The Training tab's figures: the shipped run's log replayed, the Noam schedule, label smoothing and its
+ablation; and the readers of the logs they draw (assets/). Pure builders, their words in the event's language
+(app.i18n); `words` names the table a figure's words come from where the Learn path draws it in its own."""
+import html
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from core.data import ASSETS, nonblank_lines
+from core.train import LabelSmoothing, rate
+
+from ..common import wrap_title
+from ..i18n import texts
+from ..shared import model_dir
+
+ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
+ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
+
+_t = texts("training")
+
+
+def read_log(path):
+    """(config record, step records, epoch records) of a training log in JSON Lines."""
+    config, steps, epochs = None, [], []
+    for line in Path(path).read_text().splitlines():
+        rec = json.loads(line)
+        if rec["type"] == "config":
+            config = rec
+        elif rec["type"] == "step":
+            steps.append(rec)
+        elif rec["type"] == "epoch":
+            epochs.append(rec)
+    return config, steps, epochs
+
+
+@lru_cache(maxsize=1)
+def shipped_log():
+    """The log of the run that made the shipped model (beside its weights)."""
+    return read_log(model_dir() / "train_log.jsonl")
+
+
+def _smooth(values, window=25):
+    out, acc = [], 0.0
+    for i, v in enumerate(values):
+        acc += v
+        if i >= window:
+            acc -= values[i - window]
+        out.append(acc / min(i + 1, window))
+    return out
+
+
+def replay_figure(steps, epochs, step):
+    """Learning rate, training loss, and validation metrics of the run up to optimizer step `step`."""
+    step = max(1, min(step, len(steps)))
+    shown = steps[:step]
+    xs = [r["step"] for r in shown]
+    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.1, subplot_titles=tuple(
+        _t(f"replay.{k}") for k in ("lr", "loss", "ppl", "bleu")))
+    all_x = [r["step"] for r in steps]
+    fig.add_trace(go.Scatter(x=all_x, y=[r["lr"] for r in steps], mode="lines", line=dict(color="#ccc"),
+                             name=_t("replay.whole"), showlegend=False, hoverinfo="skip"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=xs, y=[r["lr"] for r in shown], mode="lines", line=dict(color="#2f6db5"),
+                             name="lr", showlegend=False), row=1, col=1)
+    fig.add_trace(go.Scatter(x=[xs[-1]], y=[shown[-1]["lr"]], mode="markers", name=_t("replay.now"),
+                             marker=dict(size=12, color="#e4572e"), showlegend=False), row=1, col=1)
+    fig.add_trace(go.Scatter(x=xs, y=[r["loss"] for r in shown], mode="lines", line=dict(color="#bbb", width=1),
+                             name=_t("replay.raw"), showlegend=False), row=1, col=2)
+    fig.add_trace(go.Scatter(x=xs, y=_smooth([r["loss"] for r in shown]), mode="lines", line=dict(color="#2f6db5"),
+                             name=_t("replay.mean", n=25), showlegend=False), row=1, col=2)
+    done = [e for e in epochs if e["step"] <= step]
+    if done:
+        ex = [e["step"] for e in done]
+        fig.add_trace(go.Scatter(x=ex, y=[e["val_ppl"] for e in done], mode="lines+markers", showlegend=False,
+                                 name=_t("replay.val_ppl"), line=dict(color="#7a3e9d")), row=2, col=1)
+        with_bleu = [e for e in done if "val_bleu" in e]
+        fig.add_trace(go.Scatter(x=[e["step"] for e in with_bleu], y=[e["val_bleu"] for e in with_bleu],
+                                 mode="lines+markers", name=_t("replay.val_bleu"), showlegend=False,
+                                 line=dict(color="#2e9c57")), row=2, col=2)
+    last = all_x[-1]
+    for r, c in ((1, 1), (1, 2), (2, 1), (2, 2)):
+        fig.update_xaxes(range=[0, last * 1.02], row=r, col=c)
+    fig.update_yaxes(type="log", row=2, col=1)
+    fig.update_yaxes(ticklabelstandoff=6)  # each axis's 0 clear of the step axis's 0 at the corner
+    fig.update_layout(height=560, margin=dict(l=10, r=10, t=50, b=10),
+                      title=_t("replay.title", step=step, n=len(steps), epoch=shown[-1]["epoch"] + 1))
+    return fig
+
+
+@lru_cache(maxsize=1)
+def probe_sentences():
+    """The German probe sentences the training run translated after each epoch (assets/probes.txt)."""
+    return tuple(nonblank_lines((ASSETS / "probes.txt").read_text(encoding="utf-8")))
+
+
+def probes_html(epochs, step, probes_de):
+    """The probe sentences' translations at the last evaluation at or before `step` (escaped); the words around
+    them in `lang`."""
+    done = [e for e in epochs if e["step"] <= step and e.get("probes")]
+    if not done:
+        return f"<p><i>{html.escape(_t('probes.none'))}</i></p>"
+    e = done[-1]
+    rows = "".join(f"<tr><td>{html.escape(de)}</td><td>{html.escape(en)}</td></tr>"
+                   for de, en in zip(probes_de, e["probes"]))
+    head, where = (html.escape(_t(f"probes.{k}", epoch=e["epoch"], step=e["step"],
+                                  bleu=f"{e.get('val_bleu', float('nan')):.1f}")) for k in ("title", "where"))
+    german, output = (html.escape(_t(f"probes.{k}")) for k in ("german", "output"))
+    return (f"<p><b>{head}</b>{where}</p>"
+            f'<table class="probes"><tr><th>{german}</th><th>{output}</th></tr>{rows}</table>')
+
+
+def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training", scale=True):
+    """The user's schedule, the Annotated Transformer's three example schedules, and the shipped run (`run`:
+    its arguments and steps). `words`: the table of its curve's and axes' words (training, or learn); without
+    `scale`, the curves' shapes show but not their heights (no rate on the axis or in a hover)."""
+    w = texts(words)
+    xs = list(range(1, steps + 1, 20))
+    hover = {} if scale else dict(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
+    fig = go.Figure()
+    for d, f, wu in ANNOTATED_CONFIGS:
+        fig.add_trace(go.Scatter(x=xs, y=[rate(s, d, f, wu) for s in xs], mode="lines", name=f"{d}:{wu}",
+                                 line=dict(dash="dot"), **hover))
+    fig.add_trace(go.Scatter(x=xs, y=[rate(s, d_model, factor, warmup) for s in xs], mode="lines",
+                             name=w("noam.yours", d=d_model, warmup=warmup, factor=f"{factor:g}"),
+                             line=dict(width=3, color="#e4572e"), **hover))
+    if run:
+        args, run_steps = run
+        fig.add_trace(go.Scatter(x=[r["step"] for r in run_steps], y=[r["lr"] for r in run_steps], mode="lines",
+                                 name=_t("noam.shipped", d=args["d_model"], warmup=args["warmup"],
+                                         factor=f"{args['factor']:g}"), line=dict(width=3, color="#2e9c57"), **hover))
+    fig.update_layout(title=wrap_title(_t("noam.title")), xaxis_title=w("noam.step"), yaxis_title=w("noam.rate"),
+                      yaxis_showticklabels=scale, height=400, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, words="training", numbers=True):
+    """The smoothed target distribution for a few target tokens over a small vocabulary (0 is padding), and the
+    distribution. `words`: the table of its axes' words (training, or learn); without `numbers`, the colours show
+    but not the shares (no text, hover or scale)."""
+    w = texts(words)
+    crit = LabelSmoothing(vocab, 0, eps)
+    crit(torch.zeros(len(targets), vocab), torch.tensor(targets))
+    td = crit.true_dist
+    if numbers:
+        hover = _t("smoothing.hover", target="%{y}", token="%{x}", value="%{z:.3f}") + "<extra></extra>"
+        shown = dict(text=[[f"{v:.3f}" for v in row] for row in td.tolist()], texttemplate="%{text}",
+                     hovertemplate=hover)
+    else:
+        shown = dict(hoverinfo="skip", showscale=False)
+    fig = go.Figure(go.Heatmap(z=td.numpy(), zmin=0, zmax=1, colorscale="Blues", **shown))
+    fig.update_layout(title=wrap_title(_t("smoothing.title", eps=f"{eps:g}")),
+                      xaxis=dict(title=w("smoothing.token"), tickmode="array", tickvals=list(range(vocab))),
+                      yaxis=dict(title=w("smoothing.example"), tickmode="array",
+                                 tickvals=list(range(len(targets))), autorange="reversed",
+                                 ticktext=[w("smoothing.target", t=t) for t in targets]),
+                      height=330, margin=dict(l=10, r=10, t=50, b=10))
+    return fig, td
+
+
+def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5):
+    """Loss against the model's probability for the right token, the rest spread evenly: with smoothing
+    the loss rises again as the model becomes over-confident."""
+    ps = [i / 200 for i in range(2, 200)] + [0.999, 0.9999]
+    fig = go.Figure()
+    for eps in epsilons:
+        crit = LabelSmoothing(vocab, 0, eps)
+        losses = []
+        for p in ps:
+            rest = (1 - p) / (vocab - 2)
+            x = torch.tensor([[1e-12, p] + [rest] * (vocab - 2)]).log()
+            losses.append(crit(x, torch.tensor([1])).item())
+        fig.add_trace(go.Scatter(x=ps, y=losses, mode="lines", name=f"ε = {eps:g}"))
+    fig.update_layout(title=wrap_title(_t("penalization.title")), xaxis_title=_t("penalization.p"),
+                      yaxis_title=_t("penalization.loss"), yaxis_range=[0, 4], height=380,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def ablation_runs():
+    """{label: (config, steps, epochs)} of the label-smoothing ablation logs shipped in assets/."""
+    return {label: read_log(p) for label, p in ABLATION.items() if p.exists()}
+
+
+def ablation_figure(runs):
+    fig = make_subplots(rows=1, cols=3, subplot_titles=tuple(
+        wrap_title(_t(k), 18) for k in ("replay.ppl", "replay.bleu", "ablation.confidence")))
+    colors = {"ε = 0": "#e4572e", "ε = 0.1": "#2f6db5"}
+    for label, (_, _, epochs) in runs.items():
+        ep = [e["epoch"] for e in epochs]
+        for c, key in enumerate(("val_ppl", "val_bleu", "val_confidence"), 1):
+            fig.add_trace(go.Scatter(x=ep, y=[e.get(key) for e in epochs], mode="lines+markers", name=label,
+                                     legendgroup=label, showlegend=c == 1,
+                                     line=dict(color=colors.get(label))), row=1, col=c)
+    fig.update_xaxes(title_text=_t("ablation.epoch"))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=70, b=10))
+    return fig

@@ -1,0 +1,300 @@
+"""The Learn path: its steps, in the order of the study note this project serves, each a few sentences
+(locale/<lang>.json, `learn.<key>.*`), a question to answer before its answer is shown (the answer computed from
+the model and the sentence), one action (a slider or a choice) that redraws the step's figure
+(app/figures/learn.py), and the full tab it opens. A session's progress says which step is on screen, which are
+done and which answers were checked. Read by the Learn tab and by links (?learn=K)."""
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from core.data import PAD
+from core.train import rate
+
+from .common import clamp, md_literal
+from .figures import positional
+from .figures.learn import (
+    ACCUM,
+    CLONES,
+    _piece,
+    accum_check,
+    clone_counts,
+    context,
+    draw_accum,
+    draw_buffer,
+    draw_clones,
+    draw_embeddings,
+    draw_ffn,
+    draw_generator,
+    draw_greedy,
+    draw_init,
+    draw_layernorm,
+    draw_masks,
+    draw_noam,
+    draw_relative,
+    draw_scale,
+    draw_smoothing,
+    draw_teacher,
+    ffn_units,
+    greedy_question_step,
+    layernorm_vectors,
+    mask_batch,
+    scale_weights,
+    short_row,
+    smoothed,
+    tied,
+    xavier_bound,
+)
+from .i18n import table
+
+
+@dataclass(frozen=True)
+class Control:
+    """A step's one action: a slider (its range may depend on the translation) or a choice among values."""
+    kind: str = "slider"
+    lo: object = 0                   # a number, or a function of the Inspection
+    hi: object = 1
+    step: float = 1
+    default: object = 0              # likewise
+    choices: tuple = ()              # a choice's values; their labels are learn.<key>.choice.<value>
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step of the path: its text's key, the full tab it opens (a links path), its action, its figure
+    (`draw(ctx, value)` -> (figure, fields of its fact line)) and its question (`quiz(ctx)` -> (choices,
+    index of the right one, fields of its answer))."""
+    key: str
+    tab: str
+    control: Control
+    draw: Callable
+    quiz: Callable
+
+
+def _value(x, ins):
+    return x(ins) if callable(x) else x
+
+
+def _options(values, right, fmt):
+    """Choices from distinct numbers, in ascending order, and the index of `right` among them."""
+    values = sorted(set(values))
+    return [fmt(v) for v in values], values.index(right)
+
+
+def _positions(ins):
+    return len(ins.out_tokens)
+
+
+def quiz_generator(c):
+    vocab = c.model.generator.proj.out_features
+    d = c.model.src_embed[0].d_model
+    choices, right = _options([d, c.cfg["d_ff"], vocab, len(c.ins.src_tokens)], vocab, str)
+    return choices, right, dict(vocab=vocab, d_model=d)
+
+
+def quiz_clones(c):
+    counts = {h: clone_counts(h)["registered"] for h in CLONES}
+    choices, right = _options(counts.values(), counts["plain"], lambda v: f"{v:,}")
+    return choices, right, dict(plain=f"{counts['plain']:,}", clones=f"{counts['clones']:,}")
+
+
+def quiz_layernorm(c):
+    v, _ = layernorm_vectors(c, 0.0)
+    sigma, mean = round(float(v["sigma"]), 3), round(float(v["mean"]), 3)
+    var = round(float(v["sigma"]) ** 2, 3)  # the variance: a tempting answer, and a wrong one
+    values = [1.0, sigma, var, mean if abs(mean) > 1e-3 else 0.0]
+    choices, right = _options(values, sigma, lambda x: f"γ = {x:.3f}")
+    word = _piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])  # plain text: the question is a label
+    return choices, right, dict(sigma=f"{sigma:.3f}", mean=f"{mean:.3f}", var=f"{var:.3f}", word=word)
+
+
+def quiz_scale(c):
+    plain = round(float(scale_weights(c, False)[0].max(-1).values.mean()), 2)
+    scaled = round(float(scale_weights(c, True)[0].max(-1).values.mean()), 2)
+    values = {scaled, plain, round(1 / len(c.ins.src_tokens), 2)}
+    choices, right = _options(values, plain, lambda x: f"{x:.2f}")
+    return choices, right, dict(plain=f"{plain:.2f}", scaled=f"{scaled:.2f}")
+
+
+def quiz_masks(c):
+    batch = mask_batch(c)
+    row = short_row(batch)
+    pads = int((batch.src[row] == PAD).sum())
+    width = batch.src.size(1)
+    choices, right = _options([0, pads, width, max(1, pads // 2)] if pads > 1 else [0, pads, width, pads + 1],
+                              pads, str)
+    return choices, right, dict(pads=pads, width=width, short=width - pads)
+
+
+def quiz_buffer(c):
+    pe = c.model.src_embed[1].pe
+    in_params = any(p is pe for p in c.model.parameters())
+    buffers = [n for n, b in c.model.named_buffers() if b is pe or n.endswith(".pe")]
+    choices = [c.t("buffer.choice.parameter"), c.t("buffer.choice.buffer")]
+    return choices, 0 if in_params else 1, dict(names=", ".join(f"`{n}`" for n in buffers), count=pe.numel())
+
+
+def quiz_ffn(c):
+    a, _ = ffn_units(c, 1)
+    share = round(float((a > 0).float().mean()), 1)
+    values = {0.0, share, 1.0, 0.5}
+    choices, right = _options(values, share, lambda x: f"≈ {x:.0%}")
+    return choices, right, dict(share=f"{float((a > 0).float().mean()):.0%}", d_ff=a.numel(),
+                                word=md_literal(_piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])))
+
+
+def quiz_embeddings(c):
+    one = tied(c.model)
+    emb = c.model.src_embed[0].lut.weight
+    choices = [c.t("embeddings.choice.three"), c.t("embeddings.choice.one")]
+    return choices, 1 if one else 0, dict(size=f"{emb.numel():,}", saved=f"{2 * emb.numel():,}" if one else "0")
+
+
+def quiz_relative(c):
+    d = c.model.src_embed[0].d_model
+    res = positional.relative_residual(positional.encoding(d, 64), 5).max().item()
+    bands = [1e-1, 1e-3, 1e-5, 1e-9]
+    right = min(bands, key=lambda b: abs(math.log10(max(res, 1e-12)) - math.log10(b)))
+    choices, idx = _options(bands, right, lambda x: f"≈ {x:.0e}")
+    return choices[::-1], len(bands) - 1 - idx, dict(res=f"{res:.1e}")
+
+
+def quiz_init(c):
+    d, d_ff = c.model.src_embed[0].d_model, c.cfg["d_ff"]
+    b = round(xavier_bound(d, d_ff), 4)
+    values = [b, round(1 / math.sqrt(d), 4), round(math.sqrt(6.0 / d), 4), round(1 / d_ff, 4)]
+    choices, right = _options(values, b, lambda x: f"±{x:.4f}")
+    return choices, right, dict(bound=f"{b:.4f}", d=d, d_ff=d_ff)
+
+
+def _method(ins):
+    """The decoding that made the translation: greedy, beam or sample (greedy when unknown)."""
+    m = (ins.decoding or {}).get("method", "greedy")
+    return m if m in ("greedy", "beam", "sample") else "greedy"
+
+
+def quiz_greedy(c):
+    t = greedy_question_step(c.ins)
+    cands = [w for w, _ in c.ins.topk[t][:4]]
+    chosen = c.ins.out_tokens[t]
+    if chosen not in cands:
+        cands = cands[:3] + [chosen]
+    order = sorted(cands, key=lambda w: _piece(w).lower())
+    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
+    return ([_piece(w) for w in order], order.index(chosen),
+            dict(prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)), p=f"{c.ins.token_probs[t]:.3f}",
+                 method=_method(c.ins), before=prefix))  # method: the API's name of it; before: the question's
+
+
+def quiz_teacher(c):
+    t = min(2, len(c.ins.out_tokens) - 1)
+    inp, target = c.ins.tgt_tokens[t], c.ins.out_tokens[t]
+    pool = [target, inp] + [w for w in c.ins.out_tokens if w not in (target, inp)][:2]
+    order = sorted(dict.fromkeys(pool), key=lambda w: _piece(w).lower())
+    return ([_piece(w) for w in order], order.index(target),
+            dict(pos=t + 1, input=md_literal(_piece(inp)), target=md_literal(_piece(target))))
+
+
+def quiz_accum(c):
+    r = accum_check(4)
+    choices = [c.t("accum.choice.times"), c.t("accum.choice.same"), c.t("accum.choice.quarter")]
+    return choices, 1 if r["max_rel_diff"] < 1e-4 else 0, dict(diff=f"{r['max_abs_diff']:.1e}")
+
+
+def quiz_noam(c):
+    d, warmup = c.model.src_embed[0].d_model, 4000
+    steps = range(1, 3 * warmup)
+    peak = max(steps, key=lambda s: rate(s, d, 1.0, warmup))
+    top = rate(peak, d, 1.0, warmup)
+    # the wrong ones: the paper's base model (d_model 512, or 1024 if this is it), the rate without
+    # d_model^-0.5, and the first step's
+    other = 1024 if d == 512 else 512
+    values = [top, rate(warmup, other, 1.0, warmup), warmup ** -0.5, rate(1, d, 1.0, warmup)]
+    choices, right = _options(values, values[0], lambda x: f"{x:.2e}")
+    return choices, right, dict(peak=f"{peak:,}", d=d, rate=f"{top:.2e}")
+
+
+def quiz_smoothing(c):
+    vocab = c.model.generator.proj.out_features
+    td = smoothed(0.1, vocab)
+    right = round(float(td[2]), 3)
+    choices, idx = _options([1.0, right, 0.1, round(0.9 / 2, 3)], right, lambda x: f"{x:.3f}")
+    return choices, idx, dict(right=f"{right:.3f}", other=f"{float(td[3]):.1e}", vocab=vocab)
+
+
+# ---- the path ------------------------------------------------------------------------------------------
+
+STEPS = (
+    Step("generator", "translate", Control("slider", 1, _positions, 1, 1), draw_generator, quiz_generator),
+    Step("clones", "lab", Control("radio", choices=tuple(CLONES), default="clones"), draw_clones, quiz_clones),
+    Step("layernorm", "inside/layernorm", Control("slider", 0.0, 1.0, 0.05, 0.0), draw_layernorm, quiz_layernorm),
+    Step("scale", "inside/scale", Control("radio", choices=("scaled", "raw"), default="scaled"), draw_scale,
+         quiz_scale),
+    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="both"),
+         draw_masks, quiz_masks),
+    Step("buffer", "positional", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_buffer,
+         quiz_buffer),
+    Step("ffn", "inside/ffn", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_ffn, quiz_ffn),
+    Step("embeddings", "positional", Control("radio", choices=("scaled", "raw"), default="scaled"),
+         draw_embeddings, quiz_embeddings),
+    Step("relative", "positional", Control("slider", 1, 20, 1, 1), draw_relative, quiz_relative),
+    Step("init", "inside/modules", Control("radio", choices=("xavier", "default"), default="xavier"), draw_init,
+         quiz_init),
+    Step("greedy", "translate", Control("slider", 1, _positions, 1, 1), draw_greedy, quiz_greedy),
+    Step("teacher", "masks", Control("slider", 1, _positions, 1, 1), draw_teacher, quiz_teacher),
+    Step("accum", "lab", Control("radio", choices=tuple(str(k) for k in ACCUM), default="4"), draw_accum, quiz_accum),
+    Step("noam", "training", Control("slider", 100, 8000, 100, 4000), draw_noam, quiz_noam),
+    Step("smoothing", "training", Control("slider", 0.0, 0.4, 0.05, 0.1), draw_smoothing, quiz_smoothing),
+)
+KEYS = tuple(s.key for s in STEPS)
+
+
+def new_progress():
+    """A session's place on the path: the step on screen (0-based), the steps done, and the steps whose answer
+    was checked (key -> the choice picked and the question it answered, see `revealed`)."""
+    return {"step": 0, "done": [], "revealed": {}}
+
+
+def step_of(progress):
+    return clamp((progress or {}).get("step", 0), 0, len(STEPS) - 1)
+
+
+def figure_and_fact(step, c, value):
+    """The step's figure for `value` and its fact line; once the answer is checked, the line goes on with what
+    it kept back (`learn.<key>.seen`, where the step has one)."""
+    fig, values = step.draw(c, value)
+    fact = c.t(f"{step.key}.fact", **values)
+    if c.revealed and f"learn.{step.key}.seen" in table("en"):
+        fact += ("" if fact.endswith(("。", "！", "？")) else " ") + c.t(f"{step.key}.seen", **values)  # no space after 。
+    return fig, fact
+
+
+def question_mark(right, values):
+    """A question's identity: its right choice and its answer's fields. Another sentence that changes the answer
+    makes it another question, which the learner has not answered yet."""
+    return hashlib.sha1(json.dumps([right, values], sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def revealed(progress, key, mark):
+    """The index of the choice the learner checked for step `key`, if they checked this very question; else None."""
+    seen = ((progress or {}).get("revealed") or {}).get(key)
+    if isinstance(seen, dict) and seen.get("quiz") == mark and isinstance(seen.get("pick"), int):
+        return seen["pick"]
+    return None
+
+
+def verdict(c, key, choices, right, values, pick):
+    """Whether the pick was right, and the answer, computed."""
+    word = c.t("right" if pick == right else "wrong", answer=md_literal(choices[right]))
+    return f"{word}\n\n{c.t(f'{key}.a', **values)}"
+
+
+def quiz_state(step, ins, progress):
+    """The step's question (choices, right, fields), and the context to draw it in: revealed when the
+    learner has checked it."""
+    c = context(ins)
+    choices, right, values = step.quiz(c)
+    pick = revealed(progress, step.key, question_mark(right, values))
+    c.revealed = pick is not None and 0 <= pick < len(choices)
+    return c, (choices, right, values), pick if c.revealed else None

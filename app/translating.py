@@ -1,0 +1,124 @@
+"""Translating a sentence as the page does: the decoding settings kept to their limits, what is wrong with a
+sentence typed, whether it looks like German, the status line, and `translate` itself (the public /translate
+API, and the Translate and Learn tabs' event). Its words are in the event's language (app.i18n), but the API's,
+which are English."""
+import re
+import time
+
+from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
+
+from .common import MAX_CHARS, md_literal, within
+from .i18n import speaking, text
+from .shared import MODEL_LOCK, get_translator
+
+SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order translate() takes them
+
+
+def first_value(name, default_alpha):
+    """A decoding setting's first value (DECODING_LIMITS; the length penalty's is the model's, `default_alpha`)."""
+    limit = DECODING_LIMITS[name]
+    return default_alpha if limit.default is None else limit.default
+
+
+def decoding_settings(values, default_alpha):
+    """Decoding settings given by name, each kept to its DECODING_LIMITS; one not given (None) takes its first
+    value."""
+    return {name: within(DECODING_LIMITS[name], first_value(name, default_alpha) if v is None else v)
+            for name, v in values.items()}
+
+
+def input_problem(typed):
+    """What is wrong with the German typed, in the event's language: nothing typed, or too long for the demo; else
+    None."""
+    typed = (typed or "").strip()
+    if not typed:
+        return text("translate.status.empty")
+    if len(typed) > MAX_CHARS:
+        return text("translate.status.too-long", n=f"{len(typed):,}", max=f"{MAX_CHARS:,}")
+    return None
+
+
+# Words of one language that are not words of the other (lower-cased): frequent in Multi30k's English captions
+# and in its German ones. Words both languages have ("in", "an", "man", "hat", "am", "so", "was", "die" aside)
+# are left out, so that one such word decides nothing.
+ENGLISH_WORDS = frozenset("the a is are and of with on at his their while who this that to from for by into it "
+                          "they he she we you my your not be has have there".split())
+GERMAN_WORDS = frozenset("der die das den dem des ein eine einen einem einer eines und ist sind mit im auf von zu "
+                         "zum zur nicht sich auch vor über unter bei nach aus für sein seine ihr ihre es er sie "
+                         "wir ich du haben wird werden während dass oder aber durch neben zwei drei".split())
+
+
+def german_hint(typed, tokenizer=None):
+    """A notice, in the event's language (Markdown, the input's words escaped), when the text typed does not look like German;
+    else None. Never a reason to refuse it: the model still translates it. Three signs, in order: no letter at
+    all (emoji, digits); most of its characters unknown to the shipped SentencePiece model (emoji, another
+    script: the model reads each run of them as one <unk> piece); more English words than German ones, from the
+    two lists above (the model never saw English input). Measured in tests/test_learn.py: none of our German
+    examples and probes is flagged, every one of their English translations is."""
+    chars = [ch for ch in (typed or "") if not ch.isspace()]
+    if not chars:
+        return None  # nothing typed: input_problem says so
+    if not any(ch.isalpha() for ch in chars):
+        return text("translate.hint.letters")
+    sp = tokenizer or get_translator().tokenizer
+    unknown = sum(1 for ch in chars if sp.unk_id() in sp.encode(ch))
+    if unknown * 2 >= len(chars):
+        return text("translate.hint.unknown", n=unknown, total=len(chars))
+    words = re.findall(r"[^\W\d_]+", typed.lower())
+    english = [w for w in words if w in ENGLISH_WORDS]
+    german = sum(w in GERMAN_WORDS for w in words)
+    if len(english) > german:
+        return text("translate.hint.english", en=len(english), de=german,
+                    words=", ".join(f"“{md_literal(w)}”" for w in dict.fromkeys(english[:3])))
+    return None
+
+
+def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=None):
+    """A translation's status line in Markdown, in the event's language: how it was decoded (`settings`, as translate() hands
+    them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
+    notice where the input was cut to `cut_to` pieces, one where the output reached the maximum length, and
+    `hint` (german_hint's notice) where there is one."""
+    method = settings.get("method", DEFAULT_METHOD)
+    decoding = text(f"translate.status.{method}", beam=settings.get("beam"),
+                    alpha=f"{settings.get('alpha', 0):g}", temperature=f"{settings.get('temperature', 1):g}",
+                    top_k=settings.get("top_k", 0))
+    parts = [decoding, text("translate.status.pieces", src=src_pieces, out=out_pieces)]
+    if ms is not None:
+        parts.append(text("translate.status.time", ms=f"{ms:.0f}"))
+    status = " · ".join(parts)
+    notice = f"\n\n**{text('translate.status.notice')}** "
+    if cut_to is not None:
+        status += notice + text("translate.status.cut", n=cut_to)
+    if out_pieces > settings.get("max_len", out_pieces):  # max_len decoded tokens, none of them </s> (appended after)
+        status += notice + text("translate.status.max-len")
+    if hint:
+        status += notice + hint
+    return status
+
+
+def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=None, top_k=None, max_len=None,
+              previous=None):
+    """Translate one German sentence and keep everything the other tabs show (returned as state). The settings
+    are kept to DECODING_LIMITS, as the sliders are; one not given takes its first value.
+
+    Returns (English translation, a status line in Markdown (in English: the page's status view writes it again
+    in the page's language), the Inspection to keep)."""
+    with speaking("en"):  # the API's words
+        problem = input_problem(text)
+    if problem:
+        return "", problem, previous
+    text = text.strip()
+    method = method if method in METHODS else DEFAULT_METHOD
+    tr = get_translator()
+    sampling = dict(temperature=temperature, top_k=top_k) if method == "sample" else {}
+    settings = dict(method=method, **decoding_settings(dict(beam=beam, alpha=alpha, max_len=max_len, **sampling),
+                                                       tr.alpha))
+    t0 = time.perf_counter()
+    with MODEL_LOCK:
+        ins = tr.inspect(text, **settings)
+    ms = (time.perf_counter() - t0) * 1e3
+    ins.server_ms = ms  # for its status line in another language (status_view)
+    with speaking("en"):
+        status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
+                             tr.max_src_tokens - 2 if ins.truncated else None, hint=german_hint(text))
+    return ins.translation, status, ins
