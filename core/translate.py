@@ -238,8 +238,9 @@ class Translator:
         src = torch.tensor([src_ids], device=self.device)
         tgt = torch.tensor([[BOS] + out_ids], device=self.device)
         src_mask = (src != PAD).unsqueeze(-2)
-        model = self.decoding_model(beam if method == "beam" else 1)  # the one that chose the tokens
-        logp, cache = run_with_cache(model, src, tgt, src_mask, subsequent_mask(tgt.size(1)).to(self.device),
+        # the float32 model, whichever twin chose the tokens: the run core.analysis.inside records for the Inside
+        # tab is this one with every state kept, so a sentence has one set of maps
+        logp, cache = run_with_cache(self.model, src, tgt, src_mask, subsequent_mask(tgt.size(1)).to(self.device),
                                      names=["*:weights"], heads_off=heads_off)
         logp = logp[0].float()  # (T, V)
         maps = {kind: cache.stacked(attention_name(kind), "weights")[:, 0].cpu() for kind in KINDS}

@@ -152,14 +152,27 @@ def test_annotated_norm_effect_is_a_pass_with_the_other_form(tr, rec):
 # ---- the recorded pass ----------------------------------------------------------------------------------
 
 @needs_shipped
+def test_the_recording_of_a_translation_with_heads_off_is_that_translations_run(tr):
+    off = [("cross", 1, 3), ("encoder", 0, 5)]
+    ins = tr.inspect("Zwei Hunde rennen über eine grüne Wiese.", heads_off=off)
+    rec = inside.record_inspection(tr, ins)
+    for kind in inside.KINDS:
+        assert torch.equal(rec.attn[kind], getattr(ins, kind))
+    plain = inside.record(tr.model, rec.src_ids, rec.tgt_ids)
+    assert not torch.equal(plain.attn["cross"], rec.attn["cross"])  # the heads off changed what came after them
+    torch.testing.assert_close(plain.attn["encoder"][0], rec.attn["encoder"][0])  # but not what came before
+
+
+@needs_shipped
 def test_scaled_softmax_is_the_models_attention(tr, ins, rec, english):
     for kind in inside.KINDS:
         for layer in range(rec.q[kind].size(0)):
             for head in range(rec.q[kind].size(1)):
                 d = tab.scale_data(rec, kind, layer, head)
                 torch.testing.assert_close(d["scaled"][0], rec.attn[kind][layer, head], atol=1e-6, rtol=1e-5)
-    # the encoder runs in float32 in the translation too: the same maps as the Inspection's
-    torch.testing.assert_close(rec.attn["encoder"], ins.encoder, atol=1e-5, rtol=1e-4)
+    # one set of maps a sentence: the Inspection's are this recorded run's, for every kind
+    for kind in inside.KINDS:
+        assert torch.equal(rec.attn[kind], getattr(ins, kind))
     # and the recorded queries are W^Q applied to the recorded LayerNorm output
     mha = tr.model.decoder.layers[1].src_attn
     x = rec.norms["decoder.layers.1.sublayer.1.norm"][1]

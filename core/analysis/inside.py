@@ -122,15 +122,16 @@ def stage_names(n_layers):
 
 
 @torch.no_grad()
-def record(model, src_ids, tgt_ids):
+def record(model, src_ids, tgt_ids, heads_off=()):
     """One teacher-forced pass of `model` over source ids (<s> ... </s>) and decoder inputs (<s> y_1 ...),
-    every state recorded (core/instrument.py, `run_with_cache`); returns a Recording."""
+    every state recorded (core/instrument.py, `run_with_cache`), the heads of `heads_off` switched off;
+    returns a Recording."""
     device = next(model.parameters()).device
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)
     src_mask = (src != PAD).unsqueeze(-2)
     tgt_mask = subsequent_mask(tgt.size(1)).to(device)
-    logp, cache = run_with_cache(model, src, tgt, src_mask, tgt_mask)
+    logp, cache = run_with_cache(model, src, tgt, src_mask, tgt_mask, heads_off=heads_off)
     logp = logp[0].float()
     stages = stage_names(len(model.encoder.layers))
 
@@ -157,10 +158,11 @@ def record(model, src_ids, tgt_ids):
 
 
 def record_inspection(translator, ins):
-    """The Recording of an Inspection's source and decoder inputs, through the float32 model."""
+    """The Recording of an Inspection's source and decoder inputs, through the float32 model with the
+    Inspection's heads switched off: the run whose attention maps the Inspection holds, every state kept."""
     sp = translator.tokenizer
     return record(translator.model, [sp.piece_to_id(p) for p in ins.src_tokens],
-                  [sp.piece_to_id(p) for p in ins.tgt_tokens])
+                  [sp.piece_to_id(p) for p in ins.tgt_tokens], ins.heads_off)
 
 
 # ---- what the recording shows ------------------------------------------------------------------------
