@@ -29,7 +29,7 @@ TABS = [("Learn", "#learn-figure", True, False), ("Overview", "#diagram", False,
         ("Lab", "#lab-curve", True, False), ("Engineering", None, False, False)]
 
 # window.__tabOpen(arg): the tab named arg.tab is open, drawn and quiet (the module's docstring); arg.words: the
-# sentence's words, one of which must be on screen (none asked for when empty)
+# sentence's words, one of which must be on screen (none asked for when empty); arg.old: words none of which may be
 TAB_HELPERS = r"""(() => {
   const onScreen = e => !!e?.getClientRects().length && e.offsetHeight > 0;
   const labels = g => { const out = [];
@@ -53,7 +53,7 @@ TAB_HELPERS = r"""(() => {
     if (!plots.every(g => g.querySelector('svg.main-svg'))) return false;
     if (!arg.words.length) return true;
     const shown = window.__shownWords();
-    return arg.words.some(w => shown.has(w)); };
+    return arg.words.some(w => shown.has(w)) && !(arg.old ?? []).some(w => shown.has(w)); };
 })()"""
 OPEN = "window.__tabOpen(arg)"
 
