@@ -17,6 +17,7 @@ from app.links import page_script  # noqa: E402
 from app.shared import SESSIONS_KEPT, get_translator, limit_malloc_arenas  # noqa: E402
 from app.style import CSS, EXPORT_JS, theme  # noqa: E402
 from app.ui import build_demo  # noqa: E402
+from app.views import warm  # noqa: E402
 from core.checkpoint import AssetError  # noqa: E402
 
 
@@ -33,6 +34,7 @@ def main(argv=None):
         print(f"Transformer Explorer cannot start. {e}", file=sys.stderr)
         return 2
     demo = build_demo()
+    warm(demo.tab_views)  # the views that read no sentence, drawn while the server starts
     demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), js=page_script(demo, EXPORT_JS),
                 head=head_script(tab_labels(demo)), i18n=i18n(),
                 footer_links=[], state_session_capacity=SESSIONS_KEPT)

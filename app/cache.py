@@ -58,18 +58,18 @@ class PerTranslation:
 
 
 def per_language(maxsize=None):
-    """A decorator: fn(*args) drawn once per process for each language it is drawn in (the event's: app.i18n)
-    and its arguments, the `maxsize` most recently used kept (None: all). For views that read no sentence (the
+    """A decorator: fn(*args, **kwargs) drawn once per process for each language it is drawn in (the event's:
+    app.i18n) and its arguments, the `maxsize` most recently used kept (None: all). For views that read no sentence (the
     shipped logs, a schedule, a formula): every tab opens fast, and a figure kept is never changed after."""
     def keep(fn):
         @functools.lru_cache(maxsize=maxsize)
-        def drawn_in(lang, *args):
+        def drawn_in(lang, *args, **kwargs):
             with speaking(lang):
-                return fn(*args)
+                return fn(*args, **kwargs)
 
         @functools.wraps(fn)
-        def cached(*args):
-            return drawn_in(spoken(), *args)
+        def cached(*args, **kwargs):
+            return drawn_in(spoken(), *args, **kwargs)
         cached.cache_clear, cached.cache_info = drawn_in.cache_clear, drawn_in.cache_info
         return cached
     return keep

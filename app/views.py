@@ -13,12 +13,13 @@ it names the controls its drawing reads and the outputs it draws. Three kinds of
 The rest of the time a view is left as it is (`gr.skip()`): nothing is recomputed and nothing is sent.
 """
 import functools
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
 import gradio as gr
 
-from .i18n import read_lang, speaking
+from .i18n import LANGS, read_lang, speaking
 
 ROOT = ""  # the page's top level of tabs
 
@@ -172,6 +173,24 @@ class Tab:
         if moved:
             gr.on(moved, self.show, None, outputs, inputs_kwargs=self.inputs(), **event)
         return self
+
+
+def warm(tabs, langs=LANGS):
+    """Draw, in a thread of its own, each view of `tabs` that reads no sentence, with its controls' first values,
+    in each of `langs`: those kept per language (app.cache.per_language) are ready before a tab first asks for
+    them. Returns the thread (started)."""
+    def draw_all():
+        for lang in langs:
+            for tab in tabs:
+                for v in (v for v in tab.views if not v.reads_translation):
+                    try:
+                        with speaking(lang):
+                            v.draw(**{name: tab.controls[name].value for name in v.uses})
+                    except Exception:  # noqa: BLE001 (a view that fails here says why when its tab asks)
+                        pass
+    thread = threading.Thread(target=draw_all, name="warm-views", daemon=True)
+    thread.start()
+    return thread
 
 
 def by_component(fn, outputs):

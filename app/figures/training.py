@@ -53,6 +53,20 @@ def _smooth(values, window=25):
     return out
 
 
+MOST_POINTS = 800  # a line's points sent to the page: more than its pixels' width draws nothing more
+
+
+def thin(*columns, most=MOST_POINTS):
+    """Every k-th value of each column, the last kept, so that at most about `most` remain (a long log's line, drawn
+    the same at the figure's width for a fraction of the bytes)."""
+    n = len(columns[0])
+    k = max(1, -(-n // most))
+    keep = list(range(0, n, k))
+    if keep and keep[-1] != n - 1:
+        keep.append(n - 1)
+    return [[c[i] for i in keep] for c in columns]
+
+
 def replay_figure(steps, epochs, step):
     """Learning rate, training loss, and validation metrics of the run up to optimizer step `step`."""
     step = max(1, min(step, len(steps)))
@@ -60,16 +74,18 @@ def replay_figure(steps, epochs, step):
     xs = [r["step"] for r in shown]
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.1, subplot_titles=tuple(
         _t(f"replay.{k}") for k in ("lr", "loss", "ppl", "bleu")))
-    all_x = [r["step"] for r in steps]
-    fig.add_trace(go.Scatter(x=all_x, y=[r["lr"] for r in steps], mode="lines", line=dict(color="#ccc"),
+    all_x, all_lr = thin([r["step"] for r in steps], [r["lr"] for r in steps])
+    lr_x, lr_y, raw, mean = thin(xs, [r["lr"] for r in shown], [r["loss"] for r in shown],
+                                 _smooth([r["loss"] for r in shown]))
+    fig.add_trace(go.Scatter(x=all_x, y=all_lr, mode="lines", line=dict(color="#ccc"),
                              name=_t("replay.whole"), showlegend=False, hoverinfo="skip"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=xs, y=[r["lr"] for r in shown], mode="lines", line=dict(color="#2f6db5"),
+    fig.add_trace(go.Scatter(x=lr_x, y=lr_y, mode="lines", line=dict(color="#2f6db5"),
                              name="lr", showlegend=False), row=1, col=1)
     fig.add_trace(go.Scatter(x=[xs[-1]], y=[shown[-1]["lr"]], mode="markers", name=_t("replay.now"),
                              marker=dict(size=12, color="#e4572e"), showlegend=False), row=1, col=1)
-    fig.add_trace(go.Scatter(x=xs, y=[r["loss"] for r in shown], mode="lines", line=dict(color="#bbb", width=1),
+    fig.add_trace(go.Scatter(x=lr_x, y=raw, mode="lines", line=dict(color="#bbb", width=1),
                              name=_t("replay.raw"), showlegend=False), row=1, col=2)
-    fig.add_trace(go.Scatter(x=xs, y=_smooth([r["loss"] for r in shown]), mode="lines", line=dict(color="#2f6db5"),
+    fig.add_trace(go.Scatter(x=lr_x, y=mean, mode="lines", line=dict(color="#2f6db5"),
                              name=_t("replay.mean", n=25), showlegend=False), row=1, col=2)
     done = [e for e in epochs if e["step"] <= step]
     if done:
@@ -117,7 +133,7 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training"
     its arguments and steps). `words`: the table of its curve's and axes' words (training, or learn); without
     `scale`, the curves' shapes show but not their heights (no rate on the axis or in a hover)."""
     w = texts(words)
-    xs = list(range(1, steps + 1, 20))
+    xs = list(range(1, steps + 1, 50))
     hover = {} if scale else dict(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
     fig = go.Figure()
     for d, f, wu in ANNOTATED_CONFIGS:
@@ -128,7 +144,8 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training"
                              line=dict(width=3, color="#e4572e"), **hover))
     if run:
         args, run_steps = run
-        fig.add_trace(go.Scatter(x=[r["step"] for r in run_steps], y=[r["lr"] for r in run_steps], mode="lines",
+        run_x, run_lr = thin([r["step"] for r in run_steps], [r["lr"] for r in run_steps])
+        fig.add_trace(go.Scatter(x=run_x, y=run_lr, mode="lines",
                                  name=_t("noam.shipped", d=args["d_model"], warmup=args["warmup"],
                                          factor=f"{args['factor']:g}"), line=dict(width=3, color="#2e9c57"), **hover))
     fig.update_layout(title=wrap_title(_t("noam.title")), xaxis_title=w("noam.step"), yaxis_title=w("noam.rate"),

@@ -11,6 +11,7 @@ from core.data import Batch, nonblank_lines
 from core.instrument import attention_name, run_with_cache
 from core.model import subsequent_mask
 
+from ..cache import per_language
 from ..common import clamp, code_panel, empty_figure, kind_name, md_literal
 from ..figures.masks import (
     batching_figure,
@@ -67,6 +68,7 @@ def scores_at_work(model, batch, i, kind, layer, head):
 OUTPUTS = ("summary", "ids", "panels", "shift", "scores", "batching")
 
 
+@per_language(maxsize=32)
 def masks_view(de, en, sentence, kind, layer, head):
     """Tokenization, padded ids, the masks of one sentence, teacher forcing, and a mask at work, by output name."""
     tr = get_translator()

@@ -8,6 +8,7 @@ import gradio as gr
 
 from core.model import Embeddings, PositionalEncoding
 
+from ..cache import per_language
 from ..common import clamp, code_panel, empty_figure, md_literal
 from ..figures.positional import (
     curves_figure,
@@ -48,6 +49,7 @@ def parse_dims(typed, d_model, default=(4, 5, 6, 7)):
 
 # ---- callbacks -------------------------------------------------------------------------------------
 
+@per_language(maxsize=32)
 def positional_view(d_model, positions, dims, k):
     """The curves of the chosen dimensions, the encoding and its similarities, and M_k for offset k."""
     d_model = clamp(d_model, 4, 1024)
@@ -67,6 +69,7 @@ def positional_view(d_model, positions, dims, k):
                 note=note)
 
 
+@per_language()
 def embedding_scale():
     fig, s = scale_figure(get_translator().model)
     note = _t("scale.note", raw=f"{s['raw_median']:.2f}", scaled=f"{s['scaled_median']:.1f}",

@@ -90,7 +90,9 @@ def build(page, state, lang):
     (app/ui.py). Its opening and its menu may compute an attribution: they wait for the model."""
     with gr.Tab(L("ui.tab.why"), id="why") as tab:
         gr.Markdown(L("ui.why.intro"))
-        token = gr.Dropdown(choices=[], value=None, label=L("ui.why.token"), elem_id="why-token")
+        # a value the browser keeps from the last sentence's menu is no error: why_view clamps it
+        token = gr.Dropdown(choices=[], value=None, label=L("ui.why.token"), elem_id="why-token",
+                            allow_custom_value=True)
         src_fig = gr.Plot(elem_id="why-source")
         tgt_fig = gr.Plot(elem_id="why-target")
         note = gr.Markdown(elem_id="why-reading")

@@ -1,0 +1,51 @@
+"""Every top-level tab opened in headless Chromium after one sentence, then after another: each shows the second
+sentence's views. The app runs as `python app.py` (tools.serve.AppProcess); the conditions are those of
+`python -m tools.bench --tabs` (tools/bench_tabs.py), waited on in the page, never for a time."""
+import os
+
+import pytest
+
+from tests.conftest import needs_shipped
+from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
+
+pytestmark = [pytest.mark.slow, needs_shipped,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
+sync_api = pytest.importorskip("playwright.sync_api")
+
+TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine; a bound, never a pause
+
+
+def test_every_tab_shows_the_new_sentence(tmp_path):
+    from tools import bench_tabs
+    from tools.bench_browser import expected
+    from tools.serve import AppProcess
+    a, b = expected(bench_tabs.SENTENCE_A), expected(bench_tabs.SENTENCE_B)
+    # the first sentence's words, but those the model weighs for the second (the What if tree shows candidates)
+    new, old = bench_tabs.new_words(b, a), [w for w in bench_tabs.new_words(a, b) if w not in b.cands]
+    assert new and old
+    with AppProcess(log=tmp_path / "app.log") as app, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(app.url)
+        page.get_by_role("tab", name="Translate", exact=True).wait_for()
+        page.evaluate(bench_tabs.TAB_HELPERS)
+        for exp, words, gone in ((a, bench_tabs.new_words(a, b), []), (b, new, old)):
+            page.get_by_role("tab", name="Translate", exact=True).click()
+            page.locator("#src textarea").fill(exp.text)
+            page.locator("#translate-btn").click()
+            page.wait_for_function("e => document.querySelector('#out textarea')?.value.trim() === e", arg=exp.english)
+            for name, key, plot, shows in bench_tabs.TABS:
+                page.get_by_role("tab", name=name, exact=True).click()
+                arg = {"tab": name, "key": key, "plot": plot, "words": words if shows else [],
+                       "old": gone if shows else []}
+                try:
+                    page.wait_for_function("arg => window.__tabOpen(arg)", arg=arg, timeout=TIMEOUT_MS)
+                except sync_api.TimeoutError:
+                    shown = page.evaluate("() => [...window.__shownWords()].slice(0, 400)")
+                    pytest.fail(f"the {name} tab after {exp.text!r}: not drawn for it ({arg}); on screen: {shown}\n"
+                                f"app log (end):\n{app.tail(2000)}")
+        browser.close()
+    assert errors == []
