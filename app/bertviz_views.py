@@ -16,6 +16,7 @@ import functools
 import html
 import json
 import re
+import weakref
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -251,7 +252,7 @@ FRAME_JS = r"""(function () {
       var row = flat.slice(at, at + k); at += k; return row; }); }); });
   }
   function params(m) {
-    if (!m || m.bertviz !== "draw" || m.view !== VIEW || !count(m.layers) || !count(m.heads)) return null;
+    if (!m || m.bertviz !== "draw" || !count(m.layers) || !count(m.heads)) return null;
     if (!strings(m.src) || !strings(m.tgt) || !Array.isArray(m.attn) || m.attn.length !== 3) return null;
     if (!m.words || !WORDS.every(function (w) { return typeof m.words[w] === "string"; })) return null;
     var parts = [["Encoder", m.src, m.src], ["Decoder", m.tgt, m.tgt], ["Cross", m.tgt, m.src]], attention = [];
@@ -280,7 +281,9 @@ FRAME_JS = r"""(function () {
     reset();
     words(e.data.words);
     window.bertvizParams = p;
+    var t0 = performance.now();
     draw(window.jQuery, window.d3);
+    window.bertvizDrawMs = performance.now() - t0;  // bertviz's own drawing, for the benchmark
   });
   var height = 0;
   new ResizeObserver(function () {
@@ -337,25 +340,45 @@ def frame_page(view):
         '<button id="save-svg" type="button"', '<button id="save-svg" type="button" data-word="save"', 1)
 
 
-# In the page, once a view's box is on screen (gr.HTML's js_on_load): at the first translation drawn, the frame
-# is put into the box; each new value (view_data's JSON, or "" once the translation is gone) is posted into it as
-# soon as it is ready. From the frame, only its own messages are read: that it is ready, and its height.
+# In the page, once a view's box is on screen (gr.HTML's js_on_load). Both views draw the same data, so what either
+# is sent (view_data's JSON) is the page's `current` and is posted to both frames: a view opened after the other
+# finds it drawn already. A view's value turned "" (its translation is gone) clears `current` if it showed it, then
+# each frame still showing that; a frame is put into its box at its first data. Each frame is posted its data once
+# it says it is ready, and only what it does not show already. From a frame, only its own messages are read: that
+# it is ready, and its height.
 HOST_JS = r"""const box = element.querySelector('.bertviz-box');
-let frame = null, ready = false, data = null;
-const post = () => { if (frame && ready) frame.contentWindow.postMessage(data ?? {bertviz: 'clear'}, '*'); };
-const show = () => {
-  try { data = props.value ? JSON.parse(props.value) : null; } catch (e) { data = null; }
-  if (data && !frame) {
+const page = (window.bertvizViews ??= {hosts: [], current: null});
+let frame = null, ready = false, want = null, posted = null;
+const post = () => {
+  if (!ready || want === posted) return;
+  posted = want;
+  frame.contentWindow.postMessage(want ? JSON.parse(want) : {bertviz: 'clear'}, '*');
+};
+const host = {draw(value) {
+  want = value;
+  if (value && !frame) {
     frame = document.createElement('iframe');
     frame.setAttribute('sandbox', 'allow-scripts allow-downloads');
     frame.setAttribute('referrerpolicy', 'no-referrer');
     frame.style.cssText = 'width:100%;border:1px solid #ddd;border-radius:8px;background:#fff';
-    frame.style.height = data.height + 'px';
+    frame.style.height = JSON.parse(value).height[VIEW] + 'px';
     frame.srcdoc = PAGE;
     box.appendChild(frame);
   }
-  if (frame && data) frame.title = data.words[data.view];
-  post();
+  if (value && frame) frame.title = JSON.parse(value).words[VIEW];
+  if (frame) post();
+}, get shows() { return want; }};
+page.hosts.push(host);
+const show = () => {
+  const value = props.value || null;
+  if (value) {
+    page.current = value;
+    page.hosts.forEach((h) => h.draw(value));
+  } else if (want !== null && want === page.current) {
+    const gone = page.current;
+    page.current = null;
+    page.hosts.forEach((h) => { if (h.shows === gone) h.draw(null); });
+  } else host.draw(page.current);
 };
 window.addEventListener('message', (e) => {
   if (!frame || e.source !== frame.contentWindow || !e.data) return;
@@ -368,9 +391,9 @@ show();"""
 
 
 def host_js(view):
-    """The js_on_load of a view's gr.HTML: HOST_JS with its frame's page, as a JavaScript string."""
+    """The js_on_load of a view's gr.HTML: HOST_JS with its view and its frame's page, as JavaScript strings."""
     page = json.dumps(frame_page(view)).replace("</", "<\\/").replace("<!--", "<\\!--")
-    return f"const PAGE = {page};\n{HOST_JS}"
+    return f"const VIEW = {json.dumps(view)}, PAGE = {page};\n{HOST_JS}"
 
 
 def frame_box(view):
@@ -378,28 +401,27 @@ def frame_box(view):
     return dict(value="", html_template="<div class='bertviz-box'></div>", js_on_load=host_js(view))
 
 
-def view_data(ins, view):
-    """What a translation sends a view ("head" or "model"): its tokens (as bertviz shows them), counts and weights,
-    this app's words in the event's language, and a first height for the frame; as JSON."""
+_last = [None, None, None]  # the last data written: (a weak reference to) its Inspection, its language, the data
+
+
+def view_data(ins):
+    """What a translation sends both views: its tokens (as bertviz shows them), counts and weights, this app's words
+    in the event's language, and a first height for each frame; as JSON. (The same for both views: the last is
+    kept, so the view opened second costs nothing to write.)"""
+    ref, lang, data = _last
+    if ref is not None and ref() is ins and lang == spoken():
+        return data
     layers, heads = ins.encoder.shape[:2]
     rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
-    height = 150 + int(rows * 22.5) if view == "head" else 170 + layers * 120
-    return json.dumps({"bertviz": "draw", "view": view, "layers": layers, "heads": heads,
+    data = json.dumps({"bertviz": "draw", "layers": layers, "heads": heads,
                        "src": format_special_chars(list(ins.src_tokens)),
                        "tgt": format_special_chars(list(ins.tgt_tokens)),
                        "attn": [encode(ins.encoder), encode(ins.decoder), encode(ins.cross)],
-                       "words": {w: text(f"attention.bertviz.{w}") for w in WORDS}, "height": height},
+                       "words": {w: text(f"attention.bertviz.{w}") for w in WORDS},
+                       "height": {"head": 150 + int(rows * 22.5), "model": 170 + layers * 120}},
                       ensure_ascii=False, separators=(",", ":"))
-
-
-def head_view_html(ins):
-    """bertviz head view (encoder, decoder and cross attention) of an Inspection: its frame's data."""
-    return view_data(ins, "head")
-
-
-def model_view_html(ins):
-    """bertviz model view (every layer and head as thumbnails) of an Inspection: its frame's data."""
-    return view_data(ins, "model")
+    _last[:] = weakref.ref(ins), spoken(), data
+    return data
 
 
 def standalone_html(ins, view):

@@ -253,8 +253,8 @@ def test_bertviz_views_are_offline_and_cannot_be_broken_out_of(english):
         assert len(scripts) == 3 and "XMLSerializer" in scripts[0] and "postMessage" in scripts[1]
         assert "params = window.bertvizParams;" in scripts[2]
         assert f"/gradio_api/file={D3_JS}" in page and f"/gradio_api/file={JQUERY_JS}" in page
-        data = json.loads(view_data(evil, view))
-        assert data["src"] == evil.src_tokens and data["tgt"] == evil.tgt_tokens and data["view"] == view
+        data = json.loads(view_data(evil))
+        assert data["src"] == evil.src_tokens and data["tgt"] == evil.tgt_tokens
     for view in ("head", "model"):  # the file to download: the same view, with both libraries inside it
         page = standalone_html(evil, view)
         scripts = ScriptCollector.scripts_of(page)
@@ -283,7 +283,7 @@ def test_bertviz_menus_are_in_the_pages_language():
             assert html.escape(text("zh-CN", f"attention.{key}")) in zh
     with speaking("zh-CN"):
         model_zh = in_words(_model_view(ins))
-        data = json.loads(view_data(ins, "model"))
+        data = json.loads(view_data(ins))
     for form, key in _SCRIPT_WORDS:
         assert form not in model_zh and json.dumps(text("zh-CN", f"attention.{key}")) in model_zh
     assert data["words"]["encoder"] == "编码器" and data["words"]["model"] == "bertviz 模型视图"
@@ -301,7 +301,7 @@ def test_bertviz_payload_is_rounded_and_small(english):
     assert len(ins.src_tokens) >= 12
     bertviz = json.JSONDecoder().raw_decode(_head_view(ins).split("const params = ", 1)[1])[0]
     for view in ("head", "model"):
-        data = view_data(ins, view)
+        data = view_data(ins)
         assert len(data.encode()) < 20_000, len(data.encode())
         data = json.loads(data)
         assert (data["layers"], data["heads"]) == tuple(ins.encoder.shape[:2])
@@ -372,14 +372,14 @@ def test_the_attention_tab_draws_in_the_pages_language(ins):
         assert len(words) > 20 and english_in(words, ins) == [], kind
     with speaking("zh-CN"):
         heat = attention.one_head(ins, "cross", 1, 2)
-        words = json.loads(view_data(ins, "model"))["words"]
+        words = json.loads(view_data(ins))["words"]
     assert heat.layout.title.text.startswith("交叉注意力") and "查询 %{y} → 键 %{x}" in heat.data[0].hovertemplate
     # the words around bertviz's views are this app's: the frame's title and the Save SVG button
     assert words["model"] == "bertviz 模型视图" and words["save"] == "保存 SVG"
     with speaking("en"):
         assert attention.one_head(ins, "cross", 1, 2).data[0].hovertemplate == (
             "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>")
-        words = json.loads(view_data(ins, "head"))["words"]
+        words = json.loads(view_data(ins))["words"]
     assert words["head"] == "bertviz head view" and words["save"] == "Save SVG"
 
 
@@ -450,7 +450,7 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
         translate.decoding_step(ins, 2)
         translate.next_step(ins, 2)
         translate.previous_step(ins, 2)
-        view_data(ins, "head"), view_data(ins, "model")
+        view_data(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
     call(show_translation, page=page, ins=ins, **up_to_attention("cross", 0, 1))
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):

@@ -128,7 +128,7 @@ def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(demo, two
     assert calls["attention_heatmap"] == 1 and calls["step_candidates"] == 1
     # the bertviz head view when its sub-tab opens; the model view stays unbuilt
     out = opened(attn, page, ("attention", "bertviz-head"), ins, **HEAD)
-    assert json.loads(out["bertviz-head"])["view"] == "head" and calls["view_data"] == 1
+    assert json.loads(out["bertviz-head"])["bertviz"] == "draw" and calls["view_data"] == 1
     assert list(out) == ["bertviz-head"]
     # the Overview's diagram when its tab opens, with this sentence's shapes
     svg = opened(ov, page, ("overview",), ins)["diagram"]

@@ -42,11 +42,11 @@ def layers_by_heads(ins, kind):
 
 
 def bertviz_head(ins):
-    return view_data(ins, "head")
+    return view_data(ins)
 
 
 def bertviz_model(ins):
-    return view_data(ins, "model")
+    return view_data(ins)
 
 
 # the views of the tab, one a sub-tab; each reads the controls named in `uses`
