@@ -203,9 +203,13 @@ class NetworkBytes:
     each event's results on a text/event-stream read by fetch, which may end aborted rather than finished, so
     loadingFinished's total is not always there); its dataLength is the body as the page gets it, after any
     decompression. Counted per window (reset .. read), without data: URLs and responses served from the cache;
-    `compressed` is the part of the count that came with a Content-Encoding."""
+    `compressed` is the part of the count that came with a Content-Encoding. A sandboxed iframe runs in a process
+    of its own, whose requests the page's session does not see: those are counted from Playwright's events (the
+    body's size), once each."""
 
     def __init__(self, context, page):
+        self.frames = []  # requests of the page's iframes (a sandboxed one runs in a process of its own)
+        context.on("requestfinished", lambda r: self.frames.append(r) if r.frame.parent_frame is not None else None)
         self.cdp = context.new_cdp_session(page)
         self.requests = {}  # requestId -> {"url", "encoding", "cached"}
         self.received = collections.Counter()  # requestId -> bytes in this window
@@ -231,6 +235,7 @@ class NetworkBytes:
     def reset(self):
         self._sync()
         self.received.clear()
+        self.frames.clear()
 
     def read(self):
         """{"bytes", "compressed", "cached", "by_path"} received since the last reset."""
@@ -246,6 +251,12 @@ class NetworkBytes:
             out["bytes"] += n
             out["compressed"] += n if r["encoding"] else 0
             out["by_path"][r["url"].split("?")[0].split("/gradio_api/")[-1]] += n
+        seen = {self.requests[rid]["url"] for rid in self.received if rid in self.requests}
+        for r in self.frames:  # what the page's session did not see: an iframe's own requests, as Playwright saw them
+            if r.url not in seen and not r.url.startswith(("data:", "blob:")):
+                n = r.sizes()["responseBodySize"]
+                out["bytes"] += n
+                out["by_path"][r.url.split("?")[0].split("/gradio_api/")[-1]] += n
         return out
 
 
