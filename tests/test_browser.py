@@ -334,6 +334,27 @@ def test_bertviz_frames_are_kept_and_draw_each_sentence(page):
     assert [u for u in asked if not u.startswith((host, "data:", "blob:", "about:"))] == []  # nothing from outside
 
 
+LONG_SENTENCE = ("Auf einer belebten Straße in der Altstadt schiebt ein alter Mann mit grauem Bart einen Karren voller "
+                 "Äpfel an einem Café vorbei, während zwei Kinder in gelben Jacken einem Straßenmusiker zuhören. Daneben "
+                 "steht eine junge Frau mit einem roten Regenschirm und wartet auf den Bus, der wegen des starken Regens "
+                 "verspätet ist, und ein kleiner Hund bellt laut die Tauben an, die auf dem Kopfsteinpflaster nach "
+                 "Brotkrumen suchen. Am Ende der Straße spielt eine Gruppe von Musikern Gitarre und Trompete. Es ist "
+                 "ein kalter Herbsttag.")
+
+
+def test_bertviz_model_view_of_a_long_sentence(page):
+    """A sentence of over 125 pieces: the model view draws every thumbnail of the encoder (24 of them, a line per
+    pair of pieces), its data sent once (it took a page of 5 MB, and timed out)."""
+    translate(page, LONG_SENTENCE)
+    open_tab(page, "Attention")
+    open_tab(page, "bertviz model view", "#bertviz-model")
+    frame = bertviz_frame(page, "#bertviz-model")
+    frame.wait_for_function("window.bertvizParams?.attention[0].left_text.length >= 125 && window.bertvizDrawMs > 0")
+    pieces, layers, heads, lines = frame.evaluate("""[bertvizParams.attention[0].left_text.length,
+        bertvizParams.include_layers.length, bertvizParams.total_heads, document.querySelectorAll('#vis line').length]""")
+    assert lines == layers * heads * pieces * pieces and pieces >= 125
+
+
 def test_why_this_word_attributes_the_chosen_token(page):
     """The Why tab draws the attention and the attributions of a token of the translation; picking another
     token redraws them for that token."""
