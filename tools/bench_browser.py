@@ -204,12 +204,12 @@ class NetworkBytes:
     loadingFinished's total is not always there); its dataLength is the body as the page gets it, after any
     decompression. Counted per window (reset .. read), without data: URLs and responses served from the cache;
     `compressed` is the part of the count that came with a Content-Encoding. A sandboxed iframe runs in a process
-    of its own, whose requests the page's session does not see: those are counted from Playwright's events (the
-    body's size), once each."""
+    of its own, whose requests the page's session does not see: those are counted from Playwright's events, each
+    once it has finished (its body, decoded; none if it came from the cache)."""
 
     def __init__(self, context, page):
         self.frames = []  # requests of the page's iframes (a sandboxed one runs in a process of its own)
-        context.on("requestfinished", lambda r: self.frames.append(r) if r.frame.parent_frame is not None else None)
+        context.on("request", lambda r: self.frames.append(r) if r.frame.parent_frame is not None else None)
         self.cdp = context.new_cdp_session(page)
         self.requests = {}  # requestId -> {"url", "encoding", "cached"}
         self.received = collections.Counter()  # requestId -> bytes in this window
@@ -253,10 +253,14 @@ class NetworkBytes:
             out["by_path"][r["url"].split("?")[0].split("/gradio_api/")[-1]] += n
         seen = {self.requests[rid]["url"] for rid in self.received if rid in self.requests}
         for r in self.frames:  # what the page's session did not see: an iframe's own requests, as Playwright saw them
-            if r.url not in seen and not r.url.startswith(("data:", "blob:")):
-                n = r.sizes()["responseBodySize"]
-                out["bytes"] += n
-                out["by_path"][r.url.split("?")[0].split("/gradio_api/")[-1]] += n
+            if r.url in seen or r.url.startswith(("data:", "blob:")) or r.response() is None:
+                continue
+            if not r.sizes()["responseBodySize"]:  # nothing came over the wire: from the cache
+                continue
+            n = len(r.response().body())  # decoded, as dataLength counts
+            out["bytes"] += n
+            out["compressed"] += n if r.response().headers.get("content-encoding") else 0
+            out["by_path"][r.url.split("?")[0].split("/gradio_api/")[-1]] += n
         return out
 
 
