@@ -347,12 +347,13 @@ def frame_page(view):
 # it says it is ready, and only what it does not show already. From a frame, only its own messages are read: that
 # it is ready, and its height.
 HOST_JS = r"""const box = element.querySelector('.bertviz-box');
-const page = (window.bertvizViews ??= {hosts: [], current: null});
+const page = (window.bertvizViews ??= {hosts: [], current: null, read: {}});
+const read = (value) => page.read.value === value ? page.read.data : (page.read = {value, data: JSON.parse(value)}).data;
 let frame = null, ready = false, want = null, posted = null;
 const post = () => {
   if (!ready || want === posted) return;
   posted = want;
-  frame.contentWindow.postMessage(want ? JSON.parse(want) : {bertviz: 'clear'}, '*');
+  frame.contentWindow.postMessage(want ? read(want) : {bertviz: 'clear'}, '*');
 };
 const host = {draw(value) {
   want = value;
@@ -361,11 +362,11 @@ const host = {draw(value) {
     frame.setAttribute('sandbox', 'allow-scripts allow-downloads');
     frame.setAttribute('referrerpolicy', 'no-referrer');
     frame.style.cssText = 'width:100%;border:1px solid #ddd;border-radius:8px;background:#fff';
-    frame.style.height = JSON.parse(value).height[VIEW] + 'px';
+    frame.style.height = read(value).height[VIEW] + 'px';
     frame.srcdoc = PAGE;
     box.appendChild(frame);
   }
-  if (value && frame) frame.title = JSON.parse(value).words[VIEW];
+  if (value && frame) frame.title = read(value).words[VIEW];
   if (frame) post();
 }, get shows() { return want; }};
 page.hosts.push(host);
