@@ -1,20 +1,32 @@
-"""bertviz's head view and model view, made to work offline inside a sandboxed iframe.
+"""bertviz's head view and model view, offline, each in a sandboxed iframe kept for the page.
 
-bertviz writes a page that loads RequireJS, then jQuery and d3, from a CDN. Here the CDN script tag is
-replaced by a few lines that stand in for RequireJS and load jQuery (package xstatic-jquery) and d3 v5
-(shipped inside the mpld3 package) from this server. The page goes into an iframe's `srcdoc`, sandboxed
-to scripts (and downloads, for its "Save SVG" button), so nothing it contains can reach the app around it.
+bertviz writes a page that loads RequireJS, then jQuery and d3, from a CDN, with every weight written into it. Here
+each view is a gr.HTML whose template is an empty box: its script (`host_js`, in the page) puts into it, when the
+view is first drawn, an iframe sandboxed to scripts (and downloads, for its "Save SVG" button), so nothing in it can
+reach the app around it. The frame's page (`frame_page`: bertviz's own markup and drawing code, with a stand-in for
+RequireJS) loads jQuery (package xstatic-jquery) and d3 v5 (shipped inside the mpld3 package) from this server, once
+for the page. Each translation then sends the view only its data (`view_data`, JSON: the tokens, the weights to 3
+decimals in a compact text, this app's words for bertviz's menus), which the box posts into the frame; the frame
+checks its shape, builds bertviz's parameters from it and draws them with bertviz's code (tokens as text: d3's
+.text()).
 
-`standalone_html` writes the same view as one self-contained file: jQuery and d3 inlined, nothing to fetch.
+`standalone_html` writes a view as one self-contained file: bertviz's page, jQuery and d3 inlined, nothing to fetch.
 """
+import functools
 import html
 import json
 import re
+import weakref
 from pathlib import Path
+from types import SimpleNamespace
 
+import bertviz
 import mpld3
+import numpy as np
+import torch
 import xstatic.pkg.jquery as xjquery
 from bertviz import head_view, model_view
+from bertviz.util import format_special_chars
 
 from .gradio_adapter import static_url
 from .i18n import spoken, text
@@ -22,35 +34,14 @@ from .i18n import spoken, text
 D3_JS = Path(mpld3.__file__).parent / "js" / "d3.v5.min.js"
 JQUERY_JS = Path(xjquery.BASE_DIR) / "jquery.min.js"
 STATIC_FILES = [str(D3_JS), str(JQUERY_JS)]
+BERTVIZ_JS = {"head": Path(bertviz.__file__).parent / "head_view.js",
+              "model": Path(bertviz.__file__).parent / "model_view.js"}
 
 _CDN_REQUIRE = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/[^"]*require[^"]*"></script>')
 _CDN_CONFIG = re.compile(r"require\.config\(\{.*?\}\);", re.DOTALL)  # CDN paths for jQuery and d3
 
-# Stands in for RequireJS: load the named modules from this server, all at once (the sandboxed page shares no
-# cache or connection with the app, so each load is a fresh request), then hand the globals they define
-# (jQuery, d3) to the callback. bertviz's require.config call, with its CDN paths, is removed.
-_REQUIRE_SHIM = """<script>
-(function () {
-  var local = {jquery: "%(jquery)s", d3: "%(d3)s"};
-  var globals = {jquery: function () { return window.jQuery; }, d3: function () { return window.d3; }};
-  window.require = {config: function () {}};
-  window.requirejs = function (deps, callback) {
-    var waiting = deps.length;
-    deps.forEach(function (name) {
-      var s = document.createElement("script");
-      s.src = local[name];
-      s.onload = function () {
-        if (--waiting === 0) callback.apply(null, deps.map(function (d) { return globals[d](); }));
-      };
-      s.onerror = function () { document.body.insertAdjacentText("beforeend", "Could not load " + s.src); };
-      document.head.appendChild(s);
-    });
-  };
-})();
-</script>"""
-
-
-# The same, for a file that must open anywhere: jQuery and d3 written into the page, handed over at once.
+# For a file that must open anywhere, in place of bertviz's CDN loader: jQuery and d3 written into the page, handed
+# over at once.
 _REQUIRE_INLINE = """<script>%(jquery)s</script>
 <script>%(d3)s</script>
 <script>
@@ -84,11 +75,10 @@ def _inline(path):
     return text
 
 
-def _offline(page, standalone=False):
-    """Swap the CDN loader for the local shim (or, standalone, for the libraries themselves) and make the
-    embedded JSON unable to end its <script>."""
-    shim = (_REQUIRE_INLINE % {"jquery": _inline(JQUERY_JS), "d3": _inline(D3_JS)} if standalone else
-            _REQUIRE_SHIM % {"jquery": static_url(JQUERY_JS), "d3": static_url(D3_JS)})
+def _offline(page):
+    """Swap bertviz's CDN loader for the libraries themselves and make the embedded JSON unable to end its
+    <script>."""
+    shim = _REQUIRE_INLINE % {"jquery": _inline(JQUERY_JS), "d3": _inline(D3_JS)}
     page, n = _CDN_REQUIRE.subn(lambda _: shim, page)
     if n != 1:
         raise RuntimeError("unexpected bertviz output: RequireJS loader not found")
@@ -142,20 +132,13 @@ def in_words(page):
     return page
 
 
-def _page(body, name, title="bertviz"):
+def _page(body, name, title="bertviz", save=None):
     """bertviz's view in a page of its own, below the Save SVG button (its label in the event's language)."""
-    save = html.escape(text("attention.bertviz.save"))
+    save = html.escape(text("attention.bertviz.save") if save is None else save)
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title>"
             "<style>body{margin:6px;background:#fff;color:#111;font-family:sans-serif}</style></head>"
             f"<body>{_SAVE_SVG % {'name': name, 'save': save}}{body}</body></html>")
-
-
-def _iframe(page, height, title):
-    return (f'<iframe title="{html.escape(title)}" sandbox="allow-scripts allow-downloads" '
-            'referrerpolicy="no-referrer" '
-            f'style="width:100%;height:{height + 30}px;border:1px solid #ddd;border-radius:8px;background:#fff" '
-            f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
 
 
 DECIMALS = 3  # as in the Attention tab's figures: what a colour (here a line's opacity) can show
@@ -182,25 +165,268 @@ def _model_view(ins):
 VIEWS = {"head": _head_view, "model": _model_view}
 
 
-def head_view_html(ins):
-    """bertviz head view (encoder, decoder and cross attention) for an Inspection, as an iframe; this app's
-    words around it (the frame's title, the Save SVG button) and bertviz's menus in the event's language."""
+# ---- the weights, as text -----------------------------------------------------------------------------------
+
+# Each weight w is sent as n = round(1000 w), 0 to 1000: one character ALPHABET[n] if n < ONE, else two,
+# ALPHABET[ONE + (n - ONE) // 64] then ALPHABET[(n - ONE) % 64]. Most weights of a sentence are small, so most
+# take one character (JSON's "0.012," takes six); the frame reads them back exactly (FRAME_JS's `weights`).
+ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+ONE = 48
+_LETTERS = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
+
+
+def encode(maps):
+    """A tensor of weights in [0, 1], rounded to 3 decimals, as the text above (in the tensor's order)."""
+    n = (maps.detach().double() * 10 ** DECIMALS).round().clamp(0, 10 ** DECIMALS).flatten().to(torch.int64).numpy()
+    small, rest = n < ONE, n - ONE
+    pairs = np.stack([np.where(small, n, ONE + rest // 64), rest % 64], axis=1)
+    keep = np.stack([np.ones_like(small), ~small], axis=1)
+    return _LETTERS[pairs[keep]].tobytes().decode("ascii")
+
+
+def decode(code):
+    """The weights (to 3 decimals) that `encode` wrote, as a list: what the frame reads."""
+    index, out, i = {c: k for k, c in enumerate(ALPHABET)}, [], 0
+    while i < len(code):
+        n = index[code[i]]
+        if n >= ONE:
+            i += 1
+            n = ONE + (n - ONE) * 64 + index[code[i]]
+        out.append(n / 10 ** DECIMALS)
+        i += 1
+    return out
+
+
+# ---- the frame ---------------------------------------------------------------------------------------------
+
+ROOT_ID = "bertviz"  # the id of bertviz's box in the frame's page
+# bertviz's own words in its markup, each put in an element the frame writes this app's words into (data-word)
+_FRAME_WORDS = (('Layer: <select id="layer">', '<span data-word="layer">Layer: </span><select id="layer">'),
+                ('Attention: <select id="filter">', '<span data-word="attention">Attention: </span><select id="filter">'),
+                ('<option value="0">Encoder</option>', '<option value="0" data-word="encoder">Encoder</option>'),
+                ('<option value="1">Decoder</option>', '<option value="1" data-word="decoder">Decoder</option>'),
+                ('<option value="2">Cross</option>', '<option value="2" data-word="cross">Cross</option>'))
+WORDS = ("layer", "attention", "encoder", "decoder", "cross", "heads", "layers", "save", "head", "model")
+
+# In the frame, before bertviz's code: its call of RequireJS keeps the drawing function (called again for each
+# translation); jQuery and d3 load from this server; the page around is told once they have. A message is read
+# only from the page around, and only in the shape `view_data` writes (anything else is dropped): bertviz's
+# parameters are built here from its tokens (strings), its counts and its weights, bertviz's box is put back as
+# bertviz wrote it, this app's words written into it (as text), and bertviz draws. The page around is told the
+# frame's height whenever it changes.
+FRAME_JS = r"""(function () {
+  var VIEW = "%(view)s", ROOT = "%(root)s", ALPHABET = "%(alphabet)s", ONE = %(one)d, WORDS = %(words)s;
+  var draw = null, box = null, markup = null, index = new Array(128).fill(-1);
+  for (var i = 0; i < ALPHABET.length; i++) index[ALPHABET.charCodeAt(i)] = i;
+  window.require = {config: function () {}};
+  window.requirejs = function (deps, callback) { draw = callback; };
+  function load(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src; s.onload = resolve; s.onerror = function () { reject(src); };
+      document.head.appendChild(s);
+    });
+  }
+  function strings(a) {
+    return Array.isArray(a) && a.length > 0 && a.every(function (t) { return typeof t === "string"; });
+  }
+  function count(n) { return Number.isInteger(n) && n > 0 && n <= 64; }
+  function range(n) { return Array.from({length: n}, function (_, i) { return i; }); }
+  // the weights of `code` as layers x heads x q x k nested arrays, or null if it does not hold exactly that many
+  function weights(code, layers, heads, q, k) {
+    if (typeof code !== "string") return null;
+    var flat = new Array(layers * heads * q * k), j = 0;
+    for (var i = 0; i < flat.length; i++) {
+      var n = index[code.charCodeAt(j++)];
+      if (!(n >= 0)) return null;
+      if (n >= ONE) {
+        var m = index[code.charCodeAt(j++)];
+        if (!(m >= 0)) return null;
+        n = ONE + (n - ONE) * 64 + m;
+      }
+      flat[i] = n / 1000;
+    }
+    if (j !== code.length) return null;
+    var at = 0;
+    return range(layers).map(function () { return range(heads).map(function () { return range(q).map(function () {
+      var row = flat.slice(at, at + k); at += k; return row; }); }); });
+  }
+  function params(m) {
+    if (!m || m.bertviz !== "draw" || !count(m.layers) || !count(m.heads)) return null;
+    if (!strings(m.src) || !strings(m.tgt) || !Array.isArray(m.attn) || m.attn.length !== 3) return null;
+    if (!m.words || !WORDS.every(function (w) { return typeof m.words[w] === "string"; })) return null;
+    var parts = [["Encoder", m.src, m.src], ["Decoder", m.tgt, m.tgt], ["Cross", m.tgt, m.src]], attention = [];
+    for (var p = 0; p < 3; p++) {
+      var attn = weights(m.attn[p], m.layers, m.heads, parts[p][1].length, parts[p][2].length);
+      if (!attn) return null;
+      attention.push({name: parts[p][0], attn: attn, left_text: parts[p][1].slice(), right_text: parts[p][2].slice()});
+    }
+    var out = {attention: attention, default_filter: "0", root_div_id: ROOT, include_layers: range(m.layers)};
+    if (VIEW === "head") { out.layer = null; out.heads = null; }
+    else { out.display_mode = "light"; out.include_heads = range(m.heads); out.total_heads = m.heads; }
+    return out;
+  }
+  function reset() {
+    box.innerHTML = markup;
+  }
+  function words(w) {
+    document.querySelectorAll("[data-word]").forEach(function (e) { e.textContent = w[e.dataset.word]; });
+    window.bertvizWords = {heads: w.heads, layers: w.layers};
+  }
+  addEventListener("message", function (e) {
+    if (e.source !== window.parent || !draw || !window.jQuery || !window.d3) return;
+    if (e.data && e.data.bertviz === "clear") { reset(); return; }
+    var p = params(e.data);
+    if (!p) return;
+    reset();
+    words(e.data.words);
+    window.bertvizParams = p;
+    var t0 = performance.now();
+    draw(window.jQuery, window.d3);
+    window.bertvizDrawMs = performance.now() - t0;  // bertviz's own drawing, for the benchmark
+  });
+  var height = 0;
+  new ResizeObserver(function () {
+    var h = Math.ceil(document.documentElement.getBoundingClientRect().height);
+    if (h !== height) { height = h; window.parent.postMessage({bertviz: "height", height: h}, "*"); }
+  }).observe(document.documentElement);
+  document.addEventListener("DOMContentLoaded", function () {
+    box = document.getElementById(ROOT);
+    markup = box.innerHTML;
+    Promise.all([load("%(jquery)s"), load("%(d3)s")]).then(function () {
+      window.parent.postMessage({bertviz: "ready"}, "*");
+    }, function (src) { document.body.insertAdjacentText("beforeend", "Could not load " + src); });
+  });
+})();"""
+
+
+def _markup(view):
+    """bertviz's own markup above its drawing (its menus, then the #vis box), as it writes it for `view`, with its
+    box's id ROOT_ID and each of its words in an element of its own (data-word)."""
+    one = (torch.ones(1, 1, 1, 1),)
+    page = VIEWS[view](SimpleNamespace(encoder=one[0], decoder=one[0], cross=one[0], src_tokens=["a"],
+                                       tgt_tokens=["a"]))
+    markup = page.split("</script>", 1)[1].split('<script type="text/javascript">', 1)[0]
+    markup, n = re.subn(r'id="bertviz-[0-9a-f]+"', f'id="{ROOT_ID}"', markup)
+    if n != 1:
+        raise RuntimeError("unexpected bertviz output: its box's id not found")
+    for english, marked in _FRAME_WORDS:
+        if english in markup:  # the model view has no layer menu
+            markup = markup.replace(english, marked, 1)
+    return markup.strip()
+
+
+def _drawing(view):
+    """bertviz's drawing code for `view` (its .js file), reading its parameters and axis titles from the frame's
+    globals, without its CDN paths."""
+    code, n = _CDN_CONFIG.subn("", BERTVIZ_JS[view].read_text(encoding="utf-8"))
+    for old, new in (("params = PYTHON_PARAMS;", "params = window.bertvizParams;"), ('.text("Heads")', ".text(window.bertvizWords.heads)"),
+                     ('.text("Layers")', ".text(window.bertvizWords.layers)")):
+        code, k = code.replace(old, new), code.count(old)
+        if k != (1 if old.startswith("params") or view == "model" else 0):
+            raise RuntimeError(f"unexpected bertviz code: {old} written {k} times in {BERTVIZ_JS[view].name}")
+    if n != 1 or "</script" in code.lower() or "<!--" in code:
+        raise RuntimeError(f"unexpected bertviz code in {BERTVIZ_JS[view]}")
+    return code
+
+
+@functools.lru_cache(maxsize=None)
+def frame_page(view):
+    """The page of a view's frame: the same for every translation and language (the words come with the data)."""
+    js = FRAME_JS % {"view": view, "root": ROOT_ID, "alphabet": ALPHABET, "one": ONE, "words": json.dumps(WORDS),
+                     "jquery": static_url(JQUERY_JS), "d3": static_url(D3_JS)}
+    body = f"<script>{js}</script>{_markup(view)}<script>{_drawing(view)}</script>"
+    return _page(body, f"bertviz-{view}-view", save="Save SVG").replace(
+        '<button id="save-svg" type="button"', '<button id="save-svg" type="button" data-word="save"', 1)
+
+
+# In the page, once a view's box is on screen (gr.HTML's js_on_load). Both views draw the same data, so what either
+# is sent (view_data's JSON) is the page's `current` and is posted to both frames: a view opened after the other
+# finds it drawn already. A view's value turned "" (its translation is gone) clears `current` if it showed it, then
+# each frame still showing that; a frame is put into its box at its first data. Each frame is posted its data once
+# it says it is ready, and only what it does not show already. From a frame, only its own messages are read: that
+# it is ready, and its height.
+HOST_JS = r"""const box = element.querySelector('.bertviz-box');
+const page = (window.bertvizViews ??= {hosts: [], current: null, read: {}});
+const read = (value) => page.read.value === value ? page.read.data : (page.read = {value, data: JSON.parse(value)}).data;
+let frame = null, ready = false, want = null, posted = null;
+const post = () => {
+  if (!ready || want === posted) return;
+  posted = want;
+  frame.contentWindow.postMessage(want ? read(want) : {bertviz: 'clear'}, '*');
+};
+const host = {draw(value) {
+  want = value;
+  if (value && !frame) {
+    frame = document.createElement('iframe');
+    frame.setAttribute('sandbox', 'allow-scripts allow-downloads');
+    frame.setAttribute('referrerpolicy', 'no-referrer');
+    frame.style.cssText = 'width:100%;border:1px solid #ddd;border-radius:8px;background:#fff';
+    frame.style.height = read(value).height[VIEW] + 'px';
+    frame.srcdoc = PAGE;
+    box.appendChild(frame);
+  }
+  if (value && frame) frame.title = read(value).words[VIEW];
+  if (frame) post();
+}, get shows() { return want; }};
+page.hosts.push(host);
+const show = () => {
+  const value = props.value || null;
+  if (value) {
+    page.current = value;
+    page.hosts.forEach((h) => h.draw(value));
+  } else if (want !== null && want === page.current) {
+    const gone = page.current;
+    page.current = null;
+    page.hosts.forEach((h) => { if (h.shows === gone) h.draw(null); });
+  } else host.draw(page.current);
+};
+window.addEventListener('message', (e) => {
+  if (!frame || e.source !== frame.contentWindow || !e.data) return;
+  if (e.data.bertviz === 'ready') { ready = true; post(); }
+  if (e.data.bertviz === 'height' && Number.isFinite(e.data.height))
+    frame.style.height = Math.min(Math.max(e.data.height + 2, 60), 50000) + 'px';
+});
+watch('value', show);
+show();"""
+
+
+def host_js(view):
+    """The js_on_load of a view's gr.HTML: HOST_JS with its view and its frame's page, as JavaScript strings."""
+    page = json.dumps(frame_page(view)).replace("</", "<\\/").replace("<!--", "<\\!--")
+    return f"const VIEW = {json.dumps(view)}, PAGE = {page};\n{HOST_JS}"
+
+
+def frame_box(view):
+    """The arguments of a view's gr.HTML: its box (the same for every value, so it is never redrawn) and script."""
+    return dict(value="", html_template="<div class='bertviz-box'></div>", js_on_load=host_js(view))
+
+
+_last = [None, None, None]  # the last data written: (a weak reference to) its Inspection, its language, the data
+
+
+def view_data(ins):
+    """What a translation sends both views: its tokens (as bertviz shows them), counts and weights, this app's words
+    in the event's language, and a first height for each frame; as JSON. (The same for both views: the last is
+    kept, so the view opened second costs nothing to write.)"""
+    ref, lang, data = _last
+    if ref is not None and ref() is ins and lang == spoken():
+        return data
+    layers, heads = ins.encoder.shape[:2]
     rows = max(len(ins.src_tokens), len(ins.tgt_tokens))
-    return _iframe(_page(_offline(in_words(_head_view(ins))), "bertviz-head-view"), 120 + int(rows * 22.5),
-                   text("attention.bertviz.head"))
-
-
-def model_view_html(ins):
-    """bertviz model view (every layer and head as thumbnails) for an Inspection, as an iframe; this app's words
-    around it in the event's language."""
-    layers = ins.encoder.size(0)
-    return _iframe(_page(_offline(in_words(_model_view(ins))), "bertviz-model-view"), 140 + layers * 120,
-                   text("attention.bertviz.model"))
+    data = json.dumps({"bertviz": "draw", "layers": layers, "heads": heads,
+                       "src": format_special_chars(list(ins.src_tokens)),
+                       "tgt": format_special_chars(list(ins.tgt_tokens)),
+                       "attn": [encode(ins.encoder), encode(ins.decoder), encode(ins.cross)],
+                       "words": {w: text(f"attention.bertviz.{w}") for w in WORDS},
+                       "height": {"head": 150 + int(rows * 22.5), "model": 170 + layers * 120}},
+                      ensure_ascii=False, separators=(",", ":"))
+    _last[:] = weakref.ref(ins), spoken(), data
+    return data
 
 
 def standalone_html(ins, view):
     """The bertviz `view` ("head" or "model") of an Inspection as one self-contained HTML page, for a file (its
-    Save SVG button in the event's language)."""
+    menus and Save SVG button in the event's language)."""
     name = f"bertviz-{view}-view"
-    return _page(_offline(VIEWS[view](ins), standalone=True), name,
-                 f"bertviz {view} view: {ins.translation[:80]}")
+    return _page(_offline(in_words(VIEWS[view](ins))), name, f"bertviz {view} view: {ins.translation[:80]}")

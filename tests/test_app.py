@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from app.bertviz_views import D3_JS, JQUERY_JS, head_view_html, model_view_html, standalone_html
+from app.bertviz_views import D3_JS, JQUERY_JS, decode, frame_page, host_js, standalone_html, view_data
 from app.common import md_literal
 from app.figures import attention as attention_figures
 from app.figures import decoding
@@ -237,19 +237,24 @@ class ScriptCollector(HTMLParser):
 
 
 def test_bertviz_views_are_offline_and_cannot_be_broken_out_of(english):
+    """A view's frame is sandboxed, its page the same for every translation and fetches nothing from outside; a
+    translation's tokens reach it only as JSON strings."""
     assert D3_JS.exists() and JQUERY_JS.exists()
     evil = fake_inspection(["<s>", "</script><script>alert(1)</script>", "<!--", "</s>"],
                            ["<s>", "</ScRiPt>", "a"])
-    for frame in (head_view_html(evil), model_view_html(evil)):
-        assert frame.startswith("<iframe") and 'sandbox="allow-scripts allow-downloads"' in frame
-        assert "allow-same-origin" not in frame
-        page = html.unescape(frame.split('srcdoc="', 1)[1].rsplit('"></iframe>', 1)[0])
-        assert "cdnjs" not in page and 'src="http' not in page  # nothing from a CDN
+    for view in ("head", "model"):
+        host = host_js(view)
+        assert "'allow-scripts allow-downloads'" in host and "allow-same-origin" not in host
+        assert "</" not in host and "<!--" not in host  # no script or comment of the page ends early
+        page = frame_page(view)
+        assert 'src="http' not in page and "require.config" not in page  # bertviz's CDN paths gone
         scripts = ScriptCollector.scripts_of(page)
-        # the Save SVG button's, the RequireJS stand-in and bertviz's own: no token ended one early
-        assert len(scripts) == 3 and "XMLSerializer" in scripts[0]
-        assert "<\\/script><script>alert(1)<\\/script>" in scripts[2] and "<\\/ScRiPt>" in scripts[2]
+        # the Save SVG button's, the frame's own (reading messages) and bertviz's drawing code
+        assert len(scripts) == 3 and "XMLSerializer" in scripts[0] and "postMessage" in scripts[1]
+        assert "params = window.bertvizParams;" in scripts[2]
         assert f"/gradio_api/file={D3_JS}" in page and f"/gradio_api/file={JQUERY_JS}" in page
+        data = json.loads(view_data(evil))
+        assert data["src"] == evil.src_tokens and data["tgt"] == evil.tgt_tokens
     for view in ("head", "model"):  # the file to download: the same view, with both libraries inside it
         page = standalone_html(evil, view)
         scripts = ScriptCollector.scripts_of(page)
@@ -262,8 +267,9 @@ def test_bertviz_views_are_offline_and_cannot_be_broken_out_of(english):
 def test_bertviz_menus_are_in_the_pages_language():
     """On a Chinese page, bertviz's menus (Layer, Attention: Encoder / Decoder / Cross) and the model view's axis
     titles are this app's words; every English form the page replaces is still in bertviz's output (a bertviz that
-    changed them fails here), and an English page is left as bertviz writes it."""
-    from app.bertviz_views import _MENU_WORDS, _SCRIPT_WORDS, _head_view, _model_view, in_words
+    changed them fails here), and an English page is left as bertviz writes it. The frames get the words with each
+    translation, one for each place their page marks."""
+    from app.bertviz_views import _MENU_WORDS, _SCRIPT_WORDS, WORDS, _head_view, _model_view, in_words
     from app.i18n import text
     ins = fake_inspection(["<s>", "ein", "</s>"], ["<s>", "a"])
     for view, words in ((_head_view, _MENU_WORDS), (_model_view, _MENU_WORDS[1:])):
@@ -277,34 +283,31 @@ def test_bertviz_menus_are_in_the_pages_language():
             assert html.escape(text("zh-CN", f"attention.{key}")) in zh
     with speaking("zh-CN"):
         model_zh = in_words(_model_view(ins))
-        frame = html.unescape(model_view_html(ins))
+        data = json.loads(view_data(ins))
     for form, key in _SCRIPT_WORDS:
         assert form not in model_zh and json.dumps(text("zh-CN", f"attention.{key}")) in model_zh
-    assert "编码器" in frame and ">Encoder<" not in frame
-
-
-def _params(frame):
-    """The parameters (tokens and weights) a bertviz view embeds, read back from its iframe."""
-    page = html.unescape(frame.split('srcdoc="', 1)[1])
-    start = page.index("const params = ") + len("const params = ")
-    return json.JSONDecoder().raw_decode(page.replace("<\\/", "</"), start)[0]
+    assert data["words"]["encoder"] == "编码器" and data["words"]["model"] == "bertviz 模型视图"
+    for view, menus in (("head", 5), ("model", 4)):
+        marked = re.findall(r'data-word="(\w+)"', frame_page(view))
+        assert len(marked) == menus + 1 and set(marked) <= set(WORDS)  # the menus' words and the Save SVG button
+    assert ".text(window.bertvizWords.heads)" in frame_page("model")
 
 
 def test_bertviz_payload_is_rounded_and_small(english):
-    """bertviz's views of the app's first example: every weight once, to 3 decimals, in under 100 KB each
-    (written at full precision, twice over, they were 466 KB each)."""
+    """What a translation sends a bertviz view of the app's first example: every weight once, to 3 decimals, in
+    a few characters each (under 20 KB; bertviz's page with the weights in JSON was 80 KB, first 466 KB)."""
+    from app.bertviz_views import _head_view
     _, _, ins = translate.translate(examples()[0], "greedy")
     assert len(ins.src_tokens) >= 12
-    for build in (head_view_html, model_view_html):
-        frame = build(ins)
-        assert len(frame.encode()) < 100_000, len(frame.encode())
-        assert frame.count("const params") == 1 and not re.search(r"\d\.\d{4,}", frame)
-        params = _params(frame)
-        names = [a["name"] for a in params["attention"]]
-        assert names == ["Encoder", "Decoder", "Cross"]
-        for entry, maps in zip(params["attention"], (ins.encoder, ins.decoder, ins.cross)):
-            sent = torch.tensor(entry["attn"], dtype=torch.double)
-            torch.testing.assert_close(sent, maps.double().round(decimals=3), atol=1e-9, rtol=0)
+    bertviz = json.JSONDecoder().raw_decode(_head_view(ins).split("const params = ", 1)[1])[0]
+    for view in ("head", "model"):
+        data = view_data(ins)
+        assert len(data.encode()) < 20_000, len(data.encode())
+        data = json.loads(data)
+        assert (data["layers"], data["heads"]) == tuple(ins.encoder.shape[:2])
+        for code, maps, entry in zip(data["attn"], (ins.encoder, ins.decoder, ins.cross), bertviz["attention"]):
+            assert decode(code) == maps.double().round(decimals=3).flatten().tolist()
+        assert bertviz["attention"][2]["left_text"] == data["tgt"] and bertviz["attention"][2]["right_text"] == data["src"]
 
 
 def test_overview_diagram_has_live_shapes(ins, english):
@@ -369,15 +372,15 @@ def test_the_attention_tab_draws_in_the_pages_language(ins):
         assert len(words) > 20 and english_in(words, ins) == [], kind
     with speaking("zh-CN"):
         heat = attention.one_head(ins, "cross", 1, 2)
-        frame = model_view_html(ins)
+        words = json.loads(view_data(ins))["words"]
     assert heat.layout.title.text.startswith("交叉注意力") and "查询 %{y} → 键 %{x}" in heat.data[0].hovertemplate
     # the words around bertviz's views are this app's: the frame's title and the Save SVG button
-    assert frame.startswith('<iframe title="bertviz 模型视图"') and "保存 SVG" in frame
+    assert words["model"] == "bertviz 模型视图" and words["save"] == "保存 SVG"
     with speaking("en"):
         assert attention.one_head(ins, "cross", 1, 2).data[0].hovertemplate == (
             "query %{y} → key %{x}<br>weight %{z:.3f}<extra>%{fullData.name}</extra>")
-        frame = head_view_html(ins)
-    assert 'title="bertviz head view"' in frame and "Save SVG</button>" in html.unescape(frame)
+        words = json.loads(view_data(ins))["words"]
+    assert words["head"] == "bertviz head view" and words["save"] == "Save SVG"
 
 
 def test_the_overview_diagram_draws_in_the_pages_language(ins):
@@ -447,7 +450,7 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
         translate.decoding_step(ins, 2)
         translate.next_step(ins, 2)
         translate.previous_step(ins, 2)
-        head_view_html(ins), model_view_html(ins)
+        view_data(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
     call(show_translation, page=page, ins=ins, **up_to_attention("cross", 0, 1))
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):

@@ -58,7 +58,8 @@ def test_summarize_takes_medians():
 def results():
     r = {"clicks": 3, "echo_first_ms": 150.0, "echo_ms": 60.0, "echo_bytes": 700, "counter_payload_bytes": 300000,
          "counter_counted_bytes": 300650, "page_load_bytes": 8_000_000,
-         "page_load_compressed_bytes": 4_000_000}
+         "page_load_compressed_bytes": 4_000_000, "bertviz_head_first_ms": 700.0, "bertviz_head_first_bytes": 340_000,
+         "bertviz_model_first_ms": 650.0, "bertviz_model_first_bytes": 345_000}
     r.update(bb.summarize("short", DOGS, [fake_row(400.0, 500_000)], model_ms=50.0))
     r.update(bb.summarize("long", KIDS, [fake_row(900.0, 9_000_000)], model_ms=150.0))
     return bb.rounded(r)
@@ -76,6 +77,7 @@ def test_table_puts_each_figure_beside_its_floors():
     assert kb.split()[-3:] == ["9000.0", "-", "0.7"]
     assert any("its very first click: 150 ms" in line for line in lines)
     assert any("300,000 bytes counted as 300,650" in line for line in lines)
+    assert any("head 700 ms, 340.0 kB; model 650 ms, 345.0 kB" in line for line in lines)
 
 
 def test_merge_keeps_the_other_keys(tmp_path):

@@ -66,7 +66,7 @@ def page(app, browser, tmp_path):
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.app, page.shots, page.requests, page.errors, page.events = app, tmp_path, [], [], []
-    page.on("request", lambda r: page.requests.append(r.url))
+    context.on("request", lambda r: page.requests.append(r.url))  # the page's and its frames' (one in its own process)
     # every event the page sends to the server (which function, with what inputs), for failure messages
     page.on("request", lambda r: page.events.append(event_line(r)) if "queue/join" in r.url else None)
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
@@ -260,6 +260,101 @@ def test_attention_heatmap_and_bertviz_render(page):
     open_tab(page, "One head", "#heatmap")
     wait_until(page, "plotText('heatmap').includes('Katze') && settled('heatmap')", what="the new sentence's map")
     assert "Hunde" not in plot_text(page, "heatmap") and "Cross-attention" in plot_text(page, "heatmap")
+
+
+BERTVIZ_VIEWS = (("bertviz head view", "#bertviz-head"), ("bertviz model view", "#bertviz-model"))
+MARKUP_SENTENCE = 'Eine Katze <img src=x onerror="window.__xss=5"> schläft auf dem Sofa.'
+
+
+def bertviz_frame(page, content):
+    """The Frame of a bertviz view's iframe (sandboxed: Playwright reaches into it, the page cannot)."""
+    return page.locator(f"{content} iframe").element_handle().content_frame()
+
+
+def wait_drawn(page, name, content, token, gone):
+    """Open a bertviz view and wait until it has drawn `token` as text (the model view: in the detail of its first
+    thumbnail, which a click opens) and none of `gone`; return its Frame."""
+    open_tab(page, name, content)
+    frame = bertviz_frame(page, content)
+    shows = "[...document.querySelectorAll('#vis svg text')].map(t => t.textContent)"
+    if content == "#bertviz-model":
+        # the thumbnails of the new data, then one clicked (its click area, the last rect of its group)
+        frame.wait_for_function("(t) => window.bertvizParams?.attention[0].left_text.some(x => x.includes(t))"
+                                " && document.querySelectorAll('#vis svg rect').length > 1", arg=token)
+        frame.locator("#vis svg rect[style*='opacity: 0']").first.dispatch_event("click")
+    frame.wait_for_function(f"(t) => {shows}.some(x => x.includes(t))", arg=token)
+    texts = frame.evaluate(shows)
+    assert not [t for t in texts if any(g in t for g in gone)], texts
+    return frame
+
+
+def test_bertviz_frames_are_kept_and_draw_each_sentence(page):
+    """Both bertviz views, opened for one sentence and then another (with markup in it): each draws the sentence's
+    tokens and not the last one's, its weights are bertviz's own parameters exactly, its frame is the same one
+    throughout and loaded jQuery and d3 once (a change of layer fetches nothing); the markup is text, never run."""
+    import torch
+
+    from app.bertviz_views import _head_view
+    from app.i18n import speaking
+    from app.tabs.translate import translate as translated
+    asked, dialogs = [], []
+    page.context.on("request", lambda r: asked.append(r.url))  # the frames' too (one may run in its own process)
+    scripts = lambda: [u for u in asked if u.endswith(".js") and "/file=" in u]  # noqa: E731
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    translate(page, SENTENCE)
+    open_tab(page, "Attention", "#heatmap")
+    frames = [wait_drawn(page, name, content, "Hunde", ["Katze"]) for name, content in BERTVIZ_VIEWS]
+    # what bertviz draws in the head view is its own parameters, as its Python writes them for the sentence
+    # (translated here too: the weights to 3 decimals, which another process's last float bits may round apart)
+    with speaking("en"):
+        bertviz = json.loads(_head_view(translated(SENTENCE, "greedy")[2]).split("const params = ", 1)[1]
+                             .split("; // HACK", 1)[0])
+    drawn = frames[0].evaluate("window.bertvizParams")
+    weights = [(torch.tensor(d.pop("attn")), torch.tensor(b.pop("attn")))
+               for d, b in zip(drawn["attention"], bertviz["attention"])]
+    assert [w.shape for w, _ in weights] == [w.shape for _, w in weights]
+    assert max((w - v).abs().max().item() for w, v in weights) <= 0.001 + 1e-9
+    assert {**drawn, "root_div_id": None} == {**bertviz, "root_div_id": None}
+    # another layer in the head view's own menu: drawn again from the same data, nothing fetched
+    loaded = scripts()
+    open_tab(page, "bertviz head view", "#bertviz-head")
+    frames[0].select_option("#layer", "2")
+    frames[0].wait_for_function("document.querySelector('#layer').value === '2' && "
+                                "document.querySelectorAll('#vis svg line').length > 0")
+    translate(page, MARKUP_SENTENCE)
+    open_tab(page, "Attention")  # on the sub-tab it was left on
+    for (name, content), frame in zip(reversed(BERTVIZ_VIEWS), reversed(frames)):  # the model view first this time
+        assert wait_drawn(page, name, content, "Katze", ["Hunde"]) == frame  # the same frame, the new sentence
+    open_tab(page, "bertviz head view", "#bertviz-head")
+    frames[0].locator("#vis svg text", has_text="<").first.wait_for()  # the markup's pieces, drawn as text
+    assert scripts() == loaded  # nothing fetched again for a layer, a sentence, a view
+    files = sorted(u.rsplit("/", 1)[1] for u in loaded)
+    assert files in (["d3.v5.min.js", "jquery.min.js"], ["d3.v5.min.js"] * 2 + ["jquery.min.js"] * 2), loaded
+    assert page.locator("#bertviz-head iframe").count() == page.locator("#bertviz-model iframe").count() == 1
+    assert dialogs == [] and touched_anywhere(page) == []
+    host = page.app.url.rstrip("/")
+    assert [u for u in asked if not u.startswith((host, "data:", "blob:", "about:"))] == []  # nothing from outside
+
+
+LONG_SENTENCE = ("Auf einer belebten Straße in der Altstadt schiebt ein alter Mann mit grauem Bart einen Karren voller "
+                 "Äpfel an einem Café vorbei, während zwei Kinder in gelben Jacken einem Straßenmusiker zuhören. Daneben "
+                 "steht eine junge Frau mit einem roten Regenschirm und wartet auf den Bus, der wegen des starken Regens "
+                 "verspätet ist, und ein kleiner Hund bellt laut die Tauben an, die auf dem Kopfsteinpflaster nach "
+                 "Brotkrumen suchen. Am Ende der Straße spielt eine Gruppe von Musikern Gitarre und Trompete. Es ist "
+                 "ein kalter Herbsttag.")
+
+
+def test_bertviz_model_view_of_a_long_sentence(page):
+    """A sentence of over 125 pieces: the model view draws every thumbnail of the encoder (24 of them, a line per
+    pair of pieces), its data sent once (it took a page of 5 MB, and timed out)."""
+    translate(page, LONG_SENTENCE)
+    open_tab(page, "Attention")
+    open_tab(page, "bertviz model view", "#bertviz-model")
+    frame = bertviz_frame(page, "#bertviz-model")
+    frame.wait_for_function("window.bertvizParams?.attention[0].left_text.length >= 125 && window.bertvizDrawMs > 0")
+    pieces, layers, heads, lines = frame.evaluate("""[bertvizParams.attention[0].left_text.length,
+        bertvizParams.include_layers.length, bertvizParams.total_heads, document.querySelectorAll('#vis line').length]""")
+    assert lines == layers * heads * pieces * pieces and pieces >= 125
 
 
 def test_why_this_word_attributes_the_chosen_token(page):

@@ -7,7 +7,9 @@ sentences of our own (short, the app's first example, long), reports the median 
 1. click on Translate -> the English shown (#out holds the expected translation);
 2. click on Translate -> every view of the Translate tab redrawn for the new sentence and settled;
 3. click on the Attention tab -> its open view ("One head", encoder layer 0 head 0) drawn with the sentence's
-   source tokens and settled; then opening each bertviz sub-tab -> its iframe drawn for the sentence;
+   source tokens and settled; then opening each bertviz sub-tab -> its frame drawn for the sentence (its svg, and
+   the sentence's tokens in bertviz's parameters there); the very first opening of each, when its frame loads
+   jQuery and d3, reported apart;
 4. the bytes the page received for each of these, from Chromium's Network events (a CDP session of the page).
 Beside them, measured in the same run: the model's own time for the sentence (Translator.inspect in this process)
 and a trivial Gradio event (an echo on a one-textbox page served from this process), whose first click is reported
@@ -64,9 +66,7 @@ def expected(text):
     from app.tabs.translate import translate
     english, _, ins = translate(text, "greedy")
     src = words(ins.src_tokens)
-    # the bertviz model view draws no token: its page (the iframe's srcdoc) holds them, maybe JSON-escaped
-    forms = [sorted({w, json.dumps(w)[1:-1]}) for w in src if w not in ("<s>", "</s>")]
-    return SimpleNamespace(text=text, english=english.strip(), pieces=len(ins.src_tokens), src=src, src_forms=forms,
+    return SimpleNamespace(text=text, english=english.strip(), pieces=len(ins.src_tokens), src=src,
                            out=words(ins.out_tokens), cands=words(t for t, _ in ins.topk[0]))
 
 
@@ -97,19 +97,23 @@ def alternate_for(exp, alternates):
 
 # ---- in the page ---------------------------------------------------------------------------------------
 
-# In every frame, before the page's scripts: an iframe (bertviz's sandboxed page) tells the page around it the svg
-# text it has drawn, each time it changes; the page keeps the last report of each iframe, by the iframe's window.
+# In every frame, before the page's scripts: an iframe (a bertviz view's sandboxed frame) tells the page around it
+# the svg text it has drawn and the source tokens of the data it drew (bertviz's parameters), each time they change;
+# the page keeps the last report of each iframe, by the iframe's window.
 INIT_SCRIPT = r"""(() => {
   if (window === window.top) {
     window.__bench = {frames: new Map()};
     addEventListener('message', e => { if (Array.isArray(e.data?.benchSvgText))
-      window.__bench.frames.set(e.source, {t: performance.now(), texts: e.data.benchSvgText}); });
+      window.__bench.frames.set(e.source, {t: performance.now(), texts: e.data.benchSvgText,
+                                           tokens: e.data.benchTokens}); });
     return;
   }
   let last = null;
   new MutationObserver(() => {
-    const texts = [...document.querySelectorAll('svg text')].map(t => t.textContent), key = texts.join('\u0001');
-    if (texts.length && key !== last) { last = key; parent.postMessage({benchSvgText: texts}, '*'); }
+    const texts = [...document.querySelectorAll('svg text')].map(t => t.textContent);
+    const tokens = window.bertvizParams?.attention?.[0]?.left_text ?? [];
+    const key = JSON.stringify([texts, tokens]);
+    if (texts.length && key !== last) { last = key; parent.postMessage({benchSvgText: texts, benchTokens: tokens}, '*'); }
   }).observe(document, {subtree: true, childList: true, characterData: true});
 })();"""
 
@@ -150,7 +154,7 @@ const frameShows = (id, inSvg, arg) => { const f = el(`#${id} iframe`);
   if (!f?.offsetHeight) return false;
   const r = window.__bench?.frames.get(f.contentWindow);
   if (!r?.texts.length) return false;
-  return inSvg ? hasAll(r.texts, arg.src) : arg.src_forms.every(forms => forms.some(x => f.srcdoc.includes(x))); };
+  return hasAll(inSvg ? r.texts : r.tokens, arg.src); };
 """
 
 STATE = r"""({tabs: [...document.querySelectorAll('[role=tab][aria-selected=true]')].map(t => t.textContent.trim()),
@@ -199,9 +203,13 @@ class NetworkBytes:
     each event's results on a text/event-stream read by fetch, which may end aborted rather than finished, so
     loadingFinished's total is not always there); its dataLength is the body as the page gets it, after any
     decompression. Counted per window (reset .. read), without data: URLs and responses served from the cache;
-    `compressed` is the part of the count that came with a Content-Encoding."""
+    `compressed` is the part of the count that came with a Content-Encoding. A sandboxed iframe runs in a process
+    of its own, whose requests the page's session does not see: those are counted from Playwright's events, each
+    once it has finished (its body, decoded; none if it came from the cache)."""
 
     def __init__(self, context, page):
+        self.frames = []  # requests of the page's iframes (a sandboxed one runs in a process of its own)
+        context.on("request", lambda r: self.frames.append(r) if r.frame.parent_frame is not None else None)
         self.cdp = context.new_cdp_session(page)
         self.requests = {}  # requestId -> {"url", "encoding", "cached"}
         self.received = collections.Counter()  # requestId -> bytes in this window
@@ -227,6 +235,7 @@ class NetworkBytes:
     def reset(self):
         self._sync()
         self.received.clear()
+        self.frames.clear()
 
     def read(self):
         """{"bytes", "compressed", "cached", "by_path"} received since the last reset."""
@@ -242,6 +251,16 @@ class NetworkBytes:
             out["bytes"] += n
             out["compressed"] += n if r["encoding"] else 0
             out["by_path"][r["url"].split("?")[0].split("/gradio_api/")[-1]] += n
+        seen = {self.requests[rid]["url"] for rid in self.received if rid in self.requests}
+        for r in self.frames:  # what the page's session did not see: an iframe's own requests, as Playwright saw them
+            if r.url in seen or r.url.startswith(("data:", "blob:")) or r.response() is None:
+                continue
+            if not r.sizes()["responseBodySize"]:  # nothing came over the wire: from the cache
+                continue
+            n = len(r.response().body())  # decoded, as dataLength counts
+            out["bytes"] += n
+            out["compressed"] += n if r.response().headers.get("content-encoding") else 0
+            out["by_path"][r.url.split("?")[0].split("/gradio_api/")[-1]] += n
         return out
 
 
@@ -276,7 +295,7 @@ def measure(page, net, action, conds, arg, what, fresh=True):
 
 
 def arg_of(exp):
-    return {"english": exp.english, "out": exp.out, "cands": exp.cands, "src": exp.src, "src_forms": exp.src_forms,
+    return {"english": exp.english, "out": exp.out, "cands": exp.cands, "src": exp.src,
             "translate_ids": TRANSLATE_IDS}
 
 
@@ -318,17 +337,20 @@ def run_app(browser, exps, clicks):
             page.get_by_role("tab", name="Translate", exact=True).wait_for()
             _, first = measure(page, net, "tab('Translate').click()", {"shown": LOADED}, arg_of(exps["example"]),
                                "the Translate tab with the translation run on load", fresh=False)
-            rows = {}
+            rows, first_open = {}, None
             for label, exp in exps.items():
                 rows[label] = []
                 for _ in range(clicks):
-                    cycle(page, net, exp.alternate)
+                    warm = cycle(page, net, exp.alternate)
+                    first_open = first_open or {f"{key}_first_{unit}": warm[f"{key}_{unit}"] for key, *_ in BERTVIZ
+                                                for unit in ("ms", "bytes")}
                     rows[label].append(cycle(page, net, exp))
                 print(f"  {label}: {clicks} measured clicks done", flush=True)
             page.context.close()
         except Exception as e:
             raise RuntimeError(f"{e}\napp log (end):\n{app.tail(2000)}") from None
-    return rows, {"page_load_bytes": first["bytes"], "page_load_compressed_bytes": first["compressed"]}
+    first_open = {k: v["bytes"] if k.endswith("_bytes") else v for k, v in first_open.items()}
+    return rows, {"page_load_bytes": first["bytes"], "page_load_compressed_bytes": first["compressed"], **first_open}
 
 
 def echo_demo():
@@ -432,6 +454,9 @@ def table(r, labels):
         f"among those measured: {compressed:,} bytes; first visit (page, Translate tab, translation on load): "
         f"{r['browser_page_load_bytes'] / 1e3:,.0f} kB ({r['browser_page_load_compressed_bytes'] / 1e3:,.0f} kB of "
         f"it compressed on the wire); per translation on Gradio's event streams: {streams} kB",
+        "bertviz views, first opened on the page (each frame loads jQuery and d3 then): head "
+        f"{r['browser_bertviz_head_first_ms']:.0f} ms, {r['browser_bertviz_head_first_bytes'] / 1e3:,.1f} kB; model "
+        f"{r['browser_bertviz_model_first_ms']:.0f} ms, {r['browser_bertviz_model_first_bytes'] / 1e3:,.1f} kB",
         f"counter check: an output of {r['browser_counter_payload_bytes']:,} bytes counted as "
         f"{r['browser_counter_counted_bytes']:,} bytes"]
     return "\n".join(lines)

@@ -14,6 +14,7 @@ figure titles, axis titles, legends and annotations, the text of Markdown and HT
 the model's candidates, names from the code, formulas and the shipped data the page shows (neutral_words) are in no
 language and not counted. Every view draws in the page's language, so the count is 0 unless a view forgets to.
 """
+import json
 import re
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -131,6 +132,8 @@ def value_strings(value):
             out.append(value["value"])
         return [t for s in out if isinstance(s, str) for t in value_strings(s)]
     if isinstance(value, str):
+        if value.startswith('{"bertviz":'):  # a bertviz view's data (app/bertviz_views.py): its words for the frame
+            return list(json.loads(value)["words"].values())
         if "<script" in value or value.startswith(("/", "http")) or len(value) > 200_000:
             return []  # a whole page for an iframe (bertviz's own views), or a file
         parser = _Text()

@@ -9,7 +9,7 @@ import gradio as gr
 from core import model as core_model
 from core.instrument import KINDS
 
-from ..bertviz_views import head_view_html, model_view_html, standalone_html
+from ..bertviz_views import frame_box, standalone_html, view_data
 from ..common import clamp, code_panel, export_file, kind_choices, kind_name
 from ..figures.attention import attention_heatmap, attention_maps, head_grid, layer_head_overview
 from ..i18n import L, in_language, texts
@@ -42,11 +42,11 @@ def layers_by_heads(ins, kind):
 
 
 def bertviz_head(ins):
-    return head_view_html(ins)
+    return view_data(ins)
 
 
 def bertviz_model(ins):
-    return model_view_html(ins)
+    return view_data(ins)
 
 
 # the views of the tab, one a sub-tab; each reads the controls named in `uses`
@@ -92,10 +92,10 @@ def _views():
             overview = gr.Plot(elem_id="overview-grid")
         with gr.Tab(L("ui.attention.tab.bertviz-head"), id="bertviz-head") as bv_head_tab:
             gr.Markdown(L("ui.attention.bertviz-head"))
-            bv_head = gr.HTML(elem_id="bertviz-head")
+            bv_head = gr.HTML(elem_id="bertviz-head", **frame_box("head"))
             saves = [_save_html("head")]
         with gr.Tab(L("ui.attention.tab.bertviz-model"), id="bertviz-model") as bv_model_tab:
-            bv_model = gr.HTML(elem_id="bertviz-model")
+            bv_model = gr.HTML(elem_id="bertviz-model", **frame_box("model"))
             saves.append(_save_html("model"))
     subtabs = {"one-head": one, "all-heads": all_, "layers-heads": layers, "bertviz-head": bv_head_tab,
                "bertviz-model": bv_model_tab}
