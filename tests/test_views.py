@@ -3,7 +3,6 @@ others, opening a tab draws its views from the kept Inspection, a control redraw
 nothing is drawn twice for the same translation and controls. The figure builders are counted."""
 import collections
 import html
-import inspect
 import json
 
 import gradio as gr
