@@ -162,13 +162,14 @@ def module_at(model, path):
 
 
 def _wanted(names, model):
+    """The states named by the patterns `names` (None: all), in the order the run writes them."""
     every = state_names(model)
     if names is None:
-        return set(every)
+        return every
     unknown = [n for n in names if not any(fnmatch.fnmatchcase(e, n) for e in every)]
     if unknown:
         raise KeyError(f"no state is named {unknown[0]!r} (core.instrument.state_names lists them)")
-    return {e for e in every if any(fnmatch.fnmatchcase(e, n) for n in names)}
+    return [e for e in every if any(fnmatch.fnmatchcase(e, n) for n in names)]
 
 
 def _recording_hooks(model, wanted, cache):
@@ -222,5 +223,4 @@ def run_with_cache(model, src, tgt, src_mask, tgt_mask, names=None, heads_off=No
             m.need_weights, m.attn = False, None
         for h in handles:
             h.remove()
-    order = {n: i for i, n in enumerate(state_names(model))}
-    return logp, Cache(sorted(cache.items(), key=lambda kv: order[kv[0]]))
+    return logp, Cache((name, cache[name]) for name in wanted if name in cache)  # in the order of the pass
