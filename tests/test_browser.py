@@ -329,7 +329,9 @@ def test_bertviz_frames_are_kept_and_draw_each_sentence(page):
     frames[0].locator("#vis svg text", has_text="<").first.wait_for()  # the markup's pieces, drawn as text
     assert scripts() == loaded  # nothing fetched again for a layer, a sentence, a view
     files = sorted(u.rsplit("/", 1)[1] for u in loaded)
-    assert files in (["d3.v5.min.js", "jquery.min.js"], ["d3.v5.min.js"] * 2 + ["jquery.min.js"] * 2), loaded
+    # each library at most once a frame; a sandboxed frame drawn in a process of its own is not always seen by the
+    # context's request listener (CI saw none once), and its drawing above shows that they loaded
+    assert files in ([], ["d3.v5.min.js", "jquery.min.js"], ["d3.v5.min.js"] * 2 + ["jquery.min.js"] * 2), loaded
     assert page.locator("#bertviz-head iframe").count() == page.locator("#bertviz-model iframe").count() == 1
     assert dialogs == [] and touched_anywhere(page) == []
     host = page.app.url.rstrip("/")
