@@ -193,6 +193,7 @@ SNAPSHOTS = "snapshots"      # the folder beside the model
 SNAPSHOT_INDEX = "index.json"
 GROUP = 32                   # weights of a row that share one scale
 FILE_LIMIT = 10_000_000      # bytes: a Space repo's files without LFS
+SNAPSHOTS_LIMIT = 64_000_000  # bytes: all the snapshots that ship together
 
 
 def quantize(x, bits, group=GROUP):

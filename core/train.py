@@ -36,6 +36,7 @@ from .checkpoint import (
     GROUP,
     SNAPSHOT_INDEX,
     SNAPSHOTS,
+    SNAPSHOTS_LIMIT,
     load_pretrained,
     load_snapshot,
     model_from_config,
@@ -375,23 +376,37 @@ def history(run_dir):
     return sorted(points, key=lambda p: (p[1]["step"], p[1]["type"] == "epoch"))
 
 
-def export_snapshots(run_dir, target, bits=8, probes=()):
+def export_snapshots(run_dir, target, bits=8, probes=(), labels=None):
     """The run's history beside the model exported to `target`, each point's weights stored as their difference
     from it (core/checkpoint.py): target/snapshots/<label>.safetensors and index.json, oldest first, each entry
-    with the greedy translations of `probes` that its stored weights give."""
+    with the greedy translations of `probes` that its stored weights give. `labels`: the points to ship (all
+    when None); together they must stay within SNAPSHOTS_LIMIT bytes."""
     target = Path(target)
+    points = history(run_dir)
+    if labels is not None:
+        unknown = set(labels) - {label for label, _, _ in points}
+        if unknown:
+            raise SystemExit(f"no such points in {run_dir}: {', '.join(sorted(unknown))} "
+                             f"(it has {', '.join(label for label, _, _ in points)})")
+        points = [p for p in points if p[0] in set(labels)]
     base, config = load_pretrained(target)
     folder = target / SNAPSHOTS
     folder.mkdir(exist_ok=True)
     for old in folder.glob("*.safetensors"):
         old.unlink()
     entries = []
-    for label, rec, path in history(run_dir):
+    for label, rec, path in points:
         model = model_from_config(config)
         model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["model"])
         size = save_snapshot(model, base, folder / f"{label}.safetensors", bits)
         entries.append({"label": label, "step": rec["step"], "epoch": rec["epoch"], "train_loss": rec.get("train_loss"),
                         "val_loss": rec["val_loss"], "file": f"{label}.safetensors", "bits": bits, "bytes": size})
+    total = sum(e["bytes"] for e in entries)
+    if total > SNAPSHOTS_LIMIT:
+        for old in (*folder.glob("*.safetensors"), folder / SNAPSHOT_INDEX):
+            old.unlink(missing_ok=True)
+        raise SystemExit(f"{len(entries)} snapshots take {total / 1e6:.1f} MB, over {SNAPSHOTS_LIMIT / 1e6:.0f} MB: "
+                         "ship fewer (--snapshot-labels) or in fewer bits (--snapshot-bits 4)")
     index = {"format": 1, "group": GROUP, "snapshots": entries}
     (folder / SNAPSHOT_INDEX).write_text(json.dumps(index, indent=1) + "\n")
     tokenizer = read_tokenizer(target / config.get("tokenizer", "spm.model"), config["src_vocab"])
@@ -639,6 +654,9 @@ def parse_args(argv=None):
                     help="keep the weights after these optimizer steps (0: before the first), for the time-lapse")
     ap.add_argument("--snapshot-bits", type=int, default=0, choices=(0, 4, 8),
                     help="with --export-to, also export the run's history in 8 or 4 bits a weight (0: not)")
+    ap.add_argument("--snapshot-labels", default=None,
+                    help="with --snapshot-bits, the points to export, comma-separated (init,step-25,...,epoch-28; "
+                         "default: all of them)")
     ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
     ap.add_argument("--export-to", default=None, help="after training, write the model here")
     ap.add_argument("--average", type=int, default=1, help="average the last N epoch checkpoints")
@@ -701,7 +719,8 @@ def main(argv=None):
     if is_main and args.export_to and state.epoch >= args.epochs:
         export(run_dir, args.export_to, args.average, args.length_penalty)
         if args.snapshot_bits:
-            export_snapshots(run_dir, args.export_to, args.snapshot_bits, data.probes)
+            labels = [s.strip() for s in args.snapshot_labels.split(",") if s.strip()] if args.snapshot_labels else None
+            export_snapshots(run_dir, args.export_to, args.snapshot_bits, data.probes, labels)
     if world > 1:
         dist.destroy_process_group()
     return model

@@ -168,3 +168,24 @@ def test_the_measures_over_the_run_are_each_snapshots_own(tiny_history, tiny_dat
     timelapse.main(["--data", str(tiny_data), "--model", str(tiny_history / "model"), "--out", str(out),
                     "--cache", str(tiny_history / "stages.json")])
     assert json.loads(out.read_text())["snapshots"] == rows
+
+
+@pytest.mark.slow
+def test_an_export_ships_the_points_asked_for_within_the_size_limit(tiny_history, tmp_path, monkeypatch):
+    import shutil
+
+    from core import train
+    target = tmp_path / "model"
+    shutil.copytree(tiny_history / "model", target)
+    entries = train.export_snapshots(tiny_history / "run", target, bits=4, labels=["init", "epoch-2"])
+    assert [e["label"] for e in entries] == ["init", "epoch-2"] and all(e["bits"] == 4 for e in entries)
+    assert [s["label"] for s in Translator.load(target).snapshots()] == ["init", "epoch-2"]
+    assert sorted(p.name for p in (target / "snapshots").glob("*.safetensors")) == ["epoch-2.safetensors",
+                                                                                    "init.safetensors"]
+    with pytest.raises(SystemExit, match="step-3"):
+        train.export_snapshots(tiny_history / "run", target, bits=4, labels=["init", "step-3"])
+    # over the limit: it says so and leaves no part of an export behind
+    monkeypatch.setattr(train, "SNAPSHOTS_LIMIT", entries[0]["bytes"] + 1)
+    with pytest.raises(SystemExit, match="--snapshot-bits 4"):
+        train.export_snapshots(tiny_history / "run", target, bits=4, labels=["init", "epoch-2"])
+    assert not list((target / "snapshots").glob("*")) and Translator.load(target).snapshots() == []
