@@ -28,6 +28,7 @@ from .figures.learn import (
     draw_ffn,
     draw_generator,
     draw_greedy,
+    draw_history,
     draw_init,
     draw_layernorm,
     draw_masks,
@@ -38,6 +39,8 @@ from .figures.learn import (
     draw_teacher,
     ffn_units,
     greedy_question_step,
+    half_bleu_epoch,
+    history_points,
     layernorm_vectors,
     mask_batch,
     scale_weights,
@@ -223,6 +226,23 @@ def quiz_smoothing(c):
     return choices, idx, dict(right=f"{right:.3f}", other=f"{float(td[3]):.1e}", vocab=vocab)
 
 
+HISTORY_PARTS = ("fifth", "half", "late")  # where in the run half of the final BLEU was reached
+
+
+def quiz_history(c):
+    from .figures.training import shipped_log
+    epoch, bleu, final, last = half_bleu_epoch(shipped_log()[2])
+    share = epoch / last
+    right = 0 if share <= 0.2 else 1 if share <= 0.5 else 2
+    choices = [c.t(f"history.choice.{part}") for part in HISTORY_PARTS]
+    return choices, right, dict(epoch=epoch, bleu=f"{bleu:.1f}", final=f"{final:.1f}", last=last,
+                                share=f"{bleu / final:.0%}")
+
+
+def _last_point(ins):
+    return len(history_points()) - 1
+
+
 # ---- the path ------------------------------------------------------------------------------------------
 
 STEPS = (
@@ -246,6 +266,7 @@ STEPS = (
     Step("accum", "lab", Control("radio", choices=tuple(str(k) for k in ACCUM), default="4"), draw_accum, quiz_accum),
     Step("noam", "training", Control("slider", 100, 8000, 100, 4000), draw_noam, quiz_noam),
     Step("smoothing", "training", Control("slider", 0.0, 0.4, 0.05, 0.1), draw_smoothing, quiz_smoothing),
+    Step("history", "timelapse", Control("slider", 0, _last_point, 1, _last_point), draw_history, quiz_history),
 )
 KEYS = tuple(s.key for s in STEPS)
 

@@ -238,7 +238,7 @@ def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
 # the right choice is words or a rounded band, the answer's fields that prove it (the evidence a page could leak)
 PIECES = {"greedy", "teacher"}
 EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), "ffn": ("share",),
-            "relative": ("res",)}
+            "relative": ("res",), "history": ("share",)}
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,.]*(?:[eE][-+−]?\d+)?%?")
 TEXT_KEYS = {"text", "ticktext", "name", "texttemplate", "hovertemplate", "hovertext", "title"}
 

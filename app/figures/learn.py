@@ -28,7 +28,8 @@ from ..shared import get_translator
 from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
-from .training import noam_figure, smoothing_figure
+from .timelapse import curves_figure, log_points, point_name, run_points
+from .training import noam_figure, probe_sentences, shipped_log, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
@@ -493,3 +494,37 @@ def draw_smoothing(c, eps):
     fig, td = smoothing_figure(eps, words="learn", numbers=c.revealed)
     return _compact(fig, c.t("smoothing.fig", eps=f"{eps:g}")), dict(eps=f"{eps:g}", right=f"{float(td[0, 2]):.3f}",
                                                                       other=f"{float(td[0, 1]):.3f}")
+
+
+# ---- 16. how the model learned ---------------------------------------------------------------------------
+
+def history_points():
+    """The points of the shipped model's training run the step moves through: the snapshots that ship beside it
+    (app/figures/timelapse.py), else the ends of the epochs its log records."""
+    from ..shared import model_dir
+    points = run_points(model_dir())
+    return points if points else log_points(shipped_log()[2])
+
+
+@sentence_free
+def draw_history(c, i):
+    """The run's val loss over a log-scaled step axis, the chosen point marked; its BLEU once the answer is seen."""
+    points = history_points()
+    i = clamp(i, 0, len(points) - 1)
+    p = points[i]
+    fig = curves_figure(points, shipped_log()[1], i, lr=False, bleu=c.revealed)
+    probes = p.get("probes") or []
+    said = probes[0] if probes else ""
+    name = point_name(p)
+    return _compact(fig, c.t("history.fig", name=name)), dict(name=name, said=md_literal(said),
+                                                            german=md_literal(probe_sentences()[0]),
+                                                            loss=f"{p['val_loss']:.2f}")
+
+
+def half_bleu_epoch(epochs):
+    """(the first epoch whose val BLEU reached half of the last one's, that BLEU, the last BLEU, the last epoch)
+    from a log's epoch records."""
+    scored = [e for e in epochs if e.get("val_bleu") is not None]
+    final = scored[-1]["val_bleu"]
+    first = next(e for e in scored if e["val_bleu"] >= final / 2)
+    return first["epoch"], first["val_bleu"], final, scored[-1]["epoch"]

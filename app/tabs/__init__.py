@@ -9,11 +9,12 @@ from . import (
     masks,
     overview,
     positional,
+    timelapse,
     training,
     translate,
     whatif,
     why,
 )
 
-__all__ = ["attention", "engineering", "heads", "inside", "lab", "learn", "masks", "overview", "positional", "training",
+__all__ = ["attention", "engineering", "heads", "inside", "lab", "learn", "masks", "overview", "positional", "timelapse", "training",
            "translate", "whatif", "why"]
