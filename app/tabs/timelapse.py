@@ -59,13 +59,14 @@ _lock = threading.Lock()  # one snapshot model call at a time (their recording h
 
 
 def _inspected(label, text):
-    """The Inspection of `text` by point `label` (greedy, as the probes were), kept for the next time."""
+    """The Inspection of `text` by point `label`, kept for the next time: greedy and in float32, as the probe
+    translations were recorded and the measures made (no float16 twin is built for a point)."""
     key = (label, text)
     with _lock:
         if key in _kept:
             _kept.move_to_end(key)
             return _kept[key]
-        ins = Translator.load(model_dir(), snapshot=label).inspect(text, method="greedy")
+        ins = Translator.load(model_dir(), snapshot=label, half_rows=0).inspect(text, method="greedy")
         _kept[key] = ins
         while len(_kept) > KEPT_INSPECTIONS:
             _kept.popitem(last=False)

@@ -1,0 +1,177 @@
+"""The Time-lapse tab (issue 30): the run's points as the page shows them, a point's translation and its
+cross-attention made from that point's own weights, the changed tokens, heads x time from the measures, Play,
+links, and a model that ships no history."""
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from app.figures import timelapse as figs
+from app.i18n import speaking
+from app.tabs import timelapse as tab
+from core.translate import Translator
+from tests.conftest import HISTORY, make_history, needs_shipped
+
+pytestmark = needs_shipped
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    return make_history(tmp_path_factory.mktemp("timelapse"))
+
+
+@pytest.fixture
+def on_history(history, monkeypatch):
+    monkeypatch.setenv("EXPLORER_MODEL_DIR", str(history))
+    monkeypatch.setattr(tab, "_kept", type(tab._kept)())
+    for cached in (tab._curves, tab._heads_time):
+        cached.cache_clear()
+    yield history
+    for cached in (tab._curves, tab._heads_time):
+        cached.cache_clear()
+
+
+def test_the_points_are_the_exported_ones_with_their_measures(on_history):
+    pts = tab.points()
+    index = json.loads((on_history / "snapshots" / "index.json").read_text())["snapshots"]
+    measures = json.loads((on_history / "timelapse.json").read_text())["snapshots"]
+    assert [p["label"] for p in pts] == ["init", "step-30", "step-200", "epoch-1"]
+    assert [p["step"] for p in pts] == [s for s, _ in HISTORY]
+    for p, e, m in zip(pts, index, measures):
+        assert p["probes"] == e["probes"] and p["val_loss"] == e["val_loss"]
+        assert p["bleu"] == m["bleu"] and p["heads"] == m["heads"]
+    with speaking("en"):
+        assert [figs.point_name(p) for p in pts] == ["initialisation", "step 30", "step 200", "epoch 1"]
+    with speaking("zh-CN"):
+        assert figs.point_name(pts[3]) == "第 1 个 epoch"
+
+
+def test_the_curves_mark_the_chosen_point_on_a_log_step_axis(on_history):
+    with speaking("en"):
+        out = tab.curves_view(2)
+    fig = out["curves"]
+    assert fig.layout.xaxis.type == "log"
+    lines = [s for s in fig.layout.shapes if s.type == "line"]  # one through each of the two plots
+    assert len(lines) == 2 and all(s.x0 == s.x1 == pytest.approx(math.log10(200)) for s in lines)  # by exponent
+    val = next(t for t in fig.data if t.name == "val loss")
+    assert list(val.x) == [1, 30, 200, 400] and list(val.y) == [p["val_loss"] for p in tab.points()]
+    assert out["where_now"].startswith("3 / 4") and "step 200" in out["where_now"]
+    with speaking("en"):
+        assert tab.curves_view(99)["where_now"].startswith("4 / 4")
+        assert tab.curves_view("x")["where_now"].startswith("1 /")
+
+
+def test_a_points_translation_is_made_by_its_own_weights_and_the_changes_are_marked(on_history):
+    text = "Ein kleiner Junge spielt mit einem roten Ball."
+    ins = SimpleNamespace(source=text)
+    with speaking("en"):
+        out = tab.sentence_view(ins, 2, "page", 1, 3)
+    now = Translator.load(on_history, snapshot="step-200", half_rows=0).inspect(text, method="greedy")
+    before = Translator.load(on_history, snapshot="step-30", half_rows=0).inspect(text, method="greedy")
+    assert now.translation == Translator.load(on_history, snapshot="step-200", half_rows=0).translate(text)
+    marked = figs.changed_positions(before.out_tokens, now.out_tokens)
+    assert out["said"].count("outline:2px") == len(marked)
+    assert f"the {len(marked)} tokens that differ from what the model said at step 30" in out["said"]
+    grid = out["layer_heads"]
+    for h in range(now.cross.size(1)):  # the layer's heads are that point's maps, to the three decimals drawn
+        assert torch.allclose(torch.tensor(grid.data[h].z), now.cross[1, h], atol=5e-4)
+    assert torch.allclose(torch.tensor(out["one_head"].data[0].z), now.cross[1, 3], atol=5e-4)
+
+
+def test_moving_the_layer_or_head_never_runs_a_model_again(on_history, monkeypatch):
+    ins = SimpleNamespace(source="Zwei Hunde spielen im Schnee.")
+    with speaking("en"):
+        tab.sentence_view(ins, 3, "page", 0, 0)
+        monkeypatch.setattr(Translator, "inspect", lambda *a, **k: pytest.fail("ran the model"))
+        for layer, head in ((1, 2), (2, 7), (0, 5)):
+            tab.sentence_view(ins, 3, "page", layer, head)
+
+
+def test_the_probe_sentences_give_what_was_recorded_at_export(on_history):
+    pts = tab.points()
+    for i in (1, 3):
+        ins = tab._inspected(pts[i]["label"], tab.sentence_of(None, "probe-0"))
+        assert ins.translation == pts[i]["probes"][0]
+    assert tab.sentence_of(None, "probe-999") == tab.probe_sentences()[-1]  # kept to the menu's range
+
+
+def test_changed_positions_are_the_inserted_and_replaced_tokens():
+    a = ["▁A", "▁dog", "▁runs", "."]
+    assert figs.changed_positions(a, a) == set()
+    assert figs.changed_positions(a, ["▁A", "▁big", "▁dog", "▁runs", "."]) == {1}
+    assert figs.changed_positions(a, ["▁A", "▁cat", "▁runs", "."]) == {1}
+    assert figs.changed_positions(a, ["▁A", "▁dog", "."]) == set()  # a token dropped leaves nothing to outline
+    assert figs.changed_positions([], ["▁A"]) == {0}
+
+
+def test_halfway_is_where_a_value_has_come_half_its_way():
+    assert figs.halfway([0.0, 0.2, 0.6, 1.0]) == 2
+    assert figs.halfway([3.0, 2.0, 1.5, 1.0]) == 1  # falling: from 3 to 1, halfway is 2
+    assert figs.halfway([0.5, 0.5, 0.5]) is None
+
+
+def test_heads_by_time_shows_each_heads_measure_at_each_point(on_history):
+    pts = tab.points()
+    with speaking("en"):
+        fig = tab.heads_view("cross", "diagonal", 1)
+        encoder = [tab.heads_view("encoder", m, 0).data[0].z for m in ("diagonal", "entropy")]
+    heat, marks = fig.data
+    values = [p["heads"]["cross"]["diagonal"] for p in pts]  # [point][layer][head]
+    n_heads = len(values[0][0])
+    for r, row in enumerate(heat.z):
+        layer, h = divmod(r, n_heads)
+        assert list(row) == [v[layer][h] for v in values]
+    halves = {y: x for x, y in zip(marks.x, marks.y)}
+    for r, row in enumerate(heat.z):
+        t = figs.halfway(list(row))
+        assert (halves.get(heat.y[r]) == heat.x[t]) if t is not None else heat.y[r] not in halves
+    rect = fig.layout.shapes[0]
+    assert (rect.x0, rect.x1) == (0.5, 1.5)
+    # a measure cross-attention lacks falls back to the first of the kind's own
+    assert encoder[0] == encoder[1]
+
+
+def test_play_moves_a_point_a_tick_and_stops_at_the_last(on_history):
+    button, timer, playing, start = tab.play_toggle(False, 3)
+    assert playing and start.value == 0  # at the end, Play starts over
+    seen, snap = [], 0
+    while playing:
+        slider, timer, playing, button = tab.play_tick(snap, playing)
+        snap = slider.value
+        seen.append(snap)
+    assert seen == [1, 2, 3] and timer.active is False
+    assert tab.play_toggle(True, 2)[2] is False  # Pause
+
+
+def test_a_link_names_a_point_by_its_label(on_history):
+    def request(**params):
+        return SimpleNamespace(query_params=params)
+    assert tab.linked_point(request(snapshot="step-200")).value == 2
+    assert tab.linked_point(request(snapshot="<script>")).value == 3  # unknown: the last point
+    assert tab.linked_point(None).value == 3
+    js = tab.record_point_js()
+    assert '["init", "step-30", "step-200", "epoch-1"]' in js
+
+
+def test_a_model_with_no_history_says_so(monkeypatch):
+    from core.data import ASSETS
+    monkeypatch.setenv("EXPLORER_MODEL_DIR", str(ASSETS))
+    if figs.run_points(ASSETS):
+        pytest.skip("the shipped model ships its history")
+    tab._curves.cache_clear()
+    with speaking("en"):
+        out = tab.curves_view(0)
+        said = tab.sentence_view(SimpleNamespace(source="Ein Hund."), 0, "page", 0, 0)
+        heads = tab.heads_view("cross", "diagonal", 0)
+    assert "ships no history" in out["where_now"] and "ships no history" in said["said"]
+    assert "timelapse" in heads.layout.annotations[0].text
+    tab._curves.cache_clear()
+
+
+def test_a_typed_sentence_is_escaped(on_history):
+    text = "<img src=x onerror=alert(1)> Ein Hund."
+    with speaking("zh-CN"):
+        out = tab.sentence_view(SimpleNamespace(source=text), 3, "page", 0, 0)
+    assert "<img" not in out["said"]
