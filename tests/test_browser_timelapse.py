@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from tests.conftest import make_history, needs_shipped
+from tests.conftest import needs_shipped
 from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
+from tools.synthetic_history import make_history
 
 pytestmark = [pytest.mark.slow, needs_shipped,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]

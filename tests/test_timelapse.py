@@ -12,7 +12,8 @@ from app.figures import timelapse as figs
 from app.i18n import speaking
 from app.tabs import timelapse as tab
 from core.translate import Translator
-from tests.conftest import HISTORY, make_history, needs_shipped
+from tests.conftest import needs_shipped
+from tools.synthetic_history import HISTORY, make_history
 
 pytestmark = needs_shipped
 
