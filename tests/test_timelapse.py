@@ -27,10 +27,10 @@ def history(tmp_path_factory):
 def on_history(history, monkeypatch):
     monkeypatch.setenv("EXPLORER_MODEL_DIR", str(history))
     monkeypatch.setattr(tab, "_kept", type(tab._kept)())
-    for cached in (tab._curves, tab._heads_time):
+    for cached in (tab.curves_view, tab._heads_time):
         cached.cache_clear()
     yield history
-    for cached in (tab._curves, tab._heads_time):
+    for cached in (tab.curves_view, tab._heads_time):
         cached.cache_clear()
 
 
@@ -49,19 +49,24 @@ def test_the_points_are_the_exported_ones_with_their_measures(on_history):
         assert figs.point_name(pts[3]) == "第 1 个 epoch"
 
 
-def test_the_curves_mark_the_chosen_point_on_a_log_step_axis(on_history):
+def test_the_curves_and_where_each_point_stands_on_the_log_step_axis(on_history):
     with speaking("en"):
-        out = tab.curves_view(2)
-    fig = out["curves"]
-    assert fig.layout.xaxis.type == "log"
-    lines = [s for s in fig.layout.shapes if s.type == "line"]  # one through each of the two plots
-    assert len(lines) == 2 and all(s.x0 == s.x1 == pytest.approx(math.log10(200)) for s in lines)  # by exponent
+        fig = tab.curves_view()
+        where = [tab.where_view(i) for i in (2, 99, "x")]
+    assert fig.layout.xaxis.type == "log" and not fig.layout.shapes  # the chosen point's line is the page's
     val = next(t for t in fig.data if t.name == "val loss")
     assert list(val.x) == [1, 30, 200, 400] and list(val.y) == [p["val_loss"] for p in tab.points()]
-    assert out["where_now"].startswith("3 / 4") and "step 200" in out["where_now"]
+    # each point's place across the axis, as the page draws its line: log10(step) within the axis's range
+    lo, hi = fig.layout.xaxis.range
+    fractions = figs.point_fractions(tab.points(), figs.run_log(on_history)[1])
+    assert fractions == [pytest.approx((math.log10(x) - lo) / (hi - lo), abs=1e-5) for x in val.x]
+    assert 0 < fractions[0] < fractions[1] < fractions[-1] < 1
+    assert f"const FRACTIONS = {json.dumps(fractions)};" in tab.now_js()
+    assert where[0].startswith("3 / 4") and "step 200" in where[0]
+    assert where[1].startswith("4 / 4") and where[2].startswith("1 / 4")
     with speaking("en"):
-        assert tab.curves_view(99)["where_now"].startswith("4 / 4")
-        assert tab.curves_view("x")["where_now"].startswith("1 /")
+        learn = figs.curves_figure(tab.points(), [], 2, lr=False)  # the Learn path's marks its point itself
+    assert [s.x0 for s in learn.layout.shapes] == [pytest.approx(math.log10(200))]
 
 
 def test_a_points_translation_is_made_by_its_own_weights_and_the_changes_are_marked(on_history):
@@ -75,10 +80,16 @@ def test_a_points_translation_is_made_by_its_own_weights_and_the_changes_are_mar
     marked = figs.changed_positions(before.out_tokens, now.out_tokens)
     assert out["said"].count("outline:2px") == len(marked)
     assert f"the {len(marked)} tokens that differ from what the model said at step 30" in out["said"]
-    grid = out["layer_heads"]
-    for h in range(now.cross.size(1)):  # the layer's heads are that point's maps, to the three decimals drawn
-        assert torch.allclose(torch.tensor(grid.data[h].z), now.cross[1, h], atol=5e-4)
-    assert torch.allclose(torch.tensor(out["one_head"].data[0].z), now.cross[1, 3], atol=5e-4)
+    mosaic, one = out["cross"].data
+    z, who = torch.tensor(mosaic.z, dtype=torch.float32), torch.tensor(mosaic.customdata)
+    tq, tk = now.cross.shape[2:]
+    for h in range(now.cross.size(1)):  # each head's block is that point's map, to the three decimals drawn
+        block = z[who == h].reshape(tq, tk)
+        assert torch.allclose(block, now.cross[1, h], atol=5e-4)
+    assert int((who >= 0).sum()) == now.cross.size(1) * tq * tk and bool(z[who < 0].isnan().all())
+    assert torch.allclose(torch.tensor(one.z), now.cross[1, 3], atol=5e-4)
+    rect = out["cross"].layout.shapes[0]  # head 3 outlined: the last of the first row of four
+    assert (rect.x0, rect.x1, rect.y0, rect.y1) == (3 * (tk + 1) - 0.5, 3 * (tk + 1) + tk - 0.5, -0.5, tq - 0.5)
 
 
 def test_moving_the_layer_or_head_never_runs_a_model_again(on_history, monkeypatch):
@@ -116,8 +127,8 @@ def test_halfway_is_where_a_value_has_come_half_its_way():
 def test_heads_by_time_shows_each_heads_measure_at_each_point(on_history):
     pts = tab.points()
     with speaking("en"):
-        fig = tab.heads_view("cross", "diagonal", 1)
-        encoder = [tab.heads_view("encoder", m, 0).data[0].z for m in ("diagonal", "entropy")]
+        fig = tab.heads_view("cross", "diagonal")
+        encoder = [tab.heads_view("encoder", m).data[0].z for m in ("diagonal", "entropy")]
     heat, marks = fig.data
     values = [p["heads"]["cross"]["diagonal"] for p in pts]  # [point][layer][head]
     n_heads = len(values[0][0])
@@ -128,8 +139,6 @@ def test_heads_by_time_shows_each_heads_measure_at_each_point(on_history):
     for r, row in enumerate(heat.z):
         t = figs.halfway(list(row))
         assert (halves.get(heat.y[r]) == heat.x[t]) if t is not None else heat.y[r] not in halves
-    rect = fig.layout.shapes[0]
-    assert (rect.x0, rect.x1) == (0.5, 1.5)
     # a measure cross-attention lacks falls back to the first of the kind's own
     assert encoder[0] == encoder[1]
 
@@ -161,14 +170,14 @@ def test_a_model_with_no_history_says_so(monkeypatch):
     monkeypatch.setenv("EXPLORER_MODEL_DIR", str(ASSETS))
     if figs.run_points(ASSETS):
         pytest.skip("the shipped model ships its history")
-    tab._curves.cache_clear()
+    tab.curves_view.cache_clear()
     with speaking("en"):
-        out = tab.curves_view(0)
+        out = {"where_now": tab.where_view(0)}
         said = tab.sentence_view(SimpleNamespace(source="Ein Hund."), 0, "page", 0, 0)
-        heads = tab.heads_view("cross", "diagonal", 0)
+        heads = tab.heads_view("cross", "diagonal")
     assert "ships no history" in out["where_now"] and "ships no history" in said["said"]
     assert "timelapse" in heads.layout.annotations[0].text
-    tab._curves.cache_clear()
+    tab.curves_view.cache_clear()
 
 
 def test_a_typed_sentence_is_escaped(on_history):

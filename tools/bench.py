@@ -4,6 +4,8 @@
     python -m tools.bench --browser [--clicks 5] [--save FILE]   (the app in headless Chromium: tools/bench_browser.py)
     python -m tools.bench --inside [--runs 3]   (the Inside-the-model tab per translation: tools/bench_inside.py)
     python -m tools.bench --learn [--clicks 4]  (a Learn step change, click to figure drawn: tools/bench_learn.py)
+    python -m tools.bench --timelapse [--save FILE]   (the Time-lapse scrubber and the server's memory:
+                                                       tools/bench_timelapse.py)
     python -m tools.bench --tabs [--rounds 2] [--save FILE]   (each tab opened, first visit and after a new sentence:
                                                                tools/bench_tabs.py)
 
@@ -121,9 +123,11 @@ def main(argv=None):
                     help="instead: a Learn step change, click to figure drawn, in headless Chromium (tools/bench_learn.py)")
     ap.add_argument("--tabs", action="store_true",
                     help="instead: each top-level tab opened, click to drawn, in headless Chromium (tools/bench_tabs.py)")
+    ap.add_argument("--timelapse", action="store_true",
+                    help="instead: the Time-lapse scrubber, point to point, and the server's memory (tools/bench_timelapse.py)")
     ap.add_argument("--rounds", type=int, default=2, help="with --tabs: fresh pages measured (median)")
     ap.add_argument("--save", metavar="FILE",
-                    help="with --browser or --tabs: merge the figures into this JSON file (keys browser_...; default: none)")
+                    help="with --browser, --tabs or --timelapse: merge the figures into this JSON file (keys browser_...; default: none)")
     args = ap.parse_args(argv)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     if args.browser:
@@ -133,6 +137,10 @@ def main(argv=None):
     if args.tabs:
         from tools.bench_tabs import run
         run(rounds=args.rounds, save=args.save)
+        return
+    if args.timelapse:
+        from tools.bench_timelapse import run
+        run(save=args.save)
         return
     if args.learn:
         from tools.bench_learn import run

@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -21,9 +22,9 @@ from core.checkpoint import read_snapshot_index
 
 from ..common import kind_name, token_strip, wrap_title
 from ..i18n import texts
-from .attention import attention_heatmap, attention_maps, head_grid
+from .attention import SCALE, _axis, _heatmap, attention_maps, rounded
 from .heads import measure_text
-from .training import _smooth, read_log, thin
+from .training import _smooth, read_log
 
 _t = texts("timelapse")
 MEASURES_FILE = "timelapse.json"  # beside the model: python -m core.analysis.timelapse writes it
@@ -105,15 +106,42 @@ def log_points(epochs):
                   "probes": list(e.get("probes") or []), "heads": None} for e in epochs)
 
 
-def curves_figure(points, steps, i, lr=True, bleu=True, height=470):
+LINE_POINTS = 240  # a per-step line's points on the log axis: more than its pixels' width draws nothing more
+
+
+def log_spaced(n, most=LINE_POINTS):
+    """Indices 0..n-1 of about `most` points evenly spaced on a log axis of steps 1..n, the first and last kept."""
+    if n <= most:
+        return list(range(n))
+    return sorted({min(n - 1, round(math.exp(math.log(n) * k / (most - 1))) - 1) for k in range(most)} | {0, n - 1})
+
+
+def x_range(points, steps):
+    """The step axis's range, in powers of ten (plotly's unit for a log axis): from the initialisation (drawn at
+    1) to the last step logged or point kept, with a little room on each side."""
+    hi = math.log10(_x(max([p["step"] for p in points] + [r["step"] for r in steps[-1:]])))
+    pad = 0.03 * max(hi, 1.0)
+    return -pad, hi + pad
+
+
+def point_fractions(points, steps):
+    """Where each point stands across the step axis, 0 at its left end and 1 at its right (the page draws the
+    chosen point's line there itself, so that moving the scrubber sends no figure: app/tabs/timelapse.py)."""
+    lo, hi = x_range(points, steps)
+    return [round((math.log10(_x(p["step"])) - lo) / (hi - lo), 5) for p in points]
+
+
+def curves_figure(points, steps, i=None, lr=True, bleu=True, height=470):
     """The run over a log-scaled step axis: the training loss (every step, smoothed), each point's val loss and
     loss with the source hidden, its greedy BLEU (right axis; not with bleu=False), the learning rate below (not
-    with lr=False); the chosen point `i` marked by a line through both."""
+    with lr=False); the point `i`, if given, marked by a line through both."""
     fig = make_subplots(rows=2 if lr else 1, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26] if lr else None,
                         vertical_spacing=0.06, specs=[[{"secondary_y": True}], [{}]] if lr else [[{"secondary_y": True}]])
     if steps:
-        xs, loss, rates = thin([_x(r["step"]) for r in steps], _smooth([r["loss"] for r in steps]),
-                            [r["lr"] for r in steps])
+        keep = log_spaced(len(steps))
+        smooth = _smooth([r["loss"] for r in steps])
+        xs, loss, rates = ([_x(steps[k]["step"]) for k in keep], [smooth[k] for k in keep],
+                           [steps[k]["lr"] for k in keep])
         fig.add_trace(go.Scatter(x=xs, y=loss, name=_t("curves.train"), mode="lines",
                                  line=dict(color="#9bb7d4", width=1.5), hovertemplate="%{y:.2f}"), row=1, col=1)
         if lr:
@@ -132,10 +160,12 @@ def curves_figure(points, steps, i, lr=True, bleu=True, height=470):
                                  text=names, line=dict(color="#2a9d55"), hovertemplate="%{text}: %{y:.1f}"),
                       row=1, col=1, secondary_y=True)
         fig.update_yaxes(title_text="BLEU", row=1, col=1, secondary_y=True, rangemode="tozero", showgrid=False)
-    now = math.log10(xs[i])  # a shape's or a note's x on a log axis is the exponent
-    fig.add_vline(x=now, line=dict(color="#e4572e", width=2))
-    fig.add_annotation(x=now, y=1, yref="paper", text=names[i], showarrow=False, yanchor="bottom",
-                       font=dict(color="#e4572e"), xanchor="left" if i < len(points) / 2 else "right")
+    if i is not None:
+        now = math.log10(xs[i])  # a shape's or a note's x on a log axis is the exponent
+        fig.add_vline(x=now, line=dict(color="#e4572e", width=2))
+        fig.add_annotation(x=now, y=1, yref="paper", text=names[i], showarrow=False, yanchor="bottom",
+                           font=dict(color="#e4572e"), xanchor="left" if i < len(points) / 2 else "right")
+    fig.update_xaxes(range=list(x_range(points, steps)))
     fig.update_xaxes(type="log", row=1, col=1, title_text=None if lr else _t("curves.x"))
     fig.update_yaxes(title_text=_t("curves.loss"), row=1, col=1, secondary_y=False)
     if lr:
@@ -165,12 +195,48 @@ def translation_html(ins, previous=None, previous_name=None):
     return token_strip(tokens, ins.token_probs, marked=marked, legend=legend)
 
 
-def cross_figures(ins, layer, head, name):
-    """The point's cross-attention for its translation: layer `layer`'s heads, and head `head` alone."""
+MOSAIC_COLS = 4  # a layer's heads, side by side in rows of this many
+
+
+def cross_figure(ins, layer, head, name):
+    """The point's cross-attention for its translation in one figure of two plots: above, layer `layer`'s heads
+    as one mosaic (a map per head, rows are the output tokens, columns the German ones; head `head` outlined);
+    below, head `head` alone with its tokens. One heatmap each, rather than a plot a head: moving the scrubber
+    redraws it, and a browser draws two plots much sooner than nine."""
     maps, q, k = attention_maps(ins, "cross")
-    grid = head_grid(maps[layer], q, k, title=_t("cross.layer", layer=layer, name=name))
-    one = attention_heatmap(maps[layer, head], q, k, title=_t("cross.head", layer=layer, head=head, name=name))
-    return grid, one
+    layer_maps = rounded(maps[layer])                         # (H, Tq, Tk)
+    n, tq, tk = layer_maps.shape
+    cols = min(MOSAIC_COLS, n)
+    rows = -(-n // cols)
+    z = np.full((rows * (tq + 1) - 1, cols * (tk + 1) - 1), np.nan, dtype=np.float32)  # a blank line between maps
+    who = np.full(z.shape, -1, dtype=np.int16)
+    for h in range(n):
+        r, c = divmod(h, cols)
+        z[r * (tq + 1): r * (tq + 1) + tq, c * (tk + 1): c * (tk + 1) + tk] = layer_maps[h]
+        who[r * (tq + 1): r * (tq + 1) + tq, c * (tk + 1): c * (tk + 1) + tk] = h
+    head_word = _t("cross.hover-head")
+    mosaic = dict(type="heatmap", z=z, customdata=who, zmin=0, zmax=1, colorscale=SCALE, showscale=False,
+                  hovertemplate=f"{head_word} %{{customdata}}<br>%{{z:.3f}}<extra></extra>", xaxis="x", yaxis="y",
+                  hoverongaps=False)
+    one = _heatmap(maps[layer, head], q, k, "", xaxis="x2", yaxis="y2",
+                   colorbar=dict(title=dict(text=_t("cross.weight"), side="right"), len=0.5, y=0.25))
+    r, c = divmod(head, cols)
+    outline = dict(type="rect", xref="x", yref="y", x0=c * (tk + 1) - 0.5, x1=c * (tk + 1) + tk - 0.5,
+                   y0=r * (tq + 1) - 0.5, y1=r * (tq + 1) + tq - 0.5, line=dict(color="#e4572e", width=2))
+    top = 0.62 if rows > 1 else 0.7  # the mosaic's share of the height, above the chosen head
+    layout = dict(
+        title=wrap_title(_t("cross.title", layer=layer, head=head, name=name), 44),
+        height=420 + 22 * len(q), margin=dict(l=90, r=10, t=80, b=90), shapes=[outline],
+        xaxis=dict(domain=[0, 1], showticklabels=False, showgrid=False, zeroline=False, anchor="y"),
+        yaxis=dict(domain=[top + 0.04, 1], autorange="reversed", showticklabels=False, showgrid=False,
+                   zeroline=False, anchor="x"),
+        xaxis2=dict(_axis(k, tickangle=-90), domain=[0, 1], anchor="y2"),
+        yaxis2=dict(_axis(q, autorange="reversed"), domain=[0, top - 0.1], anchor="x2"),
+        annotations=[dict(text=_t("cross.layer", layer=layer, cols=cols), xref="paper", yref="paper", x=0,
+                          y=1, yanchor="bottom", xanchor="left", showarrow=False, font=dict(size=12)),
+                     dict(text=_t("cross.head", head=head), xref="paper", yref="paper", x=0, y=top - 0.06,
+                          yanchor="bottom", xanchor="left", showarrow=False, font=dict(size=12))])
+    return go.Figure([mosaic, one], layout)
 
 
 def halfway(values):
@@ -184,10 +250,10 @@ def halfway(values):
     return len(values) - 1
 
 
-def heads_time_figure(points, kind, measure, i):
+def heads_time_figure(points, kind, measure):
     """Heads x time: one row per head of `kind` (layer by head), one column per point, coloured by `measure`
     of the head atlas at that point; an x where each head came halfway from its value at the first point to
-    its value at the last; the chosen point `i` outlined."""
+    its value at the last."""
     measured = [p for p in points if p.get("heads")]
     if len(measured) < len(points) or not points:
         return None
@@ -204,8 +270,6 @@ def heads_time_figure(points, kind, measure, i):
                              mode="markers", marker=dict(symbol="x", size=9, color="#ffffff",
                                                          line=dict(width=1.5, color="#e4572e")),
                              name=_t("heads.half"), hovertemplate="%{y}: %{x}<extra>" + _t("heads.half") + "</extra>"))
-    fig.add_shape(type="rect", x0=i - 0.5, x1=i + 0.5, y0=-0.5, y1=len(rows) - 0.5, xref="x", yref="y",
-                  line=dict(color="#e4572e", width=2))
     short = re.split("[:：]", measure_text(measure), maxsplit=1)[0]  # the measure's name, before its definition
     fig.update_layout(title=wrap_title(_t("heads.title", kind=kind_name(kind), measure=short)),
                       height=140 + 16 * len(rows), margin=dict(l=70, r=10, t=80, b=90),

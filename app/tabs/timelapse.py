@@ -22,9 +22,10 @@ from ..common import clamp, empty_figure, kind_choices
 from ..figures.heads import measure_key, pieces
 from ..figures.timelapse import (
     MEASURES,
-    cross_figures,
+    cross_figure,
     curves_figure,
     heads_time_figure,
+    point_fractions,
     point_name,
     run_log,
     run_points,
@@ -88,31 +89,31 @@ def _missing():
     return empty_figure(_t("missing"), width=40)
 
 
-@per_language(maxsize=128)
-def _curves(i):
+@per_language(maxsize=4)
+def curves_view():
+    """The run's curves, drawn once per language: the chosen point's line is the page's own (NOW_JS)."""
     pts = points()
-    if not pts:
-        return dict(curves=_missing(), where_now=_t("missing"))
-    _, steps, _ = run_log(model_dir())
-    return dict(curves=curves_figure(pts, steps, i),
-                where_now=where_now(pts, i, steps_per_epoch(model_dir())))
+    return curves_figure(pts, run_log(model_dir())[1]) if pts else _missing()
 
 
-def curves_view(snap):
-    return _curves(_index(snap))
-
-
-@per_language(maxsize=256)
-def _heads_time(kind, measure, i):
+def where_view(snap):
+    """The chosen point in words: its name, step and scores."""
     pts = points()
-    fig = heads_time_figure(pts, kind, measure, i) if pts else None
+    return where_now(pts, _index(snap), steps_per_epoch(model_dir())) if pts else _t("missing")
+
+
+@per_language(maxsize=64)
+def _heads_time(kind, measure):
+    pts = points()
+    fig = heads_time_figure(pts, kind, measure) if pts else None
     return fig if fig is not None else empty_figure(_t("heads.missing"), width=40)
 
 
-def heads_view(kind, measure, snap):
+def heads_view(kind, measure):
+    """Heads x time over the whole run (it does not follow the scrubber: moving it sends this figure no more)."""
     kind = kind if kind in KINDS else "cross"
     measure = measure if measure in MEASURES[kind] else MEASURES[kind][0]
-    return _heads_time(kind, measure, _index(snap))
+    return _heads_time(kind, measure)
 
 
 def sentence_view(ins, snap, sentence, layer, head):
@@ -120,7 +121,7 @@ def sentence_view(ins, snap, sentence, layer, head):
     cross-attention: a layer's heads and one head."""
     pts = points()
     if not pts:
-        return dict(said=f"<p>{_t('missing')}</p>", layer_heads=_missing(), one_head=None)
+        return dict(said=f"<p>{_t('missing')}</p>", cross=_missing())
     i = _index(snap)
     text = sentence_of(ins, sentence)
     now = _inspected(pts[i]["label"], text)
@@ -129,20 +130,19 @@ def sentence_view(ins, snap, sentence, layer, head):
     layer, head = clamp(layer, 0, n_layers - 1), clamp(head, 0, n_heads - 1)
     name = point_name(pts[i])
     said = translation_html(now, before.out_tokens if before else None, point_name(pts[i - 1]) if i else None)
-    grid, one = cross_figures(now, layer, head, name)
-    return dict(said=said, layer_heads=grid, one_head=one)
+    return dict(said=said, cross=cross_figure(now, layer, head, name))
 
 
 def sentence_blank(snap, sentence, layer, head):
-    return dict(said=f"<p>{_t('said.wait')}</p>", layer_heads=None, one_head=None)
+    return dict(said=f"<p>{_t('said.wait')}</p>", cross=None)
 
 
 WHERE = ("timelapse",)
-VIEWS = [View("timelapse/curves", WHERE, curves_view, outputs=("curves", "where_now"), uses=("snap",),
-              reads_translation=False),
-         View("timelapse/sentence", WHERE, sentence_view, outputs=("said", "layer_heads", "one_head"),
+VIEWS = [View("timelapse/curves", WHERE, curves_view, outputs=("curves",), reads_translation=False),
+         View("timelapse/where", WHERE, where_view, outputs=("where_now",), uses=("snap",), reads_translation=False),
+         View("timelapse/sentence", WHERE, sentence_view, outputs=("said", "cross"),
               uses=("snap", "sentence", "layer", "head"), blank=sentence_blank),
-         View("timelapse/heads", WHERE, heads_view, outputs=("heads_time",), uses=("kind", "measure", "snap"),
+         View("timelapse/heads", WHERE, heads_view, outputs=("heads_time",), uses=("kind", "measure"),
               reads_translation=False)]
 
 
@@ -189,10 +189,52 @@ def linked_point(request: gr.Request):
 
 
 def record_point_js():
-    """The browser's half: the chosen point's label written in the address. The labels are the run's own
-    (init, step-25, epoch-3), never anything typed."""
+    """The browser's half of a move: the chosen point's line drawn over the curves (NOW_JS) and its label written
+    in the address. The labels are the run's own (init, step-25, epoch-3), never anything typed."""
     labels = json.dumps([p["label"] for p in points()])
-    return f"(i) => {{ const labels = {labels}; window.explorerLink?.set({{snapshot: labels[i] ?? null}}); }}"
+    return (f"(i) => {{ const labels = {labels}; window.explorerTimelapse?.place(i); "
+            "window.explorerLink?.set({snapshot: labels[i] ?? null}); }")
+
+
+# Run once when the page loads: the chosen point's line over the curves, drawn by the page so that a move of the
+# scrubber sends no figure. FRACTIONS says where each point stands across the step axis (0..1, figures/timelapse.py
+# point_fractions); the line spans the plot areas that plotly draws (its drag rectangles, one a subplot), and is
+# drawn again whenever the figure is (a new language, the tab's first opening) or the window changes size.
+NOW_JS = """() => {
+  const FRACTIONS = %s;
+  let chosen = FRACTIONS.length - 1, queued = false;
+  const place = () => {
+    queued = false;
+    const plot = document.querySelector('#tl-curves .js-plotly-plot');
+    const areas = plot ? [...plot.querySelectorAll('.nsewdrag')] : [];
+    if (!areas.length || FRACTIONS[chosen] === undefined) return;
+    const box = plot.getBoundingClientRect(), first = areas[0].getBoundingClientRect();
+    const top = Math.min(...areas.map(a => a.getBoundingClientRect().top));
+    const bottom = Math.max(...areas.map(a => a.getBoundingClientRect().bottom));
+    let line = plot.querySelector('#tl-now-line');
+    if (!line) {
+      line = document.createElement('div');
+      line.id = 'tl-now-line';
+      line.style.cssText = 'position:absolute;width:2px;background:#e4572e;pointer-events:none;z-index:5';
+      if (getComputedStyle(plot).position === 'static') plot.style.position = 'relative';
+      plot.appendChild(line);
+    }
+    line.style.left = (first.left - box.left + FRACTIONS[chosen] * first.width - 1) + 'px';
+    line.style.top = (top - box.top) + 'px';
+    line.style.height = (bottom - top) + 'px';
+  };
+  const later = () => { if (!queued) { queued = true; requestAnimationFrame(place); } };
+  window.explorerTimelapse = {place: (i) => { chosen = Number(i); later(); }};
+  new MutationObserver((records) => {
+    if (records.some(r => r.target.closest && r.target.closest('#tl-curves') && r.target.id !== 'tl-now-line')) later();
+  }).observe(document.body, {childList: true, subtree: true});
+  window.addEventListener('resize', later);
+}"""
+
+
+def now_js():
+    _, steps, _ = run_log(model_dir())
+    return NOW_JS % json.dumps(point_fractions(points(), steps) if points() else [])
 
 
 # ---- layout and events -----------------------------------------------------------------------------------
@@ -222,9 +264,7 @@ def build(demo, page, state, lang):
             layer = gr.Slider(0, max(1, n_layers - 1), value=n_layers - 1, step=1, label=L("ui.timelapse.layer"),
                               elem_id="tl-layer")
             head = gr.Slider(0, max(1, n_heads - 1), value=0, step=1, label=L("ui.timelapse.head"), elem_id="tl-head")
-        with gr.Row():
-            layer_heads = gr.Plot(elem_id="tl-layer-heads")
-            one_head = gr.Plot(elem_id="tl-one-head")
+        cross = gr.Plot(elem_id="tl-cross")
         gr.Markdown(L("ui.timelapse.heads-intro"))
         with gr.Row():
             kind = gr.Radio(kind_choices(), value="cross", label=L("ui.timelapse.kind"), elem_id="tl-kind")
@@ -236,7 +276,8 @@ def build(demo, page, state, lang):
     kind.change(measure_menu, [kind, measure], measure, api_visibility="private")
     snap.change(None, snap, None, js=record_point_js())
     demo.load(linked_point, None, snap, api_visibility="private")
+    demo.load(None, None, None, js=now_js())
     controls = dict(snap=snap, sentence=sentence, layer=layer, head=head, kind=kind, measure=measure)
-    outputs = dict(curves=curves, where_now=where, said=said, layer_heads=layer_heads, one_head=one_head,
+    outputs = dict(curves=curves, where_now=where, said=said, cross=cross,
                    heads_time=heads_time)
     return Tab(WHERE, VIEWS, controls, outputs, page, lang, state).wire(tab, concurrency_id="model")
