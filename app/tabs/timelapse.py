@@ -15,7 +15,7 @@ from collections import OrderedDict
 import gradio as gr
 
 from core.instrument import KINDS
-from core.translate import Translator
+from core.translate import Translator, kept_snapshots
 
 from ..cache import per_language
 from ..common import clamp, empty_figure, kind_choices
@@ -36,7 +36,7 @@ from ..figures.timelapse import (
 )
 from ..figures.training import probe_sentences
 from ..i18n import L, texts
-from ..shared import get_translator, model_dir
+from ..shared import get_translator, model_dir, release_free_memory
 from ..translating import MAX_CHARS
 from ..views import Tab, View
 
@@ -67,7 +67,12 @@ def _inspected(label, text):
         if key in _kept:
             _kept.move_to_end(key)
             return _kept[key]
+        held = kept_snapshots()
         ins = Translator.load(model_dir(), snapshot=label, half_rows=0).inspect(text, method="greedy")
+        if kept_snapshots() != held:
+            # a point loaded (and perhaps another let go): the heap that loading used, and the weights let go,
+            # go back to the system rather than stay in the process's resident memory (tools.bench --timelapse)
+            release_free_memory()
         _kept[key] = ins
         while len(_kept) > KEPT_INSPECTIONS:
             _kept.popitem(last=False)
