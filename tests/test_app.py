@@ -426,8 +426,9 @@ def test_translate_api_is_named_translate():
                                                                         "ffn", "lens"))}
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
         "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
-        "score_mine", "tree_file", "switch_off", "show_language", *inside_openers}  # a new language may draw a
-    # view of the Why or Inside tab for the first time
+        "score_mine", "tree_file", "switch_off", "show_language", "open_timelapse", *inside_openers}  # a new
+    # language may draw a view of the Why or Inside tab for the first time; the Time-lapse tab translates with a
+    # point of the training run
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):

@@ -53,6 +53,32 @@ def point_bytes(directory, label):
     return sum(t.numel() * t.element_size() for t in [*m.parameters(), *m.buffers()])
 
 
+def moves(browser, points, said):
+    """Against a server on the model named by $EXPLORER_MODEL_DIR: (ms to each point not yet loaded, ms to each
+    point again, server MB before the tab is opened, after every point)."""
+    from tools.serve import AppProcess
+    n, forward, backward = len(points), [], []
+    with AppProcess() as app:
+        page, net = bb.new_page(browser, f"{app.url}?lang=en")
+        page.get_by_role("tab", name="Translate", exact=True).click()
+        page.locator("#src textarea").wait_for()
+        page.locator("#src textarea").fill(SENTENCE)
+        page.locator("#translate-btn").click()
+        page.wait_for_function("() => (document.querySelector('#out textarea')?.value || '').length > 0")
+        before = rss_mb(app.proc.pid)
+        page.get_by_role("tab", name="Time-lapse", exact=True).click()
+        page.wait_for_function(f"arg => {WHERE} && {SAID}", arg={"where": f"{n} / {n}", "said": said[-1]},
+                               timeout=bb.TIMEOUT_S * 1000)
+        for order, out in ((range(n - 1), forward), (reversed(range(n)), backward)):  # the last: drawn on opening
+            for i in order:
+                t, _ = bb.measure(page, net, MOVE, {"drawn": f"{WHERE} && {SAID}"},
+                                  {"i": i, "where": f"{i + 1} / {n}", "said": said[i]}, f"point {points[i]['label']}")
+                out.append(t["drawn"])
+        after = rss_mb(app.proc.pid)
+        page.context.close()
+    return forward, backward, before, after
+
+
 def run(save=None):
     if not os.path.exists(bb.CHROMIUM):
         raise SystemExit(f"{bb.CHROMIUM} not found (scripts/install.sh --dev installs it)")
@@ -61,52 +87,28 @@ def run(save=None):
     from app.figures.timelapse import run_points
     from app.shared import model_dir
     from core.translate import SNAPSHOTS_KEPT
-    from tools.serve import AppProcess
-    directory, synthetic = model_dir(), False
-    tmp = None
+    directory, tmp = model_dir(), None
     if not run_points(directory):
         from tools.synthetic_history import make_history
         tmp = tempfile.TemporaryDirectory()
-        directory, synthetic = make_history(Path(tmp.name)), True
+        directory = make_history(Path(tmp.name))
     points = run_points(directory)
     said = expected(directory, points)
     one_mb = point_bytes(directory, points[-1]["label"]) / 2 ** 20
-    n = len(points)
-    forward, backward = [], []
     os.environ["EXPLORER_MODEL_DIR"] = str(directory)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=bb.CHROMIUM, args=bb.LAUNCH_ARGS)
             try:
                 echo = bb.run_echo(browser, 5)
-                with AppProcess() as app:
-                    page, net = bb.new_page(browser, f"{app.url}?lang=en")
-                    page.get_by_role("tab", name="Translate", exact=True).click()
-                    page.locator("#src textarea").wait_for()
-                    page.locator("#src textarea").fill(SENTENCE)
-                    page.locator("#translate-btn").click()
-                    page.wait_for_function("() => (document.querySelector('#out textarea')?.value || '').length > 0")
-                    before = rss_mb(app.proc.pid)
-                    page.get_by_role("tab", name="Time-lapse", exact=True).click()
-                    page.wait_for_function(f"arg => {WHERE} && {SAID}", arg={"where": f"{n} / {n}", "said": said[-1]},
-                                           timeout=bb.TIMEOUT_S * 1000)
-                    for order, out in ((range(n), forward), (reversed(range(n)), backward)):
-                        for i in order:
-                            if out is forward and i == n - 1:
-                                continue  # drawn when the tab opened
-                            t, _ = bb.measure(page, net, MOVE, {"drawn": f"{WHERE} && {SAID}"},
-                                              {"i": i, "where": f"{i + 1} / {n}", "said": said[i]},
-                                              f"point {points[i]['label']}")
-                            out.append(t["drawn"])
-                    after = rss_mb(app.proc.pid)
-                    page.context.close()
+                forward, backward, before, after = moves(browser, points, said)
             finally:
                 browser.close()
     finally:
         os.environ.pop("EXPLORER_MODEL_DIR", None)
         if tmp is not None:
             tmp.cleanup()
-    r = {"timelapse_points": n, "timelapse_synthetic": synthetic,
+    r = {"timelapse_points": len(points), "timelapse_synthetic": tmp is not None,
          "timelapse_new_point_ms": statistics.median(forward), "timelapse_new_point_max_ms": max(forward),
          "timelapse_seen_point_ms": statistics.median(backward), "timelapse_seen_point_max_ms": max(backward),
          "timelapse_echo_ms": echo["echo_ms"], "timelapse_rss_before_mb": round(before, 1),
