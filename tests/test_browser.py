@@ -1019,7 +1019,7 @@ def test_every_tab_in_chinese_shows_its_labels_in_chinese(app, browser):
         ids = page.evaluate("[...document.querySelectorAll('[role=tab][data-tab-id]')]"
                             ".filter(b => b.closest('.tabs') === document.querySelector('.tabs'))"
                             ".map(b => b.dataset.tabId)")  # the top level's tabs
-        assert len(ids) == 13 and ids[0] == "learn", ids
+        assert len(ids) == 14 and ids[0] == "learn", ids
         for tab in ids:
             page.locator(f"[role=tab][data-tab-id='{tab}']").click()
             # its panel shown, with its labels drawn (Gradio mounts a tab when it is first opened)

@@ -69,7 +69,7 @@ def test_every_tab_reads_on_a_phone_in_chinese(app, browser):  # noqa: F811
         top = page.evaluate("[...document.querySelectorAll('[role=tab][data-tab-id]')]"
                             ".filter(b => b.closest('.tabs') === document.querySelector('.tabs'))"
                             ".map(b => b.dataset.tabId)")
-        assert len(top) == 13 and top[0] == "learn", top
+        assert len(top) == 14 and top[0] == "learn", top
         found = []
         for tab in top[1:]:
             subs, problems = open_and_read(page, f"[role=tab][data-tab-id='{tab}']", 0, tab)
