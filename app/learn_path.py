@@ -49,6 +49,7 @@ from .figures.learn import (
     tied,
     xavier_bound,
 )
+from .figures.timelapse import run_points
 from .i18n import table
 
 
@@ -69,10 +70,15 @@ class Step:
     (`draw(ctx, value)` -> (figure, fields of its fact line)) and its question (`quiz(ctx)` -> (choices,
     index of the right one, fields of its answer))."""
     key: str
-    tab: str
+    tab: str | Callable  # or a function of nothing that says which, where it depends on the model shipped
     control: Control
     draw: Callable
     quiz: Callable
+
+    @property
+    def opens(self):
+        """The links path of the tab the step's button opens."""
+        return self.tab() if callable(self.tab) else self.tab
 
 
 def _value(x, ins):
@@ -243,6 +249,13 @@ def _last_point(ins):
     return len(history_points()) - 1
 
 
+def _history_tab():
+    """The Time-lapse tab where the model ships with its run's history (the tab is there only then), else the
+    Training tab, which replays the run's log."""
+    from .shared import model_dir
+    return "timelapse" if run_points(model_dir()) else "training"
+
+
 # ---- the path ------------------------------------------------------------------------------------------
 
 STEPS = (
@@ -266,7 +279,7 @@ STEPS = (
     Step("accum", "lab", Control("radio", choices=tuple(str(k) for k in ACCUM), default="4"), draw_accum, quiz_accum),
     Step("noam", "training", Control("slider", 100, 8000, 100, 4000), draw_noam, quiz_noam),
     Step("smoothing", "training", Control("slider", 0.0, 0.4, 0.05, 0.1), draw_smoothing, quiz_smoothing),
-    Step("history", "timelapse", Control("slider", 0, _last_point, 1, _last_point), draw_history, quiz_history),
+    Step("history", _history_tab, Control("slider", 0, _last_point, 1, 0), draw_history, quiz_history),
 )
 KEYS = tuple(s.key for s in STEPS)
 

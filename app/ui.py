@@ -41,7 +41,9 @@ def build_demo():
                      tabs.whatif.build(page, state, lang), tabs.inside.build(tr.config, page, state, lang),
                      tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
                      tabs.training.build(page, lang),
-                     tabs.timelapse.build(demo, page, state, lang), tabs.lab.build(page, lang)]
+                     # only for a model that ships with its run's history (assets/snapshots)
+                     *([tabs.timelapse.build(demo, page, state, lang)] if tabs.timelapse.points() else []),
+                     tabs.lab.build(page, lang)]
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
         shown = [t for t in built if t.shows_translation]  # in page order

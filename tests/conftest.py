@@ -81,6 +81,18 @@ def shipped_model_present():
 
 
 needs_shipped = pytest.mark.skipif(not shipped_model_present(), reason="no trained model in assets/ yet")
+
+
+def ships_history():
+    """Whether the shipped model comes with its run's history (assets/snapshots): the page has a Time-lapse tab
+    only then."""
+    from app.figures.timelapse import run_points
+    return bool(run_points(ASSETS))
+
+
+# the page's top-level tabs (data-tab-id), in order, for the shipped model
+TOP_TABS = ["learn", "overview", "translate", "attention", "heads", "why", "whatif", "inside", "masks", "positional",
+            "training", *(["timelapse"] if ships_history() else []), "lab", "engineering"]
 needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
                                 reason=f"Multi30k not found at {SHARED_DATA} (tests on the real data skipped)")
 

@@ -22,7 +22,7 @@ from app.ui import QUEUE_SIZE, build_demo
 from core.bench import ROWS
 from core.instrument import KINDS
 from core.translate import Inspection
-from tests.conftest import ASSETS, needs_shipped
+from tests.conftest import ASSETS, needs_shipped, ships_history
 from tests.events import call
 from tests.test_views import translation_callback, up_to_attention
 from tools import loadtest
@@ -426,9 +426,9 @@ def test_translate_api_is_named_translate():
                                                                         "ffn", "lens"))}
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
         "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
-        "score_mine", "tree_file", "switch_off", "show_language", "open_timelapse", *inside_openers}  # a new
-    # language may draw a view of the Why or Inside tab for the first time; the Time-lapse tab translates with a
-    # point of the training run
+        "score_mine", "tree_file", "switch_off", "show_language", *inside_openers,
+        *(["open_timelapse"] if ships_history() else [])}  # a new language may draw a view of the Why or Inside
+    # tab for the first time; the Time-lapse tab (tests/test_timelapse.py) translates with a point of the run
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):

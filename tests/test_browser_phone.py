@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests import readability
-from tests.conftest import needs_shipped
+from tests.conftest import TOP_TABS, needs_shipped
 
 # app and browser: test_browser's fixtures, one server and one browser for this module
 from tests.test_browser import CHROMIUM, SENTENCE, app, browser, learner, translate, wait_until  # noqa: F401
@@ -69,7 +69,7 @@ def test_every_tab_reads_on_a_phone_in_chinese(app, browser):  # noqa: F811
         top = page.evaluate("[...document.querySelectorAll('[role=tab][data-tab-id]')]"
                             ".filter(b => b.closest('.tabs') === document.querySelector('.tabs'))"
                             ".map(b => b.dataset.tabId)")
-        assert len(top) == 14 and top[0] == "learn", top
+        assert top == TOP_TABS, top
         found = []
         for tab in top[1:]:
             subs, problems = open_and_read(page, f"[role=tab][data-tab-id='{tab}']", 0, tab)

@@ -39,7 +39,7 @@ def test_every_step_has_all_its_strings():
             assert f"learn.{step.key}.{part}" in en, (step.key, part)
         for value in step.control.choices:
             assert f"learn.{step.key}.choice.{value}" in en, (step.key, value)
-        assert f"learn.tab.{step.tab}" in en
+        assert f"learn.tab.{step.opens}" in en
     assert len(learn_path.STEPS) >= 14 and len(set(learn_path.KEYS)) == len(learn_path.STEPS)
 
 
@@ -82,7 +82,7 @@ def test_every_step_renders_for_two_sentences(inspections, lang):
             fig, fact, question, head, where = (out[k] for k in ("figure", "fact", "question", "head", "where"))
             assert isinstance(fig, go.Figure) and fig.layout.title.text
             assert i18n.text(lang, f"learn.{step.key}.title") in head
-            assert json.loads(where) == {"step": k + 1, "tab": step.tab}
+            assert json.loads(where) == {"step": k + 1, "tab": step.opens}
             assert not re.search(r"\{[a-z_]+\}", fact), fact
             assert len(question["choices"]) >= 2 and question["value"] is None
             for value in _action_values(step, ins):

@@ -185,3 +185,24 @@ def test_a_typed_sentence_is_escaped(on_history):
     with speaking("zh-CN"):
         out = tab.sentence_view(SimpleNamespace(source=text), 3, "page", 0, 0)
     assert "<img" not in out["said"]
+
+
+@needs_shipped
+def test_the_page_has_the_tab_only_for_a_model_with_a_history(on_history, monkeypatch):
+    """With a history beside the model, the page has a Time-lapse tab, whose opening (it translates with a point's
+    weights) waits in the model's queue, and the Learn path's last step opens it; with none, neither."""
+    from app import learn_path
+    from app.ui import build_demo
+    from app.views import _tab_id
+    from core.data import ASSETS
+    demo = build_demo()
+    assert "timelapse" in [_tab_id(t) for t in demo.tab_views]
+    assert {d.name: d.concurrency_id for d in demo.fns.values()}["open_timelapse"] == "model"
+    assert learn_path.STEPS[-1].opens == "timelapse"
+    if figs.run_points(ASSETS):
+        return
+    monkeypatch.setenv("EXPLORER_MODEL_DIR", str(ASSETS))
+    demo = build_demo()
+    assert "timelapse" not in [_tab_id(t) for t in demo.tab_views]
+    assert "open_timelapse" not in {d.name for d in demo.fns.values()}
+    assert learn_path.STEPS[-1].opens == "training"

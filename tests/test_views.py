@@ -14,7 +14,7 @@ from app.figures.attention import positions
 from app.shared import examples
 from app.tabs import attention, masks, translate
 from app.ui import build_demo
-from tests.conftest import needs_shipped
+from tests.conftest import needs_shipped, ships_history
 from tests.events import by_id, call, dependency, outputs_of
 
 pytestmark = needs_shipped
@@ -222,7 +222,8 @@ def test_each_tab_names_the_controls_its_views_read(demo):
     """What each tab's build() returns: its controls by name, every name a view reads among them, its outputs
     those its views draw; the page's translation event reads them all, by name."""
     built = demo.tab_views
-    assert len(built) == len(tabs.__all__) - 1  # every tab but Engineering, which has no views
+    # every tab but Engineering, which has no views (and the Time-lapse, where the model ships no history)
+    assert len(built) == len(tabs.__all__) - 1 - (not ships_history())
     for tab in built:
         assert isinstance(tab, views.Tab), tab
         assert sorted(n for v in tab.views for n in v.outputs) == sorted(tab.outputs), tab.where
@@ -230,7 +231,7 @@ def test_each_tab_names_the_controls_its_views_read(demo):
         assert all(isinstance(v.outputs, tuple) and v.outputs for v in tab.views), tab.where  # named, never counted
     shown = [t for t in built if t.shows_translation]
     assert [views._tab_id(t) for t in shown] == ["learn", "overview", "translate", "attention", "heads", "why",
-                                                  "whatif", "inside", "timelapse"]
+                                                  "whatif", "inside", *(["timelapse"] if ships_history() else [])]
     events = [d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation"]
     assert len(events) == 3  # after a translation, one from the Learn tab's box, and the page load's linked one
     for event in events:
@@ -252,7 +253,7 @@ def test_one_event_redraws_every_tab_in_a_new_language(demo, two):
     event = language_callback(demo)
     assert (lang._id, "change") in event.targets and event.concurrency_id == "model"
     others = [t for t in demo.tab_views if views._tab_id(t) not in ("learn", "translate")]
-    assert len(others) == 11 and len(event.outputs) == sum(len(outputs_of(t)) for t in others)
+    assert len(others) == 10 + ships_history() and len(event.outputs) == sum(len(outputs_of(t)) for t in others)
     # no tab wires a change of language of its own but the two
     own = {d.fn.__name__ for d in demo.fns.values() if (lang._id, "change") in d.targets and d.fn is not None}
     assert own == {"show_language", "render", "relabel"}, own

@@ -512,7 +512,7 @@ def draw_history(c, i):
     points = history_points()
     i = clamp(i, 0, len(points) - 1)
     p = points[i]
-    fig = curves_figure(points, shipped_log()[1], i, lr=False, bleu=c.revealed)
+    fig = curves_figure(points, shipped_log()[1], i, lr=False, bleu=c.revealed, note=False)  # the title names it
     probes = p.get("probes") or []
     said = probes[0] if probes else ""
     name = point_name(p)

@@ -131,10 +131,11 @@ def point_fractions(points, steps):
     return [round((math.log10(_x(p["step"])) - lo) / (hi - lo), 5) for p in points]
 
 
-def curves_figure(points, steps, i=None, lr=True, bleu=True, height=470):
+def curves_figure(points, steps, i=None, lr=True, bleu=True, height=470, note=True):
     """The run over a log-scaled step axis: the training loss (every step, smoothed), each point's val loss and
     loss with the source hidden, its greedy BLEU (right axis; not with bleu=False), the learning rate below (not
-    with lr=False); the point `i`, if given, marked by a line through both."""
+    with lr=False); the point `i`, if given, marked by a line through both and named above it (not with
+    note=False, where a title names it)."""
     fig = make_subplots(rows=2 if lr else 1, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26] if lr else None,
                         vertical_spacing=0.06, specs=[[{"secondary_y": True}], [{}]] if lr else [[{"secondary_y": True}]])
     if steps:
@@ -163,8 +164,9 @@ def curves_figure(points, steps, i=None, lr=True, bleu=True, height=470):
     if i is not None:
         now = math.log10(xs[i])  # a shape's or a note's x on a log axis is the exponent
         fig.add_vline(x=now, line=dict(color="#e4572e", width=2))
-        fig.add_annotation(x=now, y=1, yref="paper", text=names[i], showarrow=False, yanchor="bottom",
-                           font=dict(color="#e4572e"), xanchor="left" if i < len(points) / 2 else "right")
+        if note:
+            fig.add_annotation(x=now, y=1, yref="paper", text=names[i], showarrow=False, yanchor="bottom",
+                               font=dict(color="#e4572e"), xanchor="left" if i < len(points) / 2 else "right")
     fig.update_xaxes(range=list(x_range(points, steps)))
     fig.update_xaxes(type="log", row=1, col=1, title_text=None if lr else _t("curves.x"))
     fig.update_yaxes(title_text=_t("curves.loss"), row=1, col=1, secondary_y=False)

@@ -76,8 +76,8 @@ def render(ins, progress):
     step = STEPS[k]
     shown = dict(path=progress_html(progress), body=text(f"learn.{step.key}.body"),
                  head=f"### {text('learn.step', k=k + 1, n=len(STEPS))} · {text(f'learn.{step.key}.title')}",
-                 open=gr.update(value=text("learn.open", tab=text(f"learn.tab.{step.tab}"))),
-                 where=json.dumps({"step": k + 1, "tab": step.tab}))
+                 open=gr.update(value=text("learn.open", tab=text(f"learn.tab.{step.opens}"))),
+                 where=json.dumps({"step": k + 1, "tab": step.opens}))
     if ins is None:
         wait = text("learn.wait")
         return dict(shown, slider=gr.update(visible=False), choice=gr.update(visible=False), figure=None, fact=wait,
