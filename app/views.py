@@ -35,7 +35,11 @@ class View:
     `blank` gives the values that clear it ({output name: value}, or a function of the controls it uses, like
     `draw`, returning one: a blank in the page's language) once it shows an earlier translation. A blank that is
     a function is also what the view shows, in the page's language, when its tab is on screen before the first
-    translation (a placeholder that says what to do); a fixed blank is its components' first value."""
+    translation (a placeholder that says what to do); a fixed blank is its components' first value.
+    `resolve(ins, **used)` (or `resolve(**used)`), if given, returns the controls' values the drawing stands for
+    ({name: value}): what it is drawn with and known by. A view whose tab's drawing also sets one of its controls
+    (a menu's choices and first value, for a new translation) says there which value that is, so that the
+    control's change, which follows in the browser, finds the view drawn already."""
     name: str
     where: tuple
     draw: Callable
@@ -43,6 +47,7 @@ class View:
     uses: tuple = ()
     blank: dict | Callable = None
     reads_translation: bool = True
+    resolve: Callable = None
 
 
 def page_state(open_tabs):
@@ -81,6 +86,8 @@ def draw_views(page, ins, views, controls, lang):
     for v in views:
         ins = given if v.reads_translation else None  # a new translation leaves a view that does not read it
         used = {name: controls[name] for name in v.uses}
+        if v.resolve is not None and (ins is not None or not v.reads_translation):
+            used = v.resolve(ins, **used) if v.reads_translation else v.resolve(**used)
         key = (tuple(used.values()), read_lang(lang))
         last, fresh = _fresh(page, v, ins, key)
         if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):

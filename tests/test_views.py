@@ -286,3 +286,17 @@ def test_the_language_switch_redraws_the_views_of_the_overview_translate_attenti
     assert call(relabel, page=page, ins=ins, step=3, lang="zh-CN") == {}  # drawn in that language already
     svg = opened(ov, page, ("overview",), ins, "zh-CN")["diagram"]
     assert "编码器" in svg and shown(ov, page, ins, "en")["diagram"].count("explore in") == 2 * 7  # two drawings
+
+
+def test_a_view_is_known_by_the_values_it_resolves_its_controls_to():
+    """A view whose drawing sets its own control (a menu's first value) is drawn once: the control's change that
+    follows in the browser, carrying that value, finds it drawn; another value draws it again."""
+    drawn = []
+    first = lambda ins: len(ins)  # noqa: E731 (the menu's first value for this "translation")
+    view = views.View("t/v", ("t",), lambda ins, pick: drawn.append(pick) or pick, outputs=("fig",), uses=("pick",),
+                      resolve=lambda ins, pick: {"pick": first(ins) if pick is None else pick})
+    page, ins = {"open": {views.ROOT: "t"}, "drawn": {}}, "abc"
+    assert views.draw_views(page, ins, [view], {"pick": None}, "en") == {"fig": 3}  # opened: the menu is empty
+    assert views.draw_views(page, ins, [view], {"pick": 3}, "en") == {}  # the menu's change, to its first value
+    assert views.draw_views(page, ins, [view], {"pick": 1}, "en") == {"fig": 1}
+    assert drawn == [3, 1]

@@ -27,8 +27,18 @@ def why_view(ins, position, lang="en"):
 
 def test_the_menu_lists_every_output_token(ins):
     update = why.tokens_view(ins)
-    assert [c[1] for c in update["choices"]] == list(range(len(ins.out_tokens)))
-    assert update["choices"][-1][0].endswith("</s>") and update["value"] == why.default_position(ins)
+    assert [why.chosen(ins, c[1]) for c in update["choices"]] == list(range(len(ins.out_tokens)))
+    assert update["choices"][-1][0].endswith("</s>") and why.chosen(ins, update["value"]) == why.default_position(ins)
+
+
+def test_a_menu_value_of_another_translation_names_the_default_token(ins):
+    """The browser sends the menu it shows, which after a new sentence is still the last one's until the new
+    one arrives: such a value gives the default token, and the view is known by the token it drew."""
+    other = translate.translate("Zwei Hunde spielen im Schnee.", "greedy")[2]
+    stale = why.token_choices(other)[-1][1]
+    assert why.chosen(ins, stale) == why.default_position(ins)
+    assert why.chosen(ins, why.token_choices(ins)[-1][1]) == len(ins.out_tokens) - 1
+    assert why.resolve(ins, None) == why.resolve(ins, stale) == {"position": why.default_position(ins)}
 
 
 def test_the_figures_show_the_attention_and_the_attributions_of_the_token(ins, monkeypatch):

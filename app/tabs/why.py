@@ -6,6 +6,8 @@ the float32 model for the chosen token, kept per translation and token so that c
 nothing. The figures are app/figures/why.py's.
 """
 
+import hashlib
+
 import gradio as gr
 
 from core.analysis.attribution import attribute
@@ -48,9 +50,33 @@ def default_position(ins):
     return 0
 
 
+def tag(ins):
+    """A short name of the translation, which the token menu's values carry: a value the browser keeps from an
+    earlier sentence's menu is known as such."""
+    return hashlib.blake2b(repr((ins.src_tokens, ins.out_tokens)).encode(), digest_size=4).hexdigest()
+
+
 def token_choices(ins):
-    """(label, position) for each output token: what the token menu lists."""
-    return [(f"{i + 1} {t}", i) for i, t in enumerate(ins.out_tokens)]
+    """(label, value) for each output token: what the token menu lists; a value is "position@tag"."""
+    t = tag(ins)
+    return [(f"{i + 1} {tok}", f"{i}@{t}") for i, tok in enumerate(ins.out_tokens)]
+
+
+def chosen(ins, value):
+    """The output position the menu's value names for this translation: the default one where it names none,
+    or names a token of another translation (the menu the browser still shows until the new one arrives)."""
+    if isinstance(value, str) and "@" in value:
+        position, _, of = value.partition("@")
+        if of != tag(ins) or not position.isdigit():
+            return default_position(ins)
+        value = int(position)
+    if value is None:
+        return default_position(ins)
+    return clamp(value, 0, len(ins.out_tokens) - 1)
+
+
+def resolve(ins, position):
+    return dict(position=chosen(ins, position))
 
 
 # ---- figures ------------------------------------------------------------------------------------------
@@ -59,12 +85,11 @@ def token_choices(ins):
 
 def tokens_view(ins):
     """The token menu for this translation, on its default token."""
-    return gr.update(choices=token_choices(ins), value=default_position(ins))
+    return gr.update(choices=token_choices(ins), value=f"{default_position(ins)}@{tag(ins)}")
 
 
 def why_view(ins, position):
-    T = len(ins.out_tokens)
-    position = default_position(ins) if position is None else clamp(position, 0, T - 1)
+    position = chosen(ins, position)
     att = attribution(ins, position)
     return dict(source=source_figure(ins, att, position), target=target_figure(ins, att, position),
                 reading=reading(ins, att, position))
@@ -80,7 +105,7 @@ def placeholder(position):
 WHERE = ("why",)
 VIEWS = [View("why/tokens", WHERE, tokens_view, outputs=("token",), blank=dict(token=gr.update(choices=[], value=None))),
          View("why/attribution", WHERE, why_view, outputs=("source", "target", "reading"), uses=("position",),
-              blank=placeholder)]
+              blank=placeholder, resolve=resolve)]
 
 
 # ---- layout and events -----------------------------------------------------------------------------
