@@ -162,10 +162,10 @@ def curves_figure(points, steps, i=None, lr=True, bleu=True, height=470, note=Tr
                       row=1, col=1, secondary_y=True)
         fig.update_yaxes(title_text="BLEU", row=1, col=1, secondary_y=True, rangemode="tozero", showgrid=False)
     if i is not None:
-        now = math.log10(xs[i])  # a shape's or a note's x on a log axis is the exponent
-        fig.add_vline(x=now, line=dict(color="#e4572e", width=2))
+        # on a log axis the page's plotly places a shape by its value and a note by the value's exponent
+        fig.add_vline(x=xs[i], line=dict(color="#e4572e", width=2))
         if note:
-            fig.add_annotation(x=now, y=1, yref="paper", text=names[i], showarrow=False, yanchor="bottom",
+            fig.add_annotation(x=math.log10(xs[i]), y=1, yref="paper", text=names[i], showarrow=False, yanchor="bottom",
                                font=dict(color="#e4572e"), xanchor="left" if i < len(points) / 2 else "right")
     fig.update_xaxes(range=list(x_range(points, steps)))
     fig.update_xaxes(type="log", row=1, col=1, title_text=None if lr else _t("curves.x"))
