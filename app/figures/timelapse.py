@@ -227,8 +227,8 @@ def cross_figure(ins, layer, head, name):
                    y0=r * (tq + 1) - 0.5, y1=r * (tq + 1) + tq - 0.5, line=dict(color="#e4572e", width=2))
     top = 0.62 if rows > 1 else 0.7  # the mosaic's share of the height, above the chosen head
     layout = dict(
-        title=wrap_title(_t("cross.title", layer=layer, head=head, name=name), 44),
-        height=420 + 22 * len(q), margin=dict(l=90, r=10, t=80, b=90), shapes=[outline],
+        title=wrap_title(_t("cross.title", layer=layer, head=head, name=name)),
+        height=420 + 22 * len(q), margin=dict(l=90, r=10, t=100, b=90), shapes=[outline],
         xaxis=dict(domain=[0, 1], showticklabels=False, showgrid=False, zeroline=False, anchor="y"),
         yaxis=dict(domain=[top + 0.04, 1], autorange="reversed", showticklabels=False, showgrid=False,
                    zeroline=False, anchor="x"),
