@@ -168,15 +168,18 @@ class Tab:
         opened.__name__ = f"open_{'_'.join(where)}".replace("-", "_")
         return opened
 
-    def wire(self, tab, subtabs=None, **event):
+    def wire(self, tab, subtabs=None, by_hand=(), **event):
         """Wire the tab's select event, those of the tabs within it (`subtabs`: {id: gr.Tab}) and its controls'
         changes (the page's language is not among them: a new language is one event for the whole page,
-        app/ui.py; nor is a gr.State, which the event that sets it follows with `show`). `event`: more of
-        Gradio's settings for these events (concurrency_id="model" where drawing may run the model)."""
+        app/ui.py; nor is a gr.State, which the event that sets it follows with `show`). A control named in
+        `by_hand` redraws only when the reader moves it (its input event): one that the tab's own drawing sets
+        (a menu's choices and first value) would otherwise send a second event after each drawing. `event`:
+        more of Gradio's settings for these events (concurrency_id="model" where drawing may run the model)."""
         outputs, event = list(self.outputs.values()), dict(api_visibility="private", **event)
         for where, t in [(self.where, tab), *(((*self.where, sub), t) for sub, t in (subtabs or {}).items())]:
             t.select(self.opener(where), None, outputs, inputs_kwargs=self.inputs(), **event)
-        moved = [c.change for c in self.controls.values() if not isinstance(c, gr.State)]
+        moved = [c.input if name in by_hand else c.change for name, c in self.controls.items()
+                 if not isinstance(c, gr.State)]
         if moved:
             gr.on(moved, self.show, None, outputs, inputs_kwargs=self.inputs(), **event)
         return self

@@ -116,3 +116,14 @@ def test_the_tab_draws_in_the_pages_language(ins):
     assert note_en.startswith("- **attention** ranks `") and note_en.splitlines()[-1] in (
         "All three point at the same piece.", "Attention agrees with one attribution but not the other.",
         "They disagree: the piece attention favours is not the one the probability depends on most.")
+
+
+def test_the_menu_redraws_when_the_reader_moves_it_not_when_the_tab_sets_it():
+    """Opening the tab sets the menu's choices and first value and draws that token; the menu's own change would
+    send a second event after every opening, so only the reader's input redraws."""
+    import gradio as gr
+    with gr.Blocks() as demo:
+        t = why.build(gr.State(), gr.State(), gr.State("en"))
+    token = t.controls["position"]
+    triggers = {(target, name) for d in demo.fns.values() for target, name in d.targets}
+    assert (token._id, "input") in triggers and (token._id, "change") not in triggers

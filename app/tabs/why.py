@@ -124,4 +124,5 @@ def build(page, state, lang):
         gr.Markdown(L("ui.why.reading"))
         code_panel(None, attribute)
     outputs = dict(token=token, source=src_fig, target=tgt_fig, reading=note)
-    return Tab(WHERE, VIEWS, dict(position=token), outputs, page, lang, state).wire(tab, concurrency_id="model")
+    return Tab(WHERE, VIEWS, dict(position=token), outputs, page, lang, state).wire(tab, by_hand=("position",),
+                                                                                    concurrency_id="model")
