@@ -23,7 +23,7 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   (assets/PlotlyPlot-<hash>.js), which Gradio imports when the page first shows a figure, and which sets
   window.Plotly as it runs. Parsing and running it took about 2.4 s in headless Chromium on this 2-core machine,
   paid by whichever tab first showed a figure (python -m tools.bench --tabs). The page imports the same chunk (the
-  same URL, so the same module instance Gradio gets later) once it is drawn and the browser is idle.
+  same URL, so the same module instance Gradio gets later) once it has been quiet for a moment.
 """
 import json
 import re
@@ -87,16 +87,27 @@ def plotly_chunk():
     return found[0] if len(found) == 1 else None
 
 
-# A function for launch(js=...), which runs once the app is drawn: the plot chunk imported when the browser is next
-# idle (at the latest after IDLE_MS), beside the front end's own modules (the URL of its entry script's folder).
+# A function for launch(js=...), which runs once the app is drawn: the plot chunk imported once the page has been
+# quiet (no status tracker on screen) for QUIET_MS and the browser is idle, beside the front end's own modules (the
+# URL of its entry script's folder). Running it holds the browser for about two seconds here: not while the page
+# is still settling, then.
 PLOTLY_PRELOAD_JS = """() => {
   const name = __NAME__, entry = document.querySelector('script[type=module][src*="/assets/"]');
   if (!name || !entry || window.Plotly) return;
   const load = () => { if (!window.Plotly) import(new URL(name, entry.src).href).catch(() => {}); };
-  (window.requestIdleCallback ?? ((f) => setTimeout(f, 200)))(load, {timeout: __IDLE_MS__});
+  const busy = () => [...document.querySelectorAll('[data-testid=status-tracker]')]
+    .some((t) => !t.classList.contains('hide') && t.getClientRects().length);
+  let quietSince = Date.now();
+  const wait = () => {
+    if (window.Plotly) return;
+    if (busy()) quietSince = Date.now();
+    if (Date.now() - quietSince < __QUIET_MS__) { setTimeout(wait, 200); return; }
+    (window.requestIdleCallback ?? ((f) => setTimeout(f, 50)))(load, {timeout: 1000});
+  };
+  wait();
 }"""
-IDLE_MS = 3000
+QUIET_MS = 1500
 
 
 def plotly_preload_js():
-    return PLOTLY_PRELOAD_JS.replace("__NAME__", json.dumps(plotly_chunk())).replace("__IDLE_MS__", str(IDLE_MS))
+    return PLOTLY_PRELOAD_JS.replace("__NAME__", json.dumps(plotly_chunk())).replace("__QUIET_MS__", str(QUIET_MS))

@@ -1,4 +1,5 @@
 """Shared fixtures: small synthetic parallel data (never the real dataset) and paths to the real one."""
+import contextlib
 import gzip
 import os
 import random
@@ -136,3 +137,24 @@ def english():
     with speaking("en"):
         yield "en"
 
+
+
+@contextlib.contextmanager
+def app_page(log, timeout_ms):
+    """`python app.py` (tools.serve.AppProcess, its output in `log`) and a page of it at 1400 x 1000 in headless
+    Chromium, each condition waited on for at most `timeout_ms`: (app, page, errors), the page's script errors
+    collected in `errors`."""
+    from playwright.sync_api import sync_playwright
+
+    from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
+    from tools.serve import AppProcess
+    with AppProcess(log=log) as app, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.set_default_timeout(timeout_ms)
+            yield app, page, errors
+        finally:
+            browser.close()

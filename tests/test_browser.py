@@ -1044,3 +1044,4 @@ def test_every_tab_in_chinese_shows_its_labels_in_chinese(app, browser):
         assert page.errors == [], page.errors
     finally:
         context.close()
+

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from tests.conftest import needs_shipped
-from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
+from tests.conftest import app_page, needs_shipped
+from tools.bench_browser import CHROMIUM
 
 pytestmark = [pytest.mark.slow, needs_shipped,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -18,17 +18,11 @@ TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine;
 def test_every_tab_shows_the_new_sentence(tmp_path):
     from tools import bench_tabs
     from tools.bench_browser import expected
-    from tools.serve import AppProcess
     a, b = expected(bench_tabs.SENTENCE_A), expected(bench_tabs.SENTENCE_B)
     # the first sentence's words, but those the model weighs for the second (the What if tree shows candidates)
     new, old = bench_tabs.new_words(b, a), [w for w in bench_tabs.new_words(a, b) if w not in b.cands]
     assert new and old
-    with AppProcess(log=tmp_path / "app.log") as app, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.set_default_timeout(TIMEOUT_MS)
+    with app_page(tmp_path / "app.log", TIMEOUT_MS) as (app, page, errors):
         page.goto(app.url)
         page.get_by_role("tab", name="Translate", exact=True).wait_for()
         page.evaluate(bench_tabs.TAB_HELPERS)
@@ -47,5 +41,4 @@ def test_every_tab_shows_the_new_sentence(tmp_path):
                     shown = page.evaluate("() => [...window.__shownWords()].slice(0, 400)")
                     pytest.fail(f"the {name} tab after {exp.text!r}: not drawn for it ({arg}); on screen: {shown}\n"
                                 f"app log (end):\n{app.tail(2000)}")
-        browser.close()
     assert errors == []

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from tests.conftest import needs_shipped
-from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
+from tests.conftest import app_page, needs_shipped
+from tools.bench_browser import CHROMIUM
 from tools.synthetic_history import make_history
 
 pytestmark = [pytest.mark.slow, needs_shipped,
@@ -32,18 +32,12 @@ def test_a_link_the_scrubber_and_play(tmp_path, monkeypatch):
     from app.figures import timelapse as figures
     from app.i18n import speaking
     from app.tabs import timelapse
-    from tools.serve import AppProcess
     model = make_history(tmp_path)
     monkeypatch.setenv("EXPLORER_MODEL_DIR", str(model))
     pts = timelapse.points()
     with speaking("en"):
         probe = timelapse.sentence_of(None, "probe-0")
-    with AppProcess(log=tmp_path / "app.log") as app, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.set_default_timeout(TIMEOUT_MS)
+    with app_page(tmp_path / "app.log", TIMEOUT_MS) as (app, page, errors):
         page.goto(f"{app.url}?tab=timelapse&snapshot=step-30&lang=en")
         where_is(page, "2 / 4")
         page.wait_for_selector("#tl-curves .js-plotly-plot")
@@ -74,5 +68,4 @@ def test_a_link_the_scrubber_and_play(tmp_path, monkeypatch):
         page.wait_for_function(f"e => ({SAID})().replace(/▁/g, ' ').replace(/\\s+/g, '') === e",
                                arg=flat(pts[3]["probes"][0]))
         page.wait_for_function("() => new URL(location.href).searchParams.get('snapshot') === 'epoch-1'")
-        browser.close()
     assert errors == []

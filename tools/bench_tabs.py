@@ -2,8 +2,8 @@
 
     python -m tools.bench --tabs [--rounds 2] [--save FILE]
 
-Starts `python app.py` (tools.serve.AppProcess) and, in a fresh page at desktop width each round: translates
-sentence A on the Translate tab, opens every other top-level tab in page order (its first visit), then translates
+Starts `python app.py` (tools.serve.AppProcess) and, in a fresh page at desktop width each round, once the page
+has settled and loaded plotly (as a reader types the sentence): translates sentence A on the Translate tab, opens every other top-level tab in page order (its first visit), then translates
 sentence B and opens each again. A tab is open when its button is selected, no Gradio status tracker shows on
 screen, every plot on screen is drawn, its main element is on screen and, where the tab shows the sentence, a
 word of the new sentence is on screen (text or figure labels). Times are taken inside the page, from the click
@@ -88,6 +88,9 @@ def one_round(browser, url, a, b):
     try:
         page.get_by_role("tab", name="Translate", exact=True).wait_for()
         page.evaluate(TAB_HELPERS)
+        # a reader types the first sentence in about the time the page takes to settle and load plotly, which it
+        # does once quiet (app/gradio_adapter.py plotly_preload_js): the first click comes after that
+        page.wait_for_function("() => !!window.Plotly")
         translate(page, net, a)
         first = visit_all(page, net, a, b)
         translate(page, net, b)

@@ -173,8 +173,9 @@ OPEN_JS = "(w) => { const o = JSON.parse(w || '{}'); window.explorerLink?.open(o
 
 # Run when the step on screen changes (Next, Back, a circle, the page's first step): the address records it, and
 # once the new step is drawn (the path and heading show it, no event is pending on its heading or figure) its
-# heading is brought to the top of the screen. The page above it may still move as it settles (labels switched
-# to the page's language, fonts), so the heading is held there for a moment, until the reader scrolls or touches.
+# heading is brought to the top of the screen. The page may still move as it settles (labels switched to the
+# page's language, fonts, a figure drawn), so the heading is held there until the page's height has stayed the same
+# for a moment, or the reader scrolls or touches.
 WHERE_JS = """(w) => {
   const o = JSON.parse(w || '{}');
   if (!o.step) return;
@@ -188,7 +189,13 @@ WHERE_JS = """(w) => {
   const me = window.learnPlacing = (window.learnPlacing || 0) + 1;
   // the reader's own move: a touch, a click, a key, the wheel, or a scroll to anywhere but where this put the page
   let moved = false, placed = null;
-  const stop = (e) => { if (e.type !== 'scroll' || (placed !== null && Math.abs(window.scrollY - placed) > 2)) moved = true; };
+  // (a scroll while the page's height changes is the page's own: the browser keeping the position in range)
+  let height = 0;
+  const stop = (e) => {
+    if (e.type !== 'scroll') { moved = true; return; }
+    if (placed !== null && Math.abs(window.scrollY - placed) > 2
+        && document.documentElement.scrollHeight === height) moved = true;
+  };
   const inputs = ['wheel', 'touchstart', 'pointerdown', 'keydown', 'scroll'];
   inputs.forEach(e => window.addEventListener(e, stop, {passive: true}));
   const done = () => inputs.forEach(e => window.removeEventListener(e, stop));
@@ -200,7 +207,10 @@ WHERE_JS = """(w) => {
     const top = head.getBoundingClientRect().top;
     if (Math.abs(top - 8) > 2) window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
     placed = window.scrollY;
-    shown = shown || Date.now();
+    // held until the page has kept its height for a moment: a figure drawn later (plotly still loading) makes
+    // room below the heading that the page could not scroll into before
+    const h = document.documentElement.scrollHeight;
+    if (h !== height) { height = h; shown = Date.now(); }
     if (Date.now() - shown < 1200) requestAnimationFrame(place);
     else done();
   };
