@@ -41,7 +41,7 @@ def build_demo():
                      tabs.whatif.build(page, state, lang), tabs.inside.build(tr.config, page, state, lang),
                      tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
                      tabs.training.build(page, lang),
-                     # only for a model that ships with its run's history (assets/snapshots)
+                     # only for a model that ships with its run's history (snapshots/ beside it)
                      *([tabs.timelapse.build(demo, page, state, lang)] if tabs.timelapse.points() else []),
                      tabs.lab.build(page, lang)]
             tabs.engineering.build()

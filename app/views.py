@@ -38,8 +38,9 @@ class View:
     translation (a placeholder that says what to do); a fixed blank is its components' first value.
     `resolve(ins, **used)` (or `resolve(**used)`), if given, returns the controls' values the drawing stands for
     ({name: value}): what it is drawn with and known by. A view whose tab's drawing also sets one of its controls
-    (a menu's choices and first value, for a new translation) says there which value that is, so that the
-    control's change, which follows in the browser, finds the view drawn already."""
+    (a menu's choices and first value, for a new translation) says there which value that is: a value the browser
+    still holds from the last sentence's menu then names the view's first one, and the same value chosen later
+    finds the view drawn already."""
     name: str
     where: tuple
     draw: Callable
