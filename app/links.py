@@ -67,12 +67,25 @@ def tab_paths(demo):
 LINK_JS = """() => {
   const TABS = %s;
   const paths = new Set(Object.values(TABS));
+  // Gradio's page has <base href="./">. Where there is one, plotly writes each clip path with the address of the
+  // page as it was ("url('http://host/?text=...#clip')"); once replaceState changes the address, that names
+  // another document, and the browser fetches the whole page again for each plot it lays out. A base that
+  // names the page's own folder changes no address: it is taken away, and plotly writes url(#clip).
+  const base = document.querySelector('base[href]');
+  if (base && new URL(base.getAttribute('href'), window.location.href).href === new URL('./', window.location.href).href)
+    base.remove();
+  // a clip path written before that (a plot drawn first) is written again as the page's own
+  const ownClips = () => document.querySelectorAll('.js-plotly-plot [clip-path^=url]').forEach((e) => {
+    const clip = e.getAttribute('clip-path'), at = clip.lastIndexOf('#');
+    if (at > 4 && !clip.startsWith('url(#')) e.setAttribute('clip-path', 'url(' + clip.slice(at).split(/['")]/)[0] + ')');
+  });
   const set = (values) => {
     const url = new URL(window.location.href);
     for (const [key, value] of Object.entries(values)) {
       if (value === null || value === undefined || value === '') url.searchParams.delete(key);
       else url.searchParams.set(key, String(value));
     }
+    ownClips();
     window.history.replaceState(null, '', url);
     if (window.parent !== window) window.parent.postMessage({queryString: url.search, hash: url.hash}, '*');
   };
