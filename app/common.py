@@ -14,9 +14,11 @@ from pathlib import Path
 import gradio as gr
 import plotly.graph_objects as go
 import plotly.io as pio
+from gradio.components.plot import PlotData
 
 from core.instrument import KINDS
 
+from .figures.margins import fitted_json
 from .i18n import L, choices, text
 
 MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]  # 0 = masked (grey), 1 = may attend (blue)
@@ -39,6 +41,17 @@ def compact_template():
 
 pio.templates["explorer"] = compact_template()
 pio.templates.default = "explorer"  # for every figure the app builds: each tab module imports this one
+
+
+class Plot(gr.Plot):
+    """gr.Plot whose plotly figures go to the browser with margins that already hold their labels
+    (app/figures/margins.py), so that the browser draws each figure once, not twice. The figure is not changed."""
+    is_template = True  # drawn by Gradio's own plot component
+
+    def postprocess(self, value):
+        if isinstance(value, go.Figure):
+            return PlotData(type="plotly", plot=fitted_json(value))
+        return super().postprocess(value)
 
 
 def kind_choices(long=False, kinds=KINDS):

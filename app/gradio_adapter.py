@@ -58,6 +58,24 @@ def static_url(path):
     return f"/gradio_api/file={path}"
 
 
+# In the page (app/i18n.py HEAD_JS), once Gradio sets window.Plotly. Gradio's plot component follows every
+# Plotly.react with Plotly.Plots.resize, and plotly's resize lays the plot out again 100 ms later whatever its size:
+# every figure was drawn twice, the second time after the tab looked open (about 50 ms a figure here). A resize of a
+# plot on screen whose container has the size it was drawn at is answered at once; any other (a window that changed
+# size, a plot drawn while hidden) goes to plotly's own.
+PLOTLY_RESIZE_JS = """const sameSizeResize = (plotly) => {
+    const resize = plotly.Plots.resize;
+    plotly.Plots.resize = function (gd) {
+      const el = typeof gd === 'string' ? document.getElementById(gd) : gd, full = el && el._fullLayout;
+      if (full && el.layout && el.getClientRects().length) {
+        const style = window.getComputedStyle(el);
+        if (Math.round(parseFloat(style.width)) === full.width
+            && (el.layout.height || Math.round(parseFloat(style.height)) === full.height)) return Promise.resolve(el);
+      }
+      return resize.apply(this, arguments);
+    };
+  };"""
+
 # In the page (app/i18n.py HEAD_JS): `gradioCore()` resolves to Gradio's front-end core module, or null.
 LOCALE_JS = """const gradioCore = async () => {
     const url = performance.getEntriesByType('resource').map((e) => e.name)
@@ -78,7 +96,8 @@ FRONTEND_FACTS = (("the locale read from the browser", r"runtime-[\w-]+\.js", "w
                   ("the head added before the app is drawn", r"Index-[\w-]+\.js", ".head),R("),
                   ("the status tracker's English", r"statustracker-[\w-]+\.js", "processing |"),
                   ("the status tracker's queue line", r"statustracker-[\w-]+\.js", "`queue: ${"),
-                  ("plotly set on window", r"PlotlyPlot-[\w-]+\.js", "window.Plotly=e"))
+                  ("plotly set on window", r"PlotlyPlot-[\w-]+\.js", "window.Plotly=e"),
+                  ("each react followed by a resize", r"PlotlyPlot-[\w-]+\.js", ".react(g,e.data,e.layout,e.config),p.default.Plots.resize(g)"))
 
 
 def plotly_chunk():

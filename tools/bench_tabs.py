@@ -5,7 +5,7 @@
 Starts `python app.py` (tools.serve.AppProcess) and, in a fresh page at desktop width each round, once the page
 has settled and loaded plotly (as a reader types the sentence): translates sentence A on the Translate tab, opens every other top-level tab in page order (its first visit), then translates
 sentence B and opens each again. A tab is open when its button is selected, no Gradio status tracker shows on
-screen, every plot on screen is drawn, its main element is on screen and, where the tab shows the sentence, a
+screen, every plot on screen is drawn (its svg there and no drawing of it pending), its main element is on screen and, where the tab shows the sentence, a
 word of the new sentence is on screen (text or figure labels). Times are taken inside the page, from the click
 to the first animation frame where that holds (the main element: a plot drawn with data, or HTML with text) (tools.bench_browser.measure); each figure is the median over the
 rounds. Beside them, measured in the same run: a trivial Gradio event (the echo page of tools.bench_browser).
@@ -49,8 +49,12 @@ TAB_HELPERS = r"""(() => {
         && t.getClientRects().length)) return false;
     const main = arg.key && document.querySelector(arg.key), g = main?.querySelector('.js-plotly-plot');
     if (main && !(onScreen(main) && (arg.plot ? g?.data?.length : main.innerText.trim()))) return false;
-    const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(onScreen);
-    if (!plots.every(g => g.querySelector('svg.main-svg'))) return false;
+    // every plot component on screen that holds a figure (Gradio's [data-testid=plotly] box, which plotly draws into)
+    // (displayed: an empty box has no height until plotly draws into it)
+    const plots = [...document.querySelectorAll('[data-testid=plotly], .js-plotly-plot')]
+      .filter(e => e.getClientRects().length);
+    // drawn: plotly's svg is there, and no drawing is pending (a resize lays the plot out again when its timer fires)
+    if (!plots.every(g => g.querySelector('svg.main-svg') && !g._resolveResize && !g._promises?.length)) return false;
     if (!arg.words.length) return true;
     const shown = window.__shownWords();
     return arg.words.some(w => shown.has(w)) && !(arg.old ?? []).some(w => shown.has(w)); };

@@ -9,7 +9,7 @@ import gradio as gr
 from core.model import Embeddings, PositionalEncoding
 
 from ..cache import per_language
-from ..common import clamp, code_panel, empty_figure, md_literal
+from ..common import Plot, clamp, code_panel, empty_figure, md_literal
 from ..figures.positional import (
     curves_figure,
     encoding,
@@ -94,15 +94,15 @@ def _layout(cfg):
         positions = gr.Slider(10, 500, value=100, step=1, label=L("ui.positional.positions"))
         dims = gr.Textbox(value="4, 5, 6, 7", label=L("ui.positional.dims"), elem_id="pe-dims")
         k = gr.Slider(1, 50, value=5, step=1, label=L("ui.positional.offset"))
-    curves = gr.Plot(elem_id="pe-curves")
+    curves = Plot(elem_id="pe-curves")
     with gr.Row():
-        heat = gr.Plot()
-        sim = gr.Plot()
+        heat = Plot()
+        sim = Plot()
     gr.Markdown(L("ui.positional.relative"))
-    rel = gr.Plot(elem_id="pe-rel")
+    rel = Plot(elem_id="pe-rel")
     note = gr.Markdown(elem_id="pe-note")
     gr.Markdown(L("ui.positional.scale"))
-    scale = gr.Plot(elem_id="pe-scale")
+    scale = Plot(elem_id="pe-scale")
     scale_note = gr.Markdown()
     code_panel(None, PositionalEncoding, Embeddings)
     outputs = dict(curves=curves, heat=heat, sim=sim, rel=rel, note=note, scale=scale, scale_note=scale_note)

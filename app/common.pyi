@@ -1,0 +1,211 @@
+"""What several tabs use: the figures' compact plotly template, values from the browser kept in range, user
+text made literal for Markdown, token axes, the empty-figure placeholder, and the code panel.
+
+Token axes are numeric with the pieces as tick labels: a categorical axis would merge repeated tokens.
+"""
+import hashlib
+import html
+import inspect
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import gradio as gr
+import plotly.graph_objects as go
+import plotly.io as pio
+from gradio.components.plot import PlotData
+
+from core.instrument import KINDS
+
+from .figures.margins import fitted_json
+from .i18n import L, choices, text
+
+MASK_SCALE = [[0, "#f2f2f2"], [1, "#2f6db5"]]  # 0 = masked (grey), 1 = may attend (blue)
+MAX_CHARS = 1000  # the longest text the page takes to run the model on (German to translate, English to score)
+
+
+def compact_template():
+    """Plotly's default look, keeping only what this app's figures use (2-D axes, heatmaps, bars, lines,
+    histograms). Every figure carries its template to the browser: plotly's full one is 6.5 KB, this 2.3."""
+    full = pio.templates["plotly"]
+    layout = ("autotypenumbers", "colorway", "font", "hovermode", "hoverlabel", "paper_bgcolor", "plot_bgcolor",
+              "colorscale", "xaxis", "yaxis", "annotationdefaults", "shapedefaults", "title")
+    template = go.layout.Template(layout={k: full.layout[k] for k in layout},
+                                  data={k: full.data[k] for k in ("heatmap", "bar", "scatter", "histogram")})
+    # x tick labels that would run into each other on a narrow screen stand upright (plotly's own choice,
+    # 0 or 30 degrees, leaves long tokens overlapping)
+    template.layout.xaxis.autotickangles = [0, 90]
+    return template
+
+
+pio.templates["explorer"] = compact_template()
+pio.templates.default = "explorer"  # for every figure the app builds: each tab module imports this one
+
+from gradio.events import Dependency
+
+class Plot(gr.Plot):
+    """gr.Plot whose plotly figures go to the browser with margins that already hold their labels
+    (app/figures/margins.py), so that the browser draws each figure once, not twice. The figure is not changed."""
+    is_template = True  # drawn by Gradio's own plot component
+
+    def postprocess(self, value):
+        if isinstance(value, go.Figure):
+            return PlotData(type="plotly", plot=fitted_json(value))
+        return super().postprocess(value)
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+def kind_choices(long=False, kinds=KINDS):
+    """Kinds of attention (core.instrument.KINDS) as a menu's choices, labelled in both languages: ui.kind.short.<kind>
+    (menus, grids) or ui.kind.long.<kind> (the Attention tab's titles)."""
+    return choices(f"ui.kind.{'long' if long else 'short'}", kinds)
+
+
+def kind_name(kind, long=False):
+    """A kind of attention's name, for text drawn at run time (the menus' words: ui.kind.*), in the event's
+    language (app.i18n.speaking)."""
+    return text(f"ui.kind.{'long' if long else 'short'}.{kind}")
+
+
+def clamp(x, lo, hi, cast=int):
+    """x as a number within lo..hi; lo for anything unreadable (the browser can send any value)."""
+    try:
+        return max(lo, min(hi, cast(x)))
+    except (TypeError, ValueError):
+        return lo
+
+
+def within(limit, x):
+    """x kept to a setting's Limit (core.decode): a number of its type within its range, as `clamp`."""
+    return clamp(x, limit.lo, limit.hi, limit.cast)
+
+
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~:])")
+
+
+def md_literal(text):
+    """Text for a Markdown output shown as typed: HTML escaped, and Markdown's punctuation backslashed, so that
+    no user text becomes a link, an image, emphasis or markup."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(str(text), quote=False))
+
+
+def label(token):
+    """A token as plotly text: plotly reads a subset of HTML in labels, so "<s>" would strike through."""
+    return html.escape(str(token), quote=False)
+
+
+def _columns(text):
+    return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
+
+
+def wrap_title(title, width=34):
+    """A figure's title in lines of at most about `width` Latin letters (a Chinese character counts two), broken
+    at a space or a dot after a letter (a module's path), after Chinese punctuation where that leaves the line a third full or more, else beside a Chinese
+    character: plotly never wraps a title, and one line of it runs off a phone's figure (34 letters of a
+    title's 17 px fit 340 px)."""
+    lines, line, cut, pause = [], "", None, None
+    for ch in title:
+        if _columns(line + ch) > width and line:
+            at = pause if pause and _columns(line[:pause]) * 3 >= width else cut or len(line)
+            lines.append(line[:at].rstrip())
+            line, cut, pause = line[at:].lstrip(), None, None
+        line += ch
+        if ch == " " or ord(ch) >= 0x2E80 or (ch == "." and line[-2:-1].isalpha()):
+            cut = len(line)  # a break may come after this character (a dot of a name, not of a number)
+        if ch in "，：；、）。":
+            pause = len(line)
+    return "<br>".join(lines + [line])
+
+
+def token_axis(tokens, **kw):
+    """A plotly axis with one tick per token, labelled with the token."""
+    return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[label(t) for t in tokens], **kw)
+
+
+def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None, title_font=None, **layout):
+    """A figure of panels filled row by row in `cols` columns, each panel (traces, title, x-axis dict, y-axis
+    dict) on its own pair of axes placed by domain, its title above it unless `notes` (annotations in paper
+    coordinates) label the grid instead. Laid out by hand: plotly's make_subplots takes several times longer than
+    the figure itself for 24 panels."""
+    rows = (len(panels) + cols - 1) // cols
+    w, h = (1 - gap[0] * (cols - 1)) / cols, (1 - gap[1] * (rows - 1)) / rows
+    data, axes, titles = [], {}, []
+    font = {} if title_font is None else {"font": title_font}
+    for i, (traces, name, xaxis, yaxis) in enumerate(panels):
+        r, c, ax = i // cols, i % cols, "" if i == 0 else str(i + 1)
+        x0, y1 = c * (w + gap[0]), 1 - r * (h + gap[1])
+        data += [dict(t, xaxis=f"x{ax}", yaxis=f"y{ax}") for t in traces]
+        axes[f"xaxis{ax}"] = dict(xaxis, domain=[x0, min(1.0, x0 + w)], anchor=f"y{ax}")  # within 0..1 despite
+        axes[f"yaxis{ax}"] = dict(yaxis, domain=[max(0.0, y1 - h), y1], anchor=f"x{ax}")  # rounding
+        # centred on its panel (plotly's "auto" anchors a title left of a third of the width, right past two)
+        titles.append(dict(text=wrap_title(name, max(16, 48 // cols)), x=x0 + w / 2, y=y1, xanchor="center",
+                           yanchor="bottom", **font))
+    annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
+    layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
+    # the title hangs from the top, so that its lines when wrapped grow down into the margin, not over the panels
+    title = dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=20)) if isinstance(title, str) else title
+    return go.Figure(data, dict(title=title, height=height, annotations=annotations, **axes, **layout))
+
+
+def prob_color(p):
+    """White (p = 0) to a saturated green (p = 1)."""
+    r, g, b = (int(255 - (255 - c) * p) for c in (46, 160, 67))
+    return f"rgb({r},{g},{b})"
+
+
+MARK_STYLE = "outline:2px solid #e4572e; outline-offset:1px; "  # a token strip's marked token
+
+
+def token_strip(tokens, probs, marked=(), hovers=None, legend=""):
+    """Tokens (pieces, escaped) on backgrounds coloured by their probability, each with it below; those at the
+    positions `marked` outlined in red; `hovers` the text shown over each (else its probability); `legend` a
+    line below the strip."""
+    hovers = hovers or [f"p = {p:.3f}" for p in probs]
+    spans = []
+    for i, (tok, p, hover) in enumerate(zip(tokens, probs, hovers)):
+        text = html.escape(tok.replace("▁", " ").strip() or tok)
+        spans.append(f'<span class="tok" title="{html.escape(hover)}" style="{MARK_STYLE if i in marked else ""}'
+                     f'background:{prob_color(p)};color:{"#fff" if p > 0.6 else "#111"}">'
+                     f'{text}<sub>{p:.2f}</sub></span>')
+    below = f'<div class="tok-legend">{legend}</div>' if legend else ""
+    return f'<div class="tok-row">{"".join(spans)}</div>{below}'
+
+
+def empty_figure(message, width=None):
+    """A blank figure that says why there is nothing to show (in lines of `width` letters, see wrap_title)."""
+    fig = go.Figure()
+    words = label(message) if width is None else wrap_title(label(message), width)
+    fig.add_annotation(text=words, showarrow=False, font=dict(size=15, color="#777"))
+    fig.update_layout(height=220, xaxis=dict(visible=False), yaxis=dict(visible=False),
+                      margin=dict(l=10, r=10, t=10, b=10))
+    return fig
+
+
+def code_panel(title, *objects):
+    """The source of the pieces a tab explores, shown beside their pictures (closed at first); `title` a label
+    (app.i18n.L), "The code" in the page's language when None."""
+    with gr.Accordion(L("ui.code") if title is None else title, open=False):
+        gr.Code("\n\n".join(inspect.getsource(o) for o in objects), language="python")
+
+
+EXPORTS = Path(tempfile.gettempdir()) / "transformer-explorer-exports"
+EXPORT_AGE_S = 3600  # an export file is kept this long (Gradio serves its own copy of it)
+
+
+def export_file(text, stem, suffix):
+    """`text` written to a file for download, named by its stem and content (the same content is written
+    once), in a directory from which files older than an hour are removed. Returns the path."""
+    EXPORTS.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for old in EXPORTS.iterdir():
+        if now - old.stat().st_mtime > EXPORT_AGE_S:
+            old.unlink(missing_ok=True)
+    path = EXPORTS / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+    return str(path)
