@@ -43,15 +43,18 @@ pio.templates["explorer"] = compact_template()
 pio.templates.default = "explorer"  # for every figure the app builds: each tab module imports this one
 
 
-class Plot(gr.Plot):
-    """gr.Plot whose plotly figures go to the browser with margins that already hold their labels
-    (app/figures/margins.py), so that the browser draws each figure once, not twice. The figure is not changed."""
-    is_template = True  # drawn by Gradio's own plot component
+def fitted_plot(*args, **kwargs):
+    """A gr.Plot whose plotly figures go to the browser with margins that already hold their labels
+    (app/figures/margins.py), so that the browser draws each figure once, not twice; the figure itself is not
+    changed. (An instance's own postprocess: a subclass of a Gradio component would have Gradio write a .pyi file
+    beside this module at every start.)"""
+    plot = gr.Plot(*args, **kwargs)
+    sent = plot.postprocess
 
-    def postprocess(self, value):
-        if isinstance(value, go.Figure):
-            return PlotData(type="plotly", plot=fitted_json(value))
-        return super().postprocess(value)
+    def postprocess(value):
+        return PlotData(type="plotly", plot=fitted_json(value)) if isinstance(value, go.Figure) else sent(value)
+    plot.postprocess = postprocess
+    return plot
 
 
 def kind_choices(long=False, kinds=KINDS):

@@ -1,7 +1,9 @@
 """Every top-level tab opened in headless Chromium after one sentence, then after another: each shows the second
-sentence's views. The app runs as `python app.py` (tools.serve.AppProcess); the conditions are those of
-`python -m tools.bench --tabs` (tools/bench_tabs.py), waited on in the page, never for a time."""
+sentence's views, draws each figure once (no resize of a plot that already has its box's size), and the page never
+fetches its own address again. The app runs as `python app.py` (tools.serve.AppProcess); the conditions are those
+of `python -m tools.bench --tabs` (tools/bench_tabs.py), waited on in the page, never for a time."""
 import os
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -26,6 +28,9 @@ def test_every_tab_shows_the_new_sentence(tmp_path):
         page.goto(app.url)
         page.get_by_role("tab", name="Translate", exact=True).wait_for()
         page.evaluate(bench_tabs.TAB_HELPERS)
+        # the page's own address, fetched again (a plot's clip path naming the page as it was, app/links.py)
+        again = []
+        page.on("request", lambda r: again.append(r.url) if urlsplit(r.url).path in ("", "/") else None)
         for exp, words, gone in ((a, bench_tabs.new_words(a, b), []), (b, new, old)):
             page.get_by_role("tab", name="Translate", exact=True).click()
             page.locator("#src textarea").fill(exp.text)
@@ -41,4 +46,10 @@ def test_every_tab_shows_the_new_sentence(tmp_path):
                     shown = page.evaluate("() => [...window.__shownWords()].slice(0, 400)")
                     pytest.fail(f"the {name} tab after {exp.text!r}: not drawn for it ({arg}); on screen: {shown}\n"
                                 f"app log (end):\n{app.tail(2000)}")
+                # plotly lays a plot out again only through a resize timer: none was started for a plot on screen
+                resized = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                                        ".filter(g => g.getClientRects().length && g._redrawTimer !== undefined)"
+                                        ".map(g => g.closest('[id]')?.id ?? '?')")
+                assert resized == [], f"the {name} tab after {exp.text!r}: plots drawn a second time: {resized}"
     assert errors == []
+    assert again == [], f"the page fetched its own address again: {again}"

@@ -24,11 +24,12 @@ FONT = 12  # plotly's default font size (this app's template keeps it)
 TITLE_FONT = 14  # an axis title's default size
 LINE = 1.3  # a line of text, in font sizes
 STANDOFF = 15  # the template's axis title standoff
-PAD = 8  # room added to every estimate
+PAD = 12  # room added to every estimate (fonts differ from one machine to the next)
 EDGE = 0.02  # an axis whose counter-axis' domain starts within this of the edge pushes the margin
 PLOT_WIDTH = 1000  # a guess at the plot's width where it matters (a colour bar or legend placed beyond x = 1)
 MOST = 160  # no side widened beyond this: past it, a phone's plot would be squeezed; plotly widens it if need be
 _TAG = re.compile(r"<[^>]+>")
+_ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|\w+);")  # one character on screen
 
 
 def _char_em(c):
@@ -43,7 +44,7 @@ def _char_em(c):
 
 def text_width(s, size=FONT):
     """The width in px of plotly text `s` (its tags dropped, its widest line) at font size `size`."""
-    lines = _TAG.sub("", str(s).replace("<br>", "\n").replace("<br />", "\n")).split("\n")
+    lines = _ENTITY.sub("&", _TAG.sub("", str(s).replace("<br>", "\n").replace("<br />", "\n"))).split("\n")
     return max(sum(_char_em(c) for c in line) for line in lines) * size
 
 

@@ -10,7 +10,7 @@ from core import model as core_model
 from core.instrument import KINDS
 
 from ..bertviz_views import frame_box, standalone_html, view_data
-from ..common import Plot, clamp, code_panel, export_file, kind_choices, kind_name
+from ..common import clamp, code_panel, export_file, fitted_plot, kind_choices, kind_name
 from ..figures.attention import attention_heatmap, attention_maps, head_grid, layer_head_overview
 from ..i18n import L, in_language, texts
 from ..views import Tab, View
@@ -85,11 +85,11 @@ def _views():
     downloads."""
     with gr.Tabs(overflow_behavior="wrap") as tabs:
         with gr.Tab(L("ui.attention.tab.one-head"), id="one-head") as one:
-            heat = Plot(elem_id="heatmap")
+            heat = fitted_plot(elem_id="heatmap")
         with gr.Tab(L("ui.attention.tab.all-heads"), id="all-heads") as all_:
-            grid = Plot(elem_id="head-grid")
+            grid = fitted_plot(elem_id="head-grid")
         with gr.Tab(L("ui.attention.tab.layers-heads"), id="layers-heads") as layers:
-            overview = Plot(elem_id="overview-grid")
+            overview = fitted_plot(elem_id="overview-grid")
         with gr.Tab(L("ui.attention.tab.bertviz-head"), id="bertviz-head") as bv_head_tab:
             gr.Markdown(L("ui.attention.bertviz-head"))
             bv_head = gr.HTML(elem_id="bertviz-head", **frame_box("head"))

@@ -19,7 +19,7 @@ from core.analysis.heads import MEASURES, findings
 from core.instrument import KINDS
 from core.words import write
 
-from ..common import Plot, clamp, empty_figure, kind_choices, kind_name, md_literal
+from ..common import clamp, empty_figure, fitted_plot, kind_choices, kind_name, md_literal
 from ..figures.attention import attention_maps, head_grid
 from ..figures.heads import atlas_html, comparison_html, measure_key, pieces, prompt_html
 from ..i18n import LANGS, L, in_language, text, texts, written
@@ -268,7 +268,7 @@ def build(cfg, page, state, top, attn, lang):
         with gr.Row():
             map_kind = gr.Radio(KIND_CHOICES, value="cross", label=L("ui.heads.maps-of"), elem_id="off-map-kind")
             map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="off-map-layer")
-        maps = Plot(elem_id="off-maps")
+        maps = fitted_plot(elem_id="off-maps")
     controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched)
     view = Tab(WHERE, VIEWS, controls, dict(atlas=atlas, compare=compare, maps=maps), page, lang, state).wire(tab)
     _wire_switch(view, kind, layer, head, add, but, clear, chosen, run, status)

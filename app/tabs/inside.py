@@ -17,7 +17,7 @@ from core.instrument import KINDS, run_with_cache
 from core.model import LayerNorm, attention
 
 from ..cache import per_language
-from ..common import Plot, clamp, code_panel, kind_choices, kind_name, label, md_literal
+from ..common import clamp, code_panel, fitted_plot, kind_choices, kind_name, label, md_literal
 from ..figures.inside import (
     distribution_figure,
     ffn_figures,
@@ -266,14 +266,14 @@ def _modules_tab(model):
         with gr.Row():
             with gr.Column(scale=1):
                 tree = gr.HTML(js_on_load=TREE_JS, css_template=CSS, elem_id="in-tree")
-            treemap = Plot(elem_id="in-treemap", scale=1)
+            treemap = fitted_plot(elem_id="in-treemap", scale=1)
         names = [n for n, _ in model.named_modules(remove_duplicate=False)]
         module = gr.Dropdown([(module_label(n), n) for n in names], value=DEFAULTS["module"],
                              label=L("ui.inside.module"), elem_id="in-module")
         detail = gr.Markdown(elem_id="in-detail")
         with gr.Row():
-            weights = Plot(elem_id="in-weights")
-            dist = Plot(elem_id="in-dist")
+            weights = fitted_plot(elem_id="in-weights")
+            dist = fitted_plot(elem_id="in-dist")
         source = gr.Code(language="python", label=L("ui.inside.source"), max_lines=40)
     tree.select(picked, None, module, api_visibility="private")
     return tab, module, dict(tree=tree, treemap=treemap, summary=summary, detail=detail, source=source,
@@ -293,9 +293,9 @@ def _layernorm_tab(model):
             bias = gr.Slider(0, 1, value=DEFAULTS["bias"], step=0.05,
                              label=L("ui.inside.bias"), elem_id="in-bias")
         note = gr.Markdown(WAIT, elem_id="in-ln-note")
-        fig = Plot(elem_id="in-ln")
-        forms = Plot(elem_id="in-ln-forms")
-        params = Plot(elem_id="in-ln-params")
+        fig = fitted_plot(elem_id="in-ln")
+        forms = fitted_plot(elem_id="in-ln-forms")
+        params = fitted_plot(elem_id="in-ln-params")
     return tab, dict(norm=ln, token=token, gain=gain, bias=bias), dict(ln=fig, ln_forms=forms, ln_note=note,
                                                                        ln_params=params)
 
@@ -308,23 +308,23 @@ def _scale_tab(cfg):
             layer = gr.Dropdown(list(range(cfg["N"])), value=DEFAULTS["layer"], label=L("ui.layer"), elem_id="in-layer")
             head = gr.Dropdown(list(range(cfg["h"])), value=DEFAULTS["head"], label=L("ui.head"), elem_id="in-head")
         note = gr.Markdown(WAIT, elem_id="in-scale-note")
-        fig = Plot(elem_id="in-scale")
-        sweep = Plot(elem_id="in-sweep")
+        fig = fitted_plot(elem_id="in-scale")
+        sweep = fitted_plot(elem_id="in-sweep")
     return tab, dict(kind=kind, layer=layer, head=head), dict(scale=fig, scale_note=note, sweep=sweep)
 
 
 def _stream_tabs(cfg):
     with gr.Tab(L("ui.inside.tab.residual"), id="residual") as residual:
         res_note = gr.Markdown(WAIT, elem_id="in-res-note")
-        res = Plot(elem_id="in-residual")
+        res = fitted_plot(elem_id="in-residual")
     with gr.Tab(L("ui.inside.tab.ffn"), id="ffn") as ffn:
         which = gr.Dropdown(ffn_choices(cfg["N"]), value=DEFAULTS["ffn"], label=L("ui.layer"), elem_id="in-ffn-layer")
         ffn_note = gr.Markdown(WAIT, elem_id="in-ffn-note")
-        firing = Plot(elem_id="in-ffn")
-        units = Plot(elem_id="in-units")
+        firing = fitted_plot(elem_id="in-ffn")
+        units = fitted_plot(elem_id="in-units")
     with gr.Tab(L("ui.inside.tab.lens"), id="lens") as lens:
         lens_note = gr.Markdown(WAIT, elem_id="in-lens-note")
-        lens_fig = Plot(elem_id="in-lens")
+        lens_fig = fitted_plot(elem_id="in-lens")
     return {"residual": residual, "ffn": ffn, "lens": lens}, which, \
         dict(residual=res, res_note=res_note, firing=firing, units=units, ffn_note=ffn_note, lens=lens_fig,
              lens_note=lens_note)

@@ -24,7 +24,7 @@ from core.model import make_model
 from core.words import write
 
 from .. import hosting
-from ..common import Plot, clamp, code_panel, empty_figure
+from ..common import clamp, code_panel, empty_figure, fitted_plot
 from ..figures.lab import attention_figure, curve_figure, examples_html, result_markdown
 from ..i18n import LANGS, L, choices, in_language, spoken, text, texts, written
 from ..views import Tab, View
@@ -323,9 +323,9 @@ def _layout():
     breaks = gr.CheckboxGroup(break_choices(), label=L("ui.lab.break"), elem_id="lab-breaks")
     train = gr.Button(L("ui.lab.train"), variant="primary", elem_id="lab-train")
     progress = gr.Markdown(elem_id="lab-progress")  # how far a live run is, right under the button (train_run)
-    outputs = dict(curve=Plot(elem_id="lab-curve"), result=gr.Markdown(elem_id="lab-result"),
-                   examples=gr.HTML(elem_id="lab-examples"), cross=Plot(elem_id="lab-cross"),
-                   decoder=Plot(elem_id="lab-self"))
+    outputs = dict(curve=fitted_plot(elem_id="lab-curve"), result=gr.Markdown(elem_id="lab-result"),
+                   examples=gr.HTML(elem_id="lab-examples"), cross=fitted_plot(elem_id="lab-cross"),
+                   decoder=fitted_plot(elem_id="lab-self"))
     code_panel(L("ui.lab.code"), make_model,
                core_lab.build_model, core_lab.masks, core_lab.lr_lambda, core_lab.PostNormSublayerConnection,
                core_lab.QueryScale)

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from ..common import Plot, clamp, label
+from ..common import clamp, fitted_plot, label
 from ..i18n import L, in_language, text
 from ..learn_path import (
     STEPS,
@@ -244,7 +244,7 @@ def _layout():
     answer = gr.Markdown(elem_id="learn-answer")
     slider = gr.Slider(0, 1, value=0, label=" ", visible=False, elem_id="learn-slider")
     choice = gr.Radio([], label=" ", visible=False, elem_id="learn-choice")
-    figure = Plot(elem_id="learn-figure", show_label=False)
+    figure = fitted_plot(elem_id="learn-figure", show_label=False)
     fact = gr.Markdown(elem_id="learn-fact")
     with gr.Row(elem_id="learn-nav"):
         back_btn = gr.Button(L("ui.learn.back"), elem_id="learn-back", min_width=88)

@@ -12,7 +12,7 @@ from core.instrument import attention_name, run_with_cache
 from core.model import subsequent_mask
 
 from ..cache import per_language
-from ..common import Plot, clamp, code_panel, empty_figure, kind_name, md_literal
+from ..common import clamp, code_panel, empty_figure, fitted_plot, kind_name, md_literal
 from ..figures.masks import (
     batching_figure,
     ids_table_html,
@@ -121,12 +121,12 @@ def _layout(cfg):
         head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"))
     summary = gr.Markdown(elem_id="m-summary")
     ids = gr.HTML()
-    panels = Plot(elem_id="m-masks")
+    panels = fitted_plot(elem_id="m-masks")
     shift = gr.HTML()
     gr.Markdown(L("ui.masks.at-work"))
-    scores = Plot(elem_id="m-scores")
+    scores = fitted_plot(elem_id="m-scores")
     gr.Markdown(L("ui.masks.batching"))
-    batching = Plot(elem_id="m-batching")
+    batching = fitted_plot(elem_id="m-batching")
     code_panel(None, subsequent_mask, Batch)
     outputs = dict(summary=summary, ids=ids, panels=panels, shift=shift, scores=scores, batching=batching)
     return outputs, dict(de=de, en=en, sentence=sentence, kind=kind, layer=layer, head=head)

@@ -9,7 +9,7 @@ import gradio as gr
 from core.model import Embeddings, PositionalEncoding
 
 from ..cache import per_language
-from ..common import Plot, clamp, code_panel, empty_figure, md_literal
+from ..common import clamp, code_panel, empty_figure, fitted_plot, md_literal
 from ..figures.positional import (
     curves_figure,
     encoding,
@@ -94,15 +94,15 @@ def _layout(cfg):
         positions = gr.Slider(10, 500, value=100, step=1, label=L("ui.positional.positions"))
         dims = gr.Textbox(value="4, 5, 6, 7", label=L("ui.positional.dims"), elem_id="pe-dims")
         k = gr.Slider(1, 50, value=5, step=1, label=L("ui.positional.offset"))
-    curves = Plot(elem_id="pe-curves")
+    curves = fitted_plot(elem_id="pe-curves")
     with gr.Row():
-        heat = Plot()
-        sim = Plot()
+        heat = fitted_plot()
+        sim = fitted_plot()
     gr.Markdown(L("ui.positional.relative"))
-    rel = Plot(elem_id="pe-rel")
+    rel = fitted_plot(elem_id="pe-rel")
     note = gr.Markdown(elem_id="pe-note")
     gr.Markdown(L("ui.positional.scale"))
-    scale = Plot(elem_id="pe-scale")
+    scale = fitted_plot(elem_id="pe-scale")
     scale_note = gr.Markdown()
     code_panel(None, PositionalEncoding, Embeddings)
     outputs = dict(curves=curves, heat=heat, sim=sim, rel=rel, note=note, scale=scale, scale_note=scale_note)

@@ -18,7 +18,7 @@ from core.instrument import KINDS
 from core.translate import Translator, kept_snapshots
 
 from ..cache import per_language
-from ..common import Plot, clamp, empty_figure, kind_choices
+from ..common import clamp, empty_figure, fitted_plot, kind_choices
 from ..figures.heads import measure_key, pieces
 from ..figures.timelapse import (
     MEASURES,
@@ -258,7 +258,7 @@ def build(demo, page, state, lang):
         playing = gr.State(False)
         timer = gr.Timer(PLAY_SECONDS, active=False)
         where = gr.Markdown(elem_id="tl-where")
-        curves = Plot(elem_id="tl-curves")
+        curves = fitted_plot(elem_id="tl-curves")
         gr.Markdown(L("ui.timelapse.sentence-intro"))
         choices = [(L("ui.timelapse.page-sentence"), "page")] + [
             (L("ui.timelapse.probe", k=k + 1, sentence=sentence_label(s)), f"probe-{k}")
@@ -269,13 +269,13 @@ def build(demo, page, state, lang):
             layer = gr.Slider(0, max(1, n_layers - 1), value=n_layers - 1, step=1, label=L("ui.timelapse.layer"),
                               elem_id="tl-layer")
             head = gr.Slider(0, max(1, n_heads - 1), value=0, step=1, label=L("ui.timelapse.head"), elem_id="tl-head")
-        cross = Plot(elem_id="tl-cross")
+        cross = fitted_plot(elem_id="tl-cross")
         gr.Markdown(L("ui.timelapse.heads-intro"))
         with gr.Row():
             kind = gr.Radio(kind_choices(), value="cross", label=L("ui.timelapse.kind"), elem_id="tl-kind")
             measure = gr.Dropdown(measure_choices("cross"), value="diagonal",
                                   label=L("ui.timelapse.measure"), elem_id="tl-measure")
-        heads_time = Plot(elem_id="tl-heads")
+        heads_time = fitted_plot(elem_id="tl-heads")
     play.click(play_toggle, [playing, snap], [play, timer, playing, snap], api_visibility="private")
     timer.tick(play_tick, [snap, playing], [snap, timer, playing, play], api_visibility="private")
     kind.change(measure_menu, [kind, measure], measure, api_visibility="private")

@@ -9,7 +9,7 @@ import gradio as gr
 from core.train import LabelSmoothing, rate
 
 from ..cache import per_language
-from ..common import Plot, clamp, code_panel, empty_figure
+from ..common import clamp, code_panel, empty_figure, fitted_plot
 from ..figures.training import (
     ablation_figure,
     ablation_runs,
@@ -125,7 +125,7 @@ def _replay_panel():
         step = gr.Slider(1, n_steps, value=n_steps, step=1, label=L("ui.training.step"), elem_id="r-step")
     playing = gr.State(False)
     timer = gr.Timer(0.6, active=False)
-    fig = Plot(elem_id="r-fig")
+    fig = fitted_plot(elem_id="r-fig")
     probes = gr.HTML(elem_id="r-probes")
     play.click(replay_toggle, [playing, step], [play, timer, playing, step], api_visibility="private")
     timer.tick(replay_tick, [step, playing], [step, timer, playing], api_visibility="private")
@@ -138,17 +138,17 @@ def _noam_panel():
         d_model = gr.Slider(64, 1024, value=512, step=64, label="d_model")
         warmup = gr.Slider(100, 16000, value=4000, step=100, label=L("ui.training.warmup"), elem_id="n-warm")
         factor = gr.Slider(0.1, 3.0, value=1.0, step=0.1, label=L("ui.training.factor"))
-    return dict(noam=Plot(elem_id="n-fig")), dict(d_model=d_model, factor=factor, warmup=warmup)
+    return dict(noam=fitted_plot(elem_id="n-fig")), dict(d_model=d_model, factor=factor, warmup=warmup)
 
 
 def _smoothing_panel():
     gr.Markdown(L("ui.training.smoothing"))
     eps = gr.Slider(0.0, 0.8, value=0.1, step=0.05, label=L("ui.training.eps"), elem_id="ls-eps")
     with gr.Row():
-        fig = Plot(elem_id="ls-fig")
-        penalization = Plot()
+        fig = fitted_plot(elem_id="ls-fig")
+        penalization = fitted_plot()
     gr.Markdown(L("ui.training.ablation"))
-    ablation = Plot(elem_id="t-ablation")
+    ablation = fitted_plot(elem_id="t-ablation")
     note = gr.Markdown()
     return dict(smoothing=fig, penalization=penalization, ablation=ablation, ablation_note=note), eps
 

@@ -11,7 +11,7 @@ from core.analysis import searchtree
 from core.decode import DECODING_LIMITS
 
 from ..cache import PerTranslation
-from ..common import MAX_CHARS, Plot, clamp, empty_figure, export_file, within
+from ..common import MAX_CHARS, clamp, empty_figure, export_file, fitted_plot, within
 from ..figures.whatif import comparison_html, tree_figure
 from ..i18n import L, in_language, texts
 from ..shared import MODEL_LOCK, get_translator
@@ -160,7 +160,7 @@ def _layout():
     gr.Markdown(L("ui.whatif.tree-intro"))
     beam = gr.Slider(BEAM.lo, BEAM.hi, value=BEAM.default, step=BEAM.step, label=L("ui.whatif.beam"),
                      elem_id="whatif-beam")
-    tree = Plot(elem_id="whatif-tree")
+    tree = fitted_plot(elem_id="whatif-tree")
     with gr.Row():
         save_tree = gr.Button(L("ui.whatif.save"), size="sm", elem_id="whatif-save")
         tree_html = gr.File(visible=False, interactive=False, label=L("ui.whatif.file"), elem_id="whatif-file")

@@ -13,7 +13,7 @@ import gradio as gr
 from core.analysis.attribution import attribute
 
 from ..cache import PerTranslation
-from ..common import Plot, clamp, code_panel, empty_figure
+from ..common import clamp, code_panel, empty_figure, fitted_plot
 from ..figures.why import reading, source_figure, target_figure
 from ..i18n import L, texts
 from ..shared import MODEL_LOCK, get_translator
@@ -118,8 +118,8 @@ def build(page, state, lang):
         # a value the browser keeps from the last sentence's menu is no error: why_view clamps it
         token = gr.Dropdown(choices=[], value=None, label=L("ui.why.token"), elem_id="why-token",
                             allow_custom_value=True)
-        src_fig = Plot(elem_id="why-source")
-        tgt_fig = Plot(elem_id="why-target")
+        src_fig = fitted_plot(elem_id="why-source")
+        tgt_fig = fitted_plot(elem_id="why-target")
         note = gr.Markdown(elem_id="why-reading")
         gr.Markdown(L("ui.why.reading"))
         code_panel(None, attribute)

@@ -1,0 +1,162 @@
+"""app/figures/margins.py: a figure's margins widened to hold its labels, so that plotly draws it once.
+
+The estimate is checked against plotly itself: the same figures drawn by the front end's own plotly.js in headless
+Chromium at a desktop and a phone width, where plotly's auto-margins must find nothing to widen and the
+fitted margins may not leave much more room than plotly would have taken.
+"""
+import json
+import os
+
+import plotly.graph_objects as go
+import pytest
+import torch
+
+import app.common  # noqa: F401 (the app's plotly template)
+from app.common import label
+from app.figures import margins
+
+LONG = "Straßenbahnhaltestelle"
+
+
+def _heatmap(rows, cols):
+    """Token axes as the app writes them (numbers with the pieces as tick labels, escaped: app.common.label)."""
+    return go.Figure(go.Heatmap(z=torch.rand(len(rows), len(cols)).tolist(), x=list(range(len(cols))),
+                                y=list(range(len(rows))), colorbar=dict(title=dict(text="weight", side="right"))),
+                     layout=dict(xaxis=dict(tickvals=list(range(len(cols))), ticktext=[label(c) for c in cols]),
+                                 yaxis=dict(tickvals=list(range(len(rows))), ticktext=[label(r) for r in rows],
+                                            autorange="reversed"),
+                                 height=400, margin=dict(l=10, r=10, t=50, b=10)))
+
+
+def _lines():
+    fig = go.Figure([go.Scatter(x=list(range(1, 2001)), y=[i ** -0.5 for i in range(1, 2001)], name="rate"),
+                     go.Scatter(x=list(range(1, 2001)), y=[0.002] * 2000, name="floor")])
+    fig.update_layout(xaxis_title="step", yaxis_title="learning rate", height=360, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=1.1, x=0))
+    return fig
+
+
+def _bars(words):
+    fig = go.Figure(go.Bar(x=words, y=[0.5, -0.25, 0.125][:len(words)]))
+    fig.update_layout(yaxis_title="Δ log p", height=300, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def _figures():
+    return {"heatmap, short tokens": _heatmap(["▁Zwei", "▁Hunde", "</s>"], ["▁Two", "▁dogs", "</s>"]),
+            "heatmap, long tokens": _heatmap([f"▁{LONG}", "▁ein", "</s>"], ["▁a", f"▁{LONG}", "</s>"]),
+            "heatmap, Chinese": _heatmap(["▁两只", "▁狗在雪地里", "</s>"], ["▁a", "▁b"]),
+            "lines with titles": _lines(), "bars": _bars(["▁Zwei", "▁Hunde", "▁spielen"])}
+
+
+def test_fit_widens_to_hold_longer_labels_and_never_narrows():
+    short, long_ = (margins.fit(f.to_plotly_json())["layout"]["margin"]
+                    for f in (_heatmap(["▁a"], ["▁b"]), _heatmap([f"▁{LONG}"], ["▁b"])))
+    assert long_["l"] > short["l"] >= 10
+    assert long_["l"] - short["l"] >= margins.text_width(LONG) * 0.8
+    for fig in _figures().values():
+        given, fitted = fig.layout.margin, margins.fit(fig.to_plotly_json())["layout"]["margin"]
+        for side in "lrtb":
+            assert fitted[side] >= getattr(given, side)
+            assert fitted[side] <= max(getattr(given, side), margins.MOST)
+
+
+def test_fit_leaves_the_figure_as_it_was():
+    fig = _heatmap([f"▁{LONG}"], ["▁b"])
+    before = fig.to_json()
+    fitted = margins.fit(fig.to_plotly_json())
+    assert fig.to_json() == before
+    assert fitted["layout"]["margin"]["l"] > fig.layout.margin.l
+
+
+def test_a_margin_is_capped_where_a_phone_would_lose_its_plot():
+    fig = _heatmap(["▁" + LONG * 4], ["▁b"])
+    assert margins.fit(fig.to_plotly_json())["layout"]["margin"]["l"] == margins.MOST
+
+
+def test_text_width_counts_chinese_as_wider_and_reads_the_widest_line():
+    assert margins.text_width("狗狗狗") > margins.text_width("dog")
+    assert margins.text_width("ab<br>abcdef") == margins.text_width("abcdef")
+    assert margins.text_width("<b>abc</b>") == margins.text_width("abc")
+    assert margins.text_width("&lt;/s&gt;") == margins.text_width("&/s&")
+
+
+def test_number_labels_follow_the_range():
+    assert margins.number_labels(0, 1) and max(map(len, margins.number_labels(0, 1))) <= 4
+    assert any("k" in t for t in margins.number_labels(0, 50_000))
+    assert margins.number_labels(1, 1000, log=True)[-1] == "1000"
+
+
+def test_the_app_plot_sends_the_figure_with_its_margins_fitted():
+    fig = _heatmap([f"▁{LONG}"], ["▁b"])
+    sent = json.loads(app.common.fitted_plot().postprocess(fig).plot)
+    plain = json.loads(fig.to_json())
+    assert sent["layout"].pop("margin") == margins.fit(fig.to_plotly_json())["layout"]["margin"]
+    plain["layout"].pop("margin")
+    assert sent == plain
+
+
+def _gradio_plotly(page):
+    """Open a blank page that has imported the front end's own plot chunk (its plotly, as the app's page has it):
+    the front end's files are served to the page from the installed Gradio, nothing from outside."""
+    from app.gradio_adapter import frontend_assets, plotly_chunk
+    assets = {p.name: p for p in frontend_assets()} | {p.name: p for p in frontend_assets()[0].parent.glob("*.css")}
+
+    def serve(route):
+        name = route.request.url.rsplit("/", 1)[-1]
+        if name == "index.html":
+            return route.fulfill(body="<!DOCTYPE html><html><head><meta charset='utf-8'></head><body></body></html>",
+                                 content_type="text/html")
+        if name in assets:
+            kind = "text/javascript" if name.endswith(".js") else "text/css"
+            return route.fulfill(body=assets[name].read_bytes(), content_type=kind)
+        return route.abort()
+    page.route("http://plots.test/**", serve)
+    page.goto("http://plots.test/index.html")
+    page.evaluate("name => import('/assets/' + name)", plotly_chunk())
+    page.wait_for_function("() => !!window.Plotly")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="/usr/bin/chromium not installed")
+def test_plotly_finds_nothing_to_widen_and_little_to_spare():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
+    draw = """async ([fig, width]) => {
+      const d = document.createElement('div');
+      d.style.cssText = `width:${width}px`;
+      document.body.replaceChildren(d);
+      const given = Object.assign({}, fig.layout.margin);
+      await Plotly.newPlot(d, fig.data, fig.layout, {responsive: true});
+      const full = d._fullLayout, need = {l: 0, r: 0, t: 0, b: 0};
+      // what plotly's auto-margins asked for beyond the plot area on each side, all but the figure's own margins
+      for (const [id, push] of Object.entries(full._pushmargin)) {
+        if (id === 'base') continue;
+        for (const side of ['l', 'r', 't', 'b']) {
+          const p = push[side];
+          if (!p) continue;
+          const far = side === 'l' || side === 'b' ? p.val <= 0.01 : p.val >= 0.99;
+          const span = side === 'l' || side === 'r' ? full.width : full.height;
+          const beyond = side === 'l' || side === 'b' ? -p.val : p.val - 1;
+          if (far) need[side] = Math.max(need[side], p.size + Math.max(0, beyond) * span * 0.9);
+        }
+      }
+      return {given, size: {l: full._size.l, r: full._size.r, t: full._size.t, b: full._size.b}, need};
+    }"""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page()
+            _gradio_plotly(page)
+            for width in (1300, 390):
+                for name, fig in _figures().items():
+                    fitted = json.loads(margins.fitted_json(fig))
+                    r = page.evaluate(draw, [fitted, width])
+                    # on a phone plotly may turn x tick labels upright where they would overlap, which one figure
+                    # sent to every width cannot know: the bottom margin may widen there
+                    for side in "lrtb" if width > 1000 else "lrt":
+                        assert r["size"][side] == r["given"][side], (name, width, side, r)  # nothing widened
+                        if r["need"][side] > 0:  # and not much more room than plotly's own labels take
+                            assert r["given"][side] - r["need"][side] <= 45, (name, width, side, r)
+        finally:
+            browser.close()
