@@ -240,12 +240,16 @@ def _skipped(value):
     return isinstance(value, dict) and value == gr.skip()
 
 
-def translation_shower(tabs):
+def translation_shower(tabs, then=None):
     """The callback that draws a new translation in every view that shows one: those on screen drawn, the
     others cleared. `tabs` are the tabs that show a translation; it takes the page, the Inspection, the language
-    and each tab's controls by name (page_inputs)."""
+    and each tab's controls by name (page_inputs). `then(ins)`, if given, is called once that is done (the tabs'
+    work for later: app/idle.py)."""
     def show_translation(page, ins, lang, **named):
-        return _show_all(tabs, page, ins, lang, named)
+        out = _show_all(tabs, page, ins, lang, named)
+        if then is not None and ins is not None:
+            then(ins)
+        return out
     return show_translation
 
 

@@ -202,6 +202,11 @@ def build(page, state, lang):
     (app/ui.py). Its opening and its beam size may search: they wait for the model."""
     with gr.Tab(L("ui.tab.whatif"), id="whatif") as tab:
         controls, outputs, parts = _layout()
-    view = Tab(WHERE, VIEWS, controls, outputs, page, lang, state).wire(tab, concurrency_id="model")
+    first_beam = within(BEAM, controls["beam"].value)
+
+    def warm(ins):  # the tree the tab first draws for a new translation (app/idle.py: before the tab is opened)
+        search_tree(ins, first_beam)
+    view = Tab(WHERE, VIEWS, controls, outputs, page, lang, state, more=dict(warm=warm)).wire(
+        tab, concurrency_id="model")
     _wire_whatifs(view, parts, lang)
     return view

@@ -83,6 +83,12 @@ def resolve(ins, position):
 
 # ---- views --------------------------------------------------------------------------------------------
 
+def warm(ins):
+    """What the tab's first drawing for a new translation needs from the model: its default token's attributions
+    (app/idle.py computes them before the tab is opened)."""
+    attribution(ins, default_position(ins))
+
+
 def tokens_view(ins):
     """The token menu for this translation, on its default token."""
     return gr.update(choices=token_choices(ins), value=f"{default_position(ins)}@{tag(ins)}")
@@ -124,5 +130,5 @@ def build(page, state, lang):
         gr.Markdown(L("ui.why.reading"))
         code_panel(None, attribute)
     outputs = dict(token=token, source=src_fig, target=tgt_fig, reading=note)
-    return Tab(WHERE, VIEWS, dict(position=token), outputs, page, lang, state).wire(tab, by_hand=("position",),
-                                                                                    concurrency_id="model")
+    return Tab(WHERE, VIEWS, dict(position=token), outputs, page, lang, state, more=dict(warm=warm)).wire(
+        tab, by_hand=("position",), concurrency_id="model")

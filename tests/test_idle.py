@@ -1,0 +1,87 @@
+"""app/idle.py: the model work a tab will need for a new translation, run before the tab is opened, one job at a
+time, once the model is free; and the Why and What if tabs' jobs, whose results their views then find kept."""
+import gc
+import threading
+
+import pytest
+
+from app import idle
+from app.shared import MODEL_LOCK
+from tests.conftest import needs_shipped
+
+WAIT_S = 30  # a bound on a busy machine, never a pause
+
+
+class Sentence:  # an Inspection stands in: IdleWork holds it weakly, as a session's state does
+    pass
+
+
+def test_jobs_run_in_order_once_the_model_is_free():
+    work, ran, done = idle.IdleWork(delay_s=0), [], threading.Event()
+    a, b = Sentence(), Sentence()
+    with MODEL_LOCK:  # an event is running the model
+        work.after(a, [lambda s: ran.append(("a1", s is a, MODEL_LOCK.locked())), lambda s: ran.append(("a2", True, False))])
+        work.after(b, [lambda s: (ran.append(("b", s is b, False)), done.set())])
+        assert ran == []  # nothing can have run: the model was not free
+    assert done.wait(WAIT_S)
+    assert [r[0] for r in ran] == ["a1", "a2", "b"]
+    assert all(r[1] for r in ran)
+    assert ran[0][2] is False  # the job ran with the model free (it takes the lock itself for its passes)
+
+
+def test_the_work_of_a_translation_that_is_gone_is_skipped():
+    work, ran, done = idle.IdleWork(delay_s=0), [], threading.Event()
+    gone, kept = Sentence(), Sentence()
+    with MODEL_LOCK:  # both wait
+        work.after(gone, [lambda s: ran.append("gone")])
+        work.after(kept, [lambda s: (ran.append("kept"), done.set())])
+        del gone
+        gc.collect()
+    assert done.wait(WAIT_S)
+    assert ran == ["kept"]
+
+
+def test_a_failing_job_is_dropped_and_the_next_one_runs():
+    work, done = idle.IdleWork(delay_s=0), threading.Event()
+    s = Sentence()
+    work.after(s, [lambda s: 1 / 0, lambda s: done.set()])
+    assert done.wait(WAIT_S)
+
+
+def test_only_the_newest_translations_wait():
+    work, ran, done = idle.IdleWork(delay_s=0, pending=2), [], threading.Event()
+    sentences = [Sentence() for _ in range(4)]
+    with MODEL_LOCK:
+        for i, s in enumerate(sentences):
+            work.after(s, [lambda s, i=i: (ran.append(i), i == 3 and done.set())])
+    assert done.wait(WAIT_S)
+    assert ran[-2:] == [2, 3] and 1 not in ran
+
+
+@needs_shipped
+def test_why_and_what_if_find_their_first_drawing_computed(monkeypatch):
+    from app.i18n import speaking
+    from app.tabs import translate, whatif, why
+    ins = translate.translate("Zwei Hunde laufen durch den Schnee.", "greedy")[2]
+    why.warm(ins)
+    whatif.search_tree(ins, whatif.BEAM.default)
+    # drawn now, neither runs the model again
+    monkeypatch.setattr(why, "attribute", lambda *a, **k: pytest.fail("Why ran the model again"))
+    monkeypatch.setattr(whatif.searchtree, "search", lambda *a, **k: pytest.fail("What if searched again"))
+    with speaking("en"):
+        why.why_view(ins, None)
+        whatif.tree_view(ins, whatif.BEAM.default)
+
+
+def test_the_translation_shower_hands_on_the_translation_once_it_is_drawn():
+    from app.views import translation_shower
+    handed, s = [], Sentence()
+    translation_shower([], then=handed.append)({"open": {}, "drawn": {}}, s, "en")
+    translation_shower([], then=handed.append)({"open": {}, "drawn": {}}, None, "en")  # no translation: nothing
+    assert handed == [s]
+
+
+def test_the_page_gives_why_and_what_if_work_for_later():
+    from app.ui import build_demo
+    demo = build_demo()
+    assert sorted("/".join(t.where) for t in demo.tab_views if "warm" in t.more) == ["whatif", "why"]
