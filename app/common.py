@@ -43,6 +43,12 @@ pio.templates["explorer"] = compact_template()
 pio.templates.default = "explorer"  # for every figure the app builds: each tab module imports this one
 
 
+# Gradio's resize after each drawing (answered at once now: app/gradio_adapter.py PLOTLY_RESIZE_JS) used to draw
+# every figure again at its box's height, 52 px more than the figure asked for, and the tabs were laid out and
+# looked at that way: a figure that gives its height is sent that much taller
+BOX_EXTRA = 52
+
+
 def fitted_plot(*args, **kwargs):
     """A gr.Plot whose plotly figures go to the browser with margins that already hold their labels
     (app/figures/margins.py), so that the browser draws each figure once, not twice; the figure itself is not
@@ -52,7 +58,9 @@ def fitted_plot(*args, **kwargs):
     sent = plot.postprocess
 
     def postprocess(value):
-        return PlotData(type="plotly", plot=fitted_json(value)) if isinstance(value, go.Figure) else sent(value)
+        if not isinstance(value, go.Figure):
+            return sent(value)
+        return PlotData(type="plotly", plot=fitted_json(value, taller=BOX_EXTRA))
     plot.postprocess = postprocess
     return plot
 

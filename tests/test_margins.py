@@ -92,7 +92,9 @@ def test_the_app_plot_sends_the_figure_with_its_margins_fitted():
     sent = json.loads(app.common.fitted_plot().postprocess(fig).plot)
     plain = json.loads(fig.to_json())
     assert sent["layout"].pop("margin") == margins.fit(fig.to_plotly_json())["layout"]["margin"]
-    plain["layout"].pop("margin")
+    assert sent["layout"].pop("height") == fig.layout.height + app.common.BOX_EXTRA
+    for key in ("margin", "height"):
+        plain["layout"].pop(key)
     assert sent == plain
 
 
@@ -160,3 +162,9 @@ def test_plotly_finds_nothing_to_widen_and_little_to_spare():
                             assert r["given"][side] - r["need"][side] <= 45, (name, width, side, r)
         finally:
             browser.close()
+
+
+def test_a_figure_without_axes_keeps_its_margins():
+    fig = go.Figure(go.Treemap(labels=["model", "encoder", "decoder"], parents=["", "model", "model"]),
+                    layout=dict(margin=dict(l=10, r=10, t=50, b=10)))
+    assert margins.fit(fig.to_plotly_json())["layout"]["margin"] == dict(l=10, r=10, t=50, b=10)

@@ -24,17 +24,18 @@ FONT = 12  # plotly's default font size (this app's template keeps it)
 TITLE_FONT = 14  # an axis title's default size
 LINE = 1.3  # a line of text, in font sizes
 STANDOFF = 15  # the template's axis title standoff
-PAD = 12  # room added to every estimate (fonts differ from one machine to the next)
+PAD = 10  # room added to every estimate (fonts differ from one machine to the next)
 EDGE = 0.02  # an axis whose counter-axis' domain starts within this of the edge pushes the margin
-PLOT_WIDTH = 1000  # a guess at the plot's width where it matters (a colour bar or legend placed beyond x = 1)
+PLOT_WIDTH = 700  # a guess at the plot's width where it matters (a colour bar or legend placed beyond x = 1)
 MOST = 160  # no side widened beyond this: past it, a phone's plot would be squeezed; plotly widens it if need be
+CARTESIAN = {"scatter", "scattergl", "bar", "heatmap", "histogram", "histogram2d", "contour", "box", "violin"}
 _TAG = re.compile(r"<[^>]+>")
 _ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|\w+);")  # one character on screen
 
 
 def _char_em(c):
     if ord(c) >= 0x2E80:
-        return 1.0  # CJK, full width
+        return 1.05  # CJK, full width (and a little: their fonts differ)
     if c in "iljtfr.,:;|!'() ":
         return 0.34
     if c.isupper() or c in "mwMW@%&▁—":
@@ -153,14 +154,15 @@ def _axis_push(axis, values, letter, font):
         if letter == "y":
             push, ends = wide + 6, LINE * size / 2 + 4
         else:
-            push = (wide if upright else LINE * size * max(text_lines(t) for t in labels)) + 6
-            # an end label is centred on the axis' end (numbers) or on its end category's middle (words)
-            ends = 0 if upright else max(0.0, wide / 2 - 20) if words else wide / 2 + 4
+            push = (wide if upright else LINE * size * max(text_lines(t) for t in labels)) + 4
+            # an end label is centred on the axis' end (numbers); a category's sits in the middle of its cell,
+            # which plotly widens itself where the cell is narrower than the label
+            ends = 0 if upright or words else wide / 2 + 4
     title = axis.get("title")
     title = title.get("text") if isinstance(title, dict) else title
     if title and axis.get("visible", True) is not False:
         tsize = ((axis.get("title") or {}).get("font") or {}).get("size") or TITLE_FONT
-        push += STANDOFF + LINE * tsize * text_lines(title)
+        push += STANDOFF + 1.15 * tsize * text_lines(title)
     return push, ends
 
 
@@ -200,7 +202,7 @@ def _colorbar_push(trace_or_axis, zs):
     title = (bar.get("title") or {}).get("text") if isinstance(bar.get("title"), dict) else bar.get("title")
     titled = LINE * FONT + 4 if title and (bar.get("title") or {}).get("side") == "right" else 0  # written upright
     x = bar.get("x", 1.02)
-    return "r", max(0.0, x - 1) * PLOT_WIDTH + bar.get("thickness", 30) + 2 * bar.get("xpad", 10) + wide + titled + 8
+    return "r", max(0.0, x - 1) * PLOT_WIDTH + bar.get("thickness", 30) + 2 * bar.get("xpad", 10) + wide + titled + 12
 
 
 def _numbers(values):
@@ -246,7 +248,8 @@ def fit(figure):
     font = (layout.get("font") or {}).get("size") or (template.get("font") or {}).get("size") or FONT
     need = {"l": 0.0, "r": 0.0, "t": 0.0, "b": 0.0}
     refs = {(k[0], k[1:].replace("axis", "")) for k in layout if re.fullmatch(r"[xy]axis\d*", k)}
-    refs |= {(letter, (t.get(f"{letter}axis") or letter)[1:]) for t in data for letter in "xy"}
+    refs |= {(letter, (t.get(f"{letter}axis") or letter)[1:]) for t in data for letter in "xy"
+             if t.get("type", "scatter") in CARTESIAN}
     for letter, n in refs:
         key = f"{letter}axis{n}"
         axis = {**(template.get(f"{letter}axis") or {}), **(layout.get(key) or {})}
@@ -286,6 +289,10 @@ def fit(figure):
     return {**figure, "layout": layout}
 
 
-def fitted_json(fig):
-    """A plotly figure as the JSON Gradio sends (fig.to_json()), its margins fitted."""
-    return pio.to_json(fit(fig.to_plotly_json()), validate=False)
+def fitted_json(fig, taller=0):
+    """A plotly figure as the JSON Gradio sends (fig.to_json()), its margins fitted, and `taller` px added to its
+    height where it gives one."""
+    out = fit(fig.to_plotly_json())
+    if taller and out["layout"].get("height"):
+        out["layout"]["height"] += taller
+    return pio.to_json(out, validate=False)
