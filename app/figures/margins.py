@@ -11,7 +11,7 @@ figure is never clipped), and where it overshoots, the figure has a little more 
 The estimate reads the figure as plotly will: each axis' tick labels (its categories, ticktext, or the numbers of
 its range written as plotly writes them), its title, whether it is at the edge of the plot; a colour bar's numbers;
 a legend's names. Text widths are from average glyph widths of the sans-serif fonts browsers fall back to (Latin
-about 0.6 em, CJK 1 em), on the high side.
+about 0.6 em, CJK a little over 1 em), on the high side.
 """
 import base64
 import math
@@ -170,19 +170,18 @@ def _edge(layout, axis, letter):
     """Which margin the axis pushes ("l", "r", "b", "t"), or None for one inside the figure."""
     other = "x" if letter == "y" else "y"
     anchor = axis.get("anchor") or other
-    counter = layout.get(f"{other}axis{anchor[1:]}") or {} if anchor not in ("free",) else {}
     side = axis.get("side") or ("left" if letter == "y" else "bottom")
     if anchor == "free":
         at = axis.get("position", 0)
     else:
-        domain = counter.get("domain") or [0, 1]
+        domain = (layout.get(f"{other}axis{anchor[1:]}") or {}).get("domain") or [0, 1]
         at = domain[0] if side in ("left", "bottom") else domain[1]
     if side in ("left", "bottom"):
         return side[0] if at <= EDGE else None
     return side[0] if at >= 1 - EDGE else None
 
 
-def _ends(layout, axis, letter):
+def _ends(axis, letter):
     """The margins an axis' end labels may reach: those its own domain touches."""
     domain = axis.get("domain") or [0, 1]
     low, high = ("l", "r") if letter == "x" else ("b", "t")
@@ -259,7 +258,7 @@ def fit(figure):
         if side is not None:
             push, ends = _axis_push(axis, _axis_values(data, letter, f"{letter}{n}"), letter, font)
             need[side] = max(need[side], push)
-            for end in _ends(layout, axis, letter):
+            for end in _ends(axis, letter):
                 need[end] = max(need[end], ends)
     for trace in data:
         if trace.get("type") in ("heatmap", "contour", "histogram2d") and trace.get("showscale", True) is not False \
