@@ -49,20 +49,31 @@ pio.templates.default = "explorer"  # for every figure the app builds: each tab 
 BOX_EXTRA = 52
 
 
-def fitted_plot(*args, **kwargs):
+FITTED = "fitted-plot"  # the class of a plot whose figures are sent fitted (fitted_plot)
+
+
+def fitted_plot(*args, elem_classes=None, **kwargs):
     """A gr.Plot whose plotly figures go to the browser with margins that already hold their labels
     (app/figures/margins.py), so that the browser draws each figure once, not twice; the figure itself is not
-    changed. (An instance's own postprocess: a subclass of a Gradio component would have Gradio write a .pyi file
-    beside this module at every start.)"""
-    plot = gr.Plot(*args, **kwargs)
-    sent = plot.postprocess
+    changed. The plot is marked by a class (FITTED), which gr.Plot's postprocess reads (below): Gradio makes a
+    new component from a component's arguments for every update of it in a session, a gr.skip() included, and
+    uses that one from then on, so the mark has to be among its arguments. (Not a subclass: Gradio writes a .pyi
+    file beside the module of any component subclass at every start.)"""
+    classes = [elem_classes] if isinstance(elem_classes, str) else list(elem_classes or [])
+    return gr.Plot(*args, elem_classes=[*classes, FITTED], **kwargs)
 
-    def postprocess(value):
-        if not isinstance(value, go.Figure):
-            return sent(value)
-        return PlotData(type="plotly", plot=fitted_json(value, taller=BOX_EXTRA))
-    plot.postprocess = postprocess
-    return plot
+
+def _fitted_postprocess(plain):
+    def postprocess(self, value):
+        if isinstance(value, go.Figure) and FITTED in (self.elem_classes or []):
+            return PlotData(type="plotly", plot=fitted_json(value, taller=BOX_EXTRA))
+        return plain(self, value)
+    postprocess.plain = plain
+    return postprocess
+
+
+if not hasattr(gr.Plot.postprocess, "plain"):  # once per process (a module reloaded keeps the first)
+    gr.Plot.postprocess = _fitted_postprocess(gr.Plot.postprocess)
 
 
 def kind_choices(long=False, kinds=KINDS):

@@ -24,7 +24,16 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   window.Plotly as it runs. Parsing and running it took about 2.4 s in headless Chromium on this 2-core machine,
   paid by whichever tab first showed a figure (python -m tools.bench --tabs). The page imports the same chunk (the
   same URL, so the same module instance Gradio gets later) once it has been quiet for a moment.
+- `leave_skipped_alone`: Gradio answers every update of an output, a gr.skip() included, by making a new component
+  from the old one's arguments and keeping it in the session, with its config written again (Blocks.postprocess_data).
+  An event that returns a dict of the outputs it changes has every other output filled with gr.skip(), so a
+  translation (55 outputs, most of them in tabs not on screen) made about 50 components and spent about 65 ms of
+  the server's time on them, an opened Inside sub-tab about 20 ms, and each session kept the copies. The outputs
+  a skip leaves as they are are taken out of the call and their skip put back in its answer, as Gradio writes it
+  (with the component the session has, not a new one).
+  (app.common.fitted_plot's mark is among a plot's arguments, so that a copy Gradio makes otherwise keeps it.)
 """
+import copy
 import json
 import re
 
@@ -51,6 +60,46 @@ def tab_nesting(demo):
                 parent = parent.parent
             out.append((block, path))
     return out
+
+
+def _skip(value):
+    return isinstance(value, dict) and value == gr.skip()
+
+
+def leave_skipped_alone():
+    """Have gr.Blocks.postprocess_data leave an output that an event skips as it is, without making a new
+    component for it (see the module's docstring); once per process."""
+    from gradio.blocks import Block, Blocks, convert_component_dict_to_list, postprocess_update_dict
+    plain = Blocks.postprocess_data
+    if getattr(plain, "plain", None) is not None:
+        return
+
+    async def postprocess_data(self, block_fn, predictions, state):
+        outputs = list(block_fn.outputs)
+        if isinstance(predictions, dict) and predictions and all(isinstance(k, Block) for k in predictions):
+            predictions = convert_component_dict_to_list(outputs, predictions)
+        elif _skip(predictions) and len(outputs) > 1:
+            predictions = [gr.skip()] * len(outputs)
+        if (block_fn.batch or not block_fn.postprocess or getattr(block_fn, "is_validator_function", False)
+                or not isinstance(predictions, (list, tuple))
+                or len(predictions) != len(outputs) or len(outputs) < 2):
+            return await plain(self, block_fn, predictions, state)
+        kept = [i for i, (block, value) in enumerate(zip(outputs, predictions))
+                if not (_skip(value) and not block.stateful)]
+        if len(kept) == len(outputs):
+            return await plain(self, block_fn, predictions, state)
+        # a skip as Gradio writes it for its component (a gr.HTML's carries its props), with no component made
+        answer = [postprocess_update_dict(block=state.get(block._id, block) if state is not None else block,
+                                          update_dict=gr.skip(), postprocess=True) for block in outputs]
+        if kept:
+            some = copy.copy(block_fn)
+            some.outputs = [outputs[i] for i in kept]
+            values = [predictions[i] for i in kept]
+            for i, value in zip(kept, await plain(self, some, values if len(kept) > 1 else values[0], state)):
+                answer[i] = value
+        return answer
+    postprocess_data.plain = plain
+    Blocks.postprocess_data = postprocess_data
 
 
 def static_url(path):

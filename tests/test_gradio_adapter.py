@@ -5,7 +5,7 @@ from fastapi.testclient import TestClient
 from gradio.routes import App
 
 from app.bertviz_views import STATIC_FILES
-from app.gradio_adapter import forget_session, static_url, tab_nesting
+from app.gradio_adapter import forget_session, leave_skipped_alone, static_url, tab_nesting
 
 
 def small_page():
@@ -92,3 +92,33 @@ def test_the_page_preloads_the_very_module_gradios_plot_imports():
     assert importers and all(p.name.startswith("Plot-") for p in importers)
     chunk = next(p for p in frontend_assets() if p.name == name)
     assert "window.Plotly=e" in chunk.read_text(encoding="utf-8", errors="ignore")
+
+
+def test_an_output_left_skipped_keeps_its_component_and_the_answer_is_gradios_own():
+    """Blocks.postprocess_data with skipped outputs taken out gives what Gradio's own gives (the skip as it writes
+    it, a state's None, each value postprocessed); an output it skips keeps its component, where Gradio's own
+    makes a new one, and an output it updates gets a new one as in Gradio's own."""
+    import asyncio
+
+    from gradio.blocks import Blocks, convert_component_dict_to_list
+    from gradio.state_holder import SessionState
+    leave_skipped_alone()
+    fast, plain = Blocks.postprocess_data, Blocks.postprocess_data.plain
+    with gr.Blocks() as demo:
+        text, number, state, html = outputs = gr.Textbox(), gr.Number(), gr.State(), gr.HTML()
+        gr.Button().click(lambda: None, None, list(outputs))
+    fn = demo.fns[0]
+    answers = ([gr.skip(), 3, gr.skip(), gr.skip()], {number: 3}, {text: "a", html: gr.update(visible=False)},
+               gr.skip(), ["a", 1, "kept", "<b>b</b>"], [gr.skip()] * 4, [gr.update(visible=True), 2, None, "c"])
+    for predictions in answers:
+        ours, theirs = SessionState(demo), SessionState(demo)
+        got = asyncio.run(fast(demo, fn, predictions, ours))
+        assert got == asyncio.run(plain(demo, fn, predictions, theirs)), predictions
+        each = (convert_component_dict_to_list(list(outputs), predictions) if isinstance(predictions, dict)
+                and predictions != gr.skip() else [gr.skip()] * 4 if predictions == gr.skip() else predictions)
+        for block, value in zip(outputs, each):
+            if block.stateful:
+                continue
+            updated = isinstance(value, dict)
+            assert (theirs.blocks_config.blocks[block._id] is not block) == updated, (predictions, block)
+            assert (ours.blocks_config.blocks[block._id] is not block) == (updated and value != gr.skip())

@@ -55,7 +55,9 @@ def test_only_the_newest_translations_wait():
         for i, s in enumerate(sentences):
             work.after(s, [lambda s, i=i: (ran.append(i), i == 3 and done.set())])
     assert done.wait(WAIT_S)
-    assert ran[-2:] == [2, 3] and 1 not in ran
+    # the newest two ran, last; of the older ones, at most the one the thread had already taken when the others
+    # came (it waits for the model with it) ran before them
+    assert ran[-2:] == [2, 3] and len(ran) <= 3, ran
 
 
 @needs_shipped

@@ -98,6 +98,26 @@ def test_the_app_plot_sends_the_figure_with_its_margins_fitted():
     assert sent == plain
 
 
+def test_the_plot_gradio_makes_again_in_a_session_sends_fitted_figures_too():
+    """Gradio answers an update of a component with a new component made from its arguments, which the session
+    then uses: its figures are fitted as the first one's were; a plain gr.Plot's are sent as plotly writes them."""
+    import asyncio
+
+    import gradio as gr
+    from gradio.state_holder import SessionState
+    fig = _heatmap([f"▁{LONG}"], ["▁b"])
+    with gr.Blocks() as demo:
+        fitted, plain = app.common.fitted_plot(), gr.Plot()
+        button = gr.Button()
+        button.click(lambda: None, None, [fitted, plain])
+    fn, state = demo.fns[0], SessionState(demo)
+    asyncio.run(demo.postprocess_data(fn, [gr.update(visible=True), gr.update(visible=True)], state))
+    assert state[fitted._id] is not fitted  # Gradio's copy, from here on
+    sent, kept = asyncio.run(demo.postprocess_data(fn, [fig, fig], state))
+    assert json.loads(sent["plot"])["layout"]["margin"] == margins.fit(fig.to_plotly_json())["layout"]["margin"]
+    assert json.loads(kept["plot"]) == json.loads(fig.to_json())
+
+
 def _gradio_plotly(page):
     """Open a blank page that has imported the front end's own plot chunk (its plotly, as the app's page has it):
     the front end's files are served to the page from the installed Gradio, nothing from outside."""

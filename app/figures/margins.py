@@ -26,7 +26,12 @@ LINE = 1.3  # a line of text, in font sizes
 STANDOFF = 15  # the template's axis title standoff
 PAD = 10  # room added to every estimate (fonts differ from one machine to the next)
 EDGE = 0.02  # an axis whose counter-axis' domain starts within this of the edge pushes the margin
-PLOT_WIDTH = 700  # a guess at the plot's width where it matters (a colour bar or legend placed beyond x = 1)
+TITLE_PAD = 24  # a title hung from the top of the figure (fit): its pad, to its first line's baseline, roughly
+TITLE_RISE = 15  # how far a title's first line rises above where plotly puts its top at that pad
+PLOT_WIDTH = 700  # a guess at the plot's width where it matters (a legend placed beyond x = 1, its rows)
+# a colour bar's gap to the plot (x - 1 of the plot's width) guessed for a phone's plot: on a wide screen, where
+# the gap is wider, plotly widens the margin by the few px more it needs; a phone's plot is not squeezed for it
+BAR_PLOT_WIDTH = 250
 MOST = 160  # no side widened beyond this: past it, a phone's plot would be squeezed; plotly widens it if need be
 CARTESIAN = {"scatter", "scattergl", "bar", "heatmap", "histogram", "histogram2d", "contour", "box", "violin"}
 _TAG = re.compile(r"<[^>]+>")
@@ -201,7 +206,7 @@ def _colorbar_push(trace_or_axis, zs):
     title = (bar.get("title") or {}).get("text") if isinstance(bar.get("title"), dict) else bar.get("title")
     titled = LINE * FONT + 4 if title and (bar.get("title") or {}).get("side") == "right" else 0  # written upright
     x = bar.get("x", 1.02)
-    return "r", max(0.0, x - 1) * PLOT_WIDTH + bar.get("thickness", 30) + 2 * bar.get("xpad", 10) + wide + titled + 12
+    return "r", max(0.0, x - 1) * BAR_PLOT_WIDTH + bar.get("thickness", 30) + 2 * bar.get("xpad", 10) + wide + titled
 
 
 def _numbers(values):
@@ -216,27 +221,47 @@ def _numbers(values):
 
 
 def _legend_push(layout, data):
+    """The margin a legend takes: (side, px, whether it adds to the axes' labels there), or None; and the legend
+    as it is to be drawn. A horizontal legend below the plot (plotly's default place for one) is set at the bottom
+    of the figure, under the axes' labels and titles, where plotly places it at a fraction of the plot's height
+    that can fall on them."""
     shown = [t for t in data if t.get("showlegend", True) is not False and t.get("name")
              and t.get("type", "scatter") not in ("heatmap", "treemap", "sunburst", "table")]
-    if layout.get("showlegend") is False or not shown or (len(shown) < 2 and layout.get("showlegend") is not True):
-        return None
     legend = layout.get("legend") or {}
+    if layout.get("showlegend") is False or not shown or (len(shown) < 2 and layout.get("showlegend") is not True):
+        return None, legend
     names = [t["name"] for t in shown]
     size = (legend.get("font") or {}).get("size") or FONT
     if legend.get("orientation") == "h":
         y = legend.get("y")
         rows = 1 + sum(text_width(n, size) + 45 for n in names) // PLOT_WIDTH
         height = rows * (LINE * size + 6) + 10
-        if y is None or y < 0:  # below the plot, as far as y says (a fraction of the plot's height)
-            below = -(y if y is not None else -0.1)
-            return "b", height + below * max(100, (layout.get("height") or 450) - 150)
-        if y > 1:
-            return "t", height
-        return None
+        if legend.get("yref", "paper") == "paper" and (y is None or y <= 0):
+            legend = {**legend, "yref": "container", "y": 0, "yanchor": "bottom"}
+            return ("b", height, True), legend
+        if legend.get("yref", "paper") == "paper" and y > 1:
+            return ("t", height, False), legend
+        return None, legend
     x = legend.get("x", 1.02)
     if x < 1:
+        return None, legend
+    return ("r", (x - 1) * PLOT_WIDTH + max(text_width(n, size) for n in names) + 50, False), legend
+
+
+def _hung_title(title, font):
+    """A figure title of several lines that plotly would place itself, hung from the top of the figure instead,
+    and the px it then takes from the top; None for any other title. Plotly puts the first line's baseline at the
+    middle of the top margin and the other lines below it, into the plot; hung from the top, the lines grow down
+    into a margin made to hold them."""
+    if isinstance(title, str):
+        title = {"text": title}
+    if not isinstance(title, dict) or text_lines(title.get("text") or "") < 2:
         return None
-    return "r", (x - 1) * PLOT_WIDTH + max(text_width(n, size) for n in names) + 50
+    if any(title.get(k) not in (None, "auto") for k in ("y", "yanchor", "yref")):
+        return None  # placed by the figure itself
+    size = (title.get("font") or {}).get("size") or 1.4 * font  # plotly's title font: 1.4 times the figure's
+    hung = {**title, "yref": "container", "y": 1, "yanchor": "top", "pad": {**(title.get("pad") or {}), "t": TITLE_PAD}}
+    return hung, TITLE_PAD - TITLE_RISE + LINE * size * text_lines(title["text"]) + 8
 
 
 def fit(figure):
@@ -246,6 +271,7 @@ def fit(figure):
     template = (layout.get("template") or {}).get("layout") or {}
     font = (layout.get("font") or {}).get("size") or (template.get("font") or {}).get("size") or FONT
     need = {"l": 0.0, "r": 0.0, "t": 0.0, "b": 0.0}
+    top_ends = 0.0  # what the axes' labels at the plot's top end reach above it
     refs = {(k[0], k[1:].replace("axis", "")) for k in layout if re.fullmatch(r"[xy]axis\d*", k)}
     refs |= {(letter, (t.get(f"{letter}axis") or letter)[1:]) for t in data for letter in "xy"
              if t.get("type", "scatter") in CARTESIAN}
@@ -260,6 +286,7 @@ def fit(figure):
             need[side] = max(need[side], push)
             for end in _ends(axis, letter):
                 need[end] = max(need[end], ends)
+                top_ends = max(top_ends, ends if end == "t" else 0)
     for trace in data:
         if trace.get("type") in ("heatmap", "contour", "histogram2d") and trace.get("showscale", True) is not False \
                 and not trace.get("coloraxis"):
@@ -275,9 +302,15 @@ def fit(figure):
             lo, hi = axis.get("cmin"), axis.get("cmax")
             side, px = _colorbar_push(axis, [lo, hi] if lo is not None and hi is not None else zs)
             need[side] = max(need[side], px)
-    legend = _legend_push(layout, data)
-    if legend:
-        need[legend[0]] = max(need[legend[0]], legend[1])
+    title = _hung_title(layout.get("title"), font)
+    if title is not None:
+        layout["title"], px = title
+        need["t"] = max(need["t"], px + top_ends)
+    push, legend = _legend_push(layout, data)
+    if push:
+        side, px, adds = push
+        need[side] = need[side] + px if adds else max(need[side], px)
+        layout["legend"] = legend
     margin = dict(layout.get("margin") or {})
     default = {"l": 80, "r": 80, "t": 100, "b": 80}
     for side, px in need.items():
