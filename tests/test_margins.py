@@ -176,8 +176,13 @@ def test_plotly_finds_nothing_to_widen_and_little_to_spare():
                     r = page.evaluate(draw, [fitted, width])
                     # on a phone plotly may turn x tick labels upright where they would overlap, which one figure
                     # sent to every width cannot know: the bottom margin may widen there
+                    # a colour bar's gap to the plot (2 % of the plot's width) is guessed for a phone's plot: at
+                    # desktop width plotly may widen the right margin by the rest of that gap, no more
+                    bar = any(t.get("type") == "heatmap" for t in fitted["data"])
                     for side in "lrtb" if width > 1000 else "lrt":
-                        assert r["size"][side] == r["given"][side], (name, width, side, r)  # nothing widened
+                        widened = r["size"][side] - r["given"][side]
+                        allowed = 0.02 * width if bar and side == "r" and width > 1000 else 0
+                        assert 0 <= widened <= allowed, (name, width, side, r)  # nothing (else) widened
                         if r["need"][side] > 0:  # and not much more room than plotly's own labels take
                             assert r["given"][side] - r["need"][side] <= 45, (name, width, side, r)
         finally:
