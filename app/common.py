@@ -143,23 +143,28 @@ def token_axis(tokens, **kw):
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[label(t) for t in tokens], **kw)
 
 
-def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None, title_font=None, **layout):
+def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None, title_font=None, row_heights=None,
+               title_width=None, **layout):
     """A figure of panels filled row by row in `cols` columns, each panel (traces, title, x-axis dict, y-axis
-    dict) on its own pair of axes placed by domain, its title above it unless `notes` (annotations in paper
-    coordinates) label the grid instead. Laid out by hand: plotly's make_subplots takes several times longer than
-    the figure itself for 24 panels."""
+    dict) on its own pair of axes placed by domain, its title above it (in lines of `title_width` letters) unless
+    `notes` (annotations in paper coordinates) label the grid instead; the rows share the height equally, or as
+    `row_heights` (one weight a row, from the top) says. Laid out by hand: plotly's make_subplots takes several
+    times longer than the figure itself for 24 panels, and about 40 ms for four."""
     rows = (len(panels) + cols - 1) // cols
-    w, h = (1 - gap[0] * (cols - 1)) / cols, (1 - gap[1] * (rows - 1)) / rows
+    weights = list(row_heights or [1] * rows)
+    w, room = (1 - gap[0] * (cols - 1)) / cols, 1 - gap[1] * (rows - 1)
+    hs = [room * f / sum(weights) for f in weights]
+    width = title_width or max(16, 48 // cols)
     data, axes, titles = [], {}, []
     font = {} if title_font is None else {"font": title_font}
     for i, (traces, name, xaxis, yaxis) in enumerate(panels):
         r, c, ax = i // cols, i % cols, "" if i == 0 else str(i + 1)
-        x0, y1 = c * (w + gap[0]), 1 - r * (h + gap[1])
+        x0, y1, h = c * (w + gap[0]), 1 - sum(hs[:r]) - r * gap[1], hs[r]
         data += [dict(t, xaxis=f"x{ax}", yaxis=f"y{ax}") for t in traces]
         axes[f"xaxis{ax}"] = dict(xaxis, domain=[x0, min(1.0, x0 + w)], anchor=f"y{ax}")  # within 0..1 despite
         axes[f"yaxis{ax}"] = dict(yaxis, domain=[max(0.0, y1 - h), y1], anchor=f"x{ax}")  # rounding
         # centred on its panel (plotly's "auto" anchors a title left of a third of the width, right past two)
-        titles.append(dict(text=wrap_title(name, max(16, 48 // cols)), x=x0 + w / 2, y=y1, xanchor="center",
+        titles.append(dict(text=wrap_title(name, width), x=x0 + w / 2, y=y1, xanchor="center",
                            yanchor="bottom", **font))
     annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
     layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
