@@ -36,6 +36,9 @@ def compact_template():
     # x tick labels that would run into each other on a narrow screen stand upright (plotly's own choice,
     # 0 or 30 degrees, leaves long tokens overlapping)
     template.layout.xaxis.autotickangles = [0, 90]
+    # plotly hides a numeric axis' tick labels that would overflow the figure, measuring each one's box (a forced
+    # layout per label, about a fifth of a line chart's drawing); the fitted margins hold them (figures/margins.py)
+    template.layout.xaxis.ticklabeloverflow = template.layout.yaxis.ticklabeloverflow = "allow"
     return template
 
 

@@ -129,9 +129,21 @@ def test_positional_view_and_errors(english):
 @needs_shipped
 def test_embedding_scale_uses_trained_weights(english):
     fig, note = positional.embedding_scale().values()
-    w = get_translator().model.src_embed[0].lut.weight
-    assert len(fig.data[0].x) == w.size(0)
-    assert fig.data[1].x[3] == pytest.approx(w[3].norm().item() * math.sqrt(w.size(1)), rel=1e-5)
+    w = get_translator().model.src_embed[0].lut.weight.detach().float()
+    raw, scaled = fig.data
+    norms = w.norm(dim=1)
+    # binned on the server: every embedding counted once in each histogram, the bins spanning the norms
+    for bars, values in ((raw, norms), (scaled, norms * math.sqrt(w.size(1)))):
+        assert sum(bars.y) == w.size(0)
+        lo, hi, width = values.min().item(), values.max().item(), bars.width
+        assert bars.x[0] - width / 2 == pytest.approx(lo, abs=1e-3) and bars.x[-1] + width / 2 == pytest.approx(hi, abs=1e-3)
+        # the bin that holds the median holds as many norms as lie in it
+        i = int((values.median().item() - lo) // width)
+        inside = ((values >= lo + i * width) & (values < lo + (i + 1) * width)).sum().item()
+        assert abs(bars.y[i] - inside) <= 1
+    # the scaled norms are the raw ones times sqrt(d_model): the same histogram, stretched
+    assert list(scaled.y) == list(raw.y)
+    assert scaled.width == pytest.approx(raw.width * math.sqrt(w.size(1)), rel=1e-5)
 
 
 # ---- training replay -------------------------------------------------------------------------------

@@ -138,18 +138,18 @@ def weight_figure(path, module):
     return fig
 
 
-def histogram(tensors):
-    """One histogram of BINS bins over several tensors (binned here, so the browser gets BINS numbers): bin
+def histogram(tensors, bins=BINS):
+    """One histogram of `bins` bins over several tensors (binned here, so the browser gets `bins` numbers): bin
     centres, counts, bin width, and the values' count, mean and standard deviation."""
     vs = [t.detach().float().flatten() for t in tensors]
     lo, hi = min(float(v.min()) for v in vs), max(float(v.max()) for v in vs)
     hi = hi if hi > lo else lo + 1
-    counts = sum(torch.histc(v, BINS, lo, hi) for v in vs)
+    counts = sum(torch.histc(v, bins, lo, hi) for v in vs)
     n = sum(v.numel() for v in vs)
     mean = sum(float(v.double().sum()) for v in vs) / n
     var = max(sum(float(v.double().pow(2).sum()) for v in vs) - n * mean * mean, 0.0) / max(n - 1, 1)
-    width = (hi - lo) / BINS
-    return lo + width * (torch.arange(BINS) + 0.5), counts, width, (n, mean, math.sqrt(var))
+    width = (hi - lo) / bins
+    return lo + width * (torch.arange(bins) + 0.5), counts, width, (n, mean, math.sqrt(var))
 
 
 def distribution_figure(path, module):
