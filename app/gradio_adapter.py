@@ -32,6 +32,9 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   a skip leaves as they are are taken out of the call and their skip put back in its answer, as Gradio writes it
   (with the component the session has, not a new one).
   (app.common.fitted_plot's mark is among a plot's arguments, so that a copy Gradio makes otherwise keeps it.)
+- `PLOTLY_LAZY_JS` and `PLOTLY_RESIZE_JS`: Gradio's plot component draws each figure it gets with
+  `Plotly.react(div, data, layout, config)` on the plotly it set as window.Plotly, then calls `Plotly.Plots.resize`
+  (FRONTEND_FACTS names that call); the page wraps both there (app/i18n.py HEAD_JS).
 """
 import copy
 import json
@@ -117,6 +120,7 @@ PLOTLY_RESIZE_JS = """const sameSizeResize = (plotly) => {
     const resize = plotly.Plots.resize;
     plotly.Plots.resize = function (gd) {
       const el = typeof gd === 'string' ? document.getElementById(gd) : gd, full = el && el._fullLayout;
+      if (el?.__waiting) return Promise.resolve(el);  // not drawn yet (drawWhenNear): nothing to resize
       if (full && el.layout && el.getClientRects().length) {
         const style = window.getComputedStyle(el);
         if (Math.round(parseFloat(style.width)) === full.width
@@ -125,6 +129,41 @@ PLOTLY_RESIZE_JS = """const sameSizeResize = (plotly) => {
       return resize.apply(this, arguments);
     };
   };"""
+
+# In the page (app/i18n.py HEAD_JS), once Gradio sets window.Plotly. Gradio draws every figure of an event's
+# outputs at once, those below the fold of a tall tab too (the Training tab's five, a phone's every one), before the
+# reader sees the first. A figure for a plot that is not within NEAR_PX of the screen waits: its plot keeps the
+# figure's height meanwhile, so that the page keeps its layout, and is drawn when it comes near the screen (an
+# IntersectionObserver), with the newest figure it was given. A plot in a closed tab has no box, and is drawn when
+# its tab opens.
+NEAR_PX = 300
+PLOTLY_LAZY_JS = """const drawWhenNear = (plotly) => {
+    const react = plotly.react;
+    const near = (el) => { const r = el.getBoundingClientRect();
+      return (r.width || r.height) && r.bottom > -__NEAR__ && r.top < innerHeight + __NEAR__; };
+    const seen = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        const el = e.target, args = el.__waiting;
+        if (!e.isIntersecting || !args) continue;
+        seen.unobserve(el);
+        delete el.__waiting;
+        el.style.minHeight = '';
+        react.apply(plotly, [el, ...args]);
+      }
+    }, {rootMargin: '__NEAR__px 0px'});
+    plotly.react = function (gd, ...args) {
+      const el = typeof gd === 'string' ? document.getElementById(gd) : gd;
+      if (!(el instanceof HTMLElement) || near(el)) {
+        if (el?.__waiting) { seen.unobserve(el); delete el.__waiting; el.style.minHeight = ''; }
+        return react.apply(this, arguments);
+      }
+      const height = args[1]?.height;
+      el.__waiting = args;
+      el.style.minHeight = `${typeof height === 'number' ? height : 450}px`;
+      seen.observe(el);
+      return Promise.resolve(el);
+    };
+  };""".replace("__NEAR__", str(NEAR_PX))
 
 # In the page (app/i18n.py HEAD_JS): `gradioCore()` resolves to Gradio's front-end core module, or null.
 LOCALE_JS = """const gradioCore = async () => {

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from .gradio_adapter import LOCALE_JS, PLOTLY_RESIZE_JS
+from .gradio_adapter import LOCALE_JS, PLOTLY_LAZY_JS, PLOTLY_RESIZE_JS
 
 LOCALES = Path(__file__).resolve().parents[1] / "locale"  # the project's tables, which core/words.py reads too
 LANGS = ("zh-CN", "en")  # the switch's order
@@ -230,6 +230,7 @@ HEAD_JS = """<script>
   const meet = (p) => {
     plotly = p;
     sameSizeResize(p);
+    drawWhenNear(p);
     for (const [name, dictionary] of Object.entries(PLOTLY)) p.register({moduleType: 'locale', name, dictionary});
     toolbar();
   };
@@ -282,7 +283,7 @@ def head_script(tab_labels):
     out = HEAD_JS
     for name, value in (("TABS", tabs), ("WORDS", words), ("PLOTLY", plotly_locales()), ("DEFAULT", DEFAULT)):
         out = out.replace(f"__{name}__", js_json(value))
-    return out.replace("__LOCALE_JS__", LOCALE_JS + "\n  " + PLOTLY_RESIZE_JS)
+    return out.replace("__LOCALE_JS__", LOCALE_JS + "\n  " + PLOTLY_RESIZE_JS + "\n  " + PLOTLY_LAZY_JS)
 
 
 def switch(demo):

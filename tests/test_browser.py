@@ -36,7 +36,10 @@ ATTENTION_VIEWS = {"One head": "#heatmap", "All heads of the layer": "#head-grid
 # event's outputs one at a time, each behind an await, and hides the trackers of all of them only at the end.
 JS_HELPERS = """const el = s => document.querySelector(s), text = s => el(s)?.innerText ?? '';
 const settled = id => el(`#${id} [data-testid=status-tracker]`)?.classList.contains('hide') ?? false;
-const plot = id => el(`#${id} .js-plotly-plot`), plotText = id => plot(id)?.innerText ?? '';
+// a reader looks at the figure a condition reads: one further down is drawn only when it comes near the screen
+// (app/gradio_adapter.py drawWhenNear), so a figure still waiting is scrolled to
+const look = id => { const box = el(`#${id} [data-testid=plotly]`); if (box?.__waiting) box.scrollIntoView({block: 'center'}); };
+const plot = id => { look(id); return el(`#${id} .js-plotly-plot`); }, plotText = id => plot(id)?.innerText ?? '';
 const replayStep = () => +(plotText('r-fig').match(/step (\\d+) of/) ?? [])[1];"""
 
 
@@ -151,6 +154,7 @@ def wait_plot_change(page, elem_id, before):
 
 
 def plot_text(page, elem_id):
+    wait_until(page, "plot(arg)", elem_id, what=f"the plot #{elem_id} drawn")
     return page.locator(f"#{elem_id} .js-plotly-plot").first.inner_text()
 
 
@@ -528,6 +532,24 @@ def test_positional_tab_reacts(page):
     after = wait_plot_change(page, "pe-curves", before)
     assert "dim 10" in after and "dim 4" not in after
     shot(page, "positional")
+
+
+def test_a_figure_further_down_is_drawn_when_it_comes_near(page):
+    """The Training tab at 1400 x 1000: its first figure drawn as it opens; the label-smoothing figure, over a
+    screen further down, waits with its figure's height kept (the page keeps its layout), and is drawn, with the
+    figure the server sent, once the reader scrolls to it (app/gradio_adapter.py drawWhenNear)."""
+    open_tab(page, "Training", "#r-fig")
+    wait_plot(page, "r-fig")
+    box = """() => { const b = el('#ls-fig [data-testid=plotly]'), r = b.getBoundingClientRect();
+      return {waiting: !!b.__waiting, height: r.height, top: r.top, drawn: !!b.querySelector('svg.main-svg')}; }"""
+    below = page.evaluate(f"(() => {{ {JS_HELPERS} return ({box})(); }})()")
+    from app.gradio_adapter import NEAR_PX
+    assert below["top"] > 1000 + NEAR_PX, below  # (the test is about a figure that far down)
+    assert below["waiting"] and not below["drawn"] and below["height"] >= 300, below
+    page.locator("#ls-fig").scroll_into_view_if_needed()
+    wait_until(page, "!el('#ls-fig [data-testid=plotly]').__waiting && el('#ls-fig svg.main-svg')",
+               what="the label-smoothing figure drawn once near")
+    assert "Smoothed targets" in plot_text(page, "ls-fig")
 
 
 def test_replay_plays(page):

@@ -44,6 +44,21 @@ DRAWN = """(() => { const p = el('[data-checking]');
   return shown.length === 0; })()"""
 
 
+# a figure further down the page is drawn when it comes near the screen (app/gradio_adapter.py drawWhenNear): the
+# reader scrolls to each one the check reads, from the top of the panel down; the page is back at its top after
+SCROLL_TO_EACH = """async () => {
+  const waiting = () => [...document.querySelectorAll('[data-checking] [data-testid=plotly]')]
+    .filter(e => e.__waiting && e.getClientRects().length);
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  for (let i = 0, w = waiting(); w.length && i < 200; i++, w = waiting()) {
+    w[0].scrollIntoView({block: 'center'});
+    await frame();
+  }
+  window.scrollTo(0, 0);
+  return waiting().map(e => e.closest('[id]')?.id ?? '?');
+}"""
+
+
 def open_page(app, browser, device, path):  # noqa: F811
     return learner(app, browser, path=path, device=device)
 
@@ -51,6 +66,9 @@ def open_page(app, browser, device, path):  # noqa: F811
 def read(page, where):
     """The marked panel, once drawn: tests/readability.py's problems, each prefixed with `where`."""
     wait_until(page, DRAWN, what=f"{where} drawn")
+    left = page.evaluate(SCROLL_TO_EACH)
+    assert left == [], f"{where}: figures never drawn as the reader scrolled to them: {left}"
+    wait_until(page, DRAWN, what=f"{where} drawn to its end")
     return [f"{where}: {p}" for p in readability.problems(page, REGION)]
 
 

@@ -41,6 +41,8 @@ def test_a_link_the_scrubber_and_play(tmp_path, monkeypatch):
         page.goto(f"{app.url}?tab=timelapse&snapshot=step-30&lang=en")
         where_is(page, "2 / 4")
         page.wait_for_selector("#tl-curves .js-plotly-plot")
+        # further down: drawn when the reader comes near it (app/gradio_adapter.py drawWhenNear)
+        page.locator("#tl-heads").scroll_into_view_if_needed()
         page.wait_for_selector("#tl-heads .js-plotly-plot")
         page.wait_for_function(f"() => ({SAID})().length > 0")
         # a probe sentence: what that point said of it when it was exported

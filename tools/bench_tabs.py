@@ -5,15 +5,18 @@
 Starts `python app.py` (tools.serve.AppProcess) and, in a fresh page at desktop width each round, once the page
 has settled and loaded plotly (as a reader types the sentence): translates sentence A on the Translate tab, opens every other top-level tab in page order (its first visit), then translates
 sentence B and opens each again. A tab is open when its button is selected, no Gradio status tracker shows on
-screen, every plot on screen is drawn (its svg there and no drawing of it pending), its main element is on screen and, where the tab shows the sentence, a
+screen, every plot within the window is drawn (its svg there and no drawing of it pending; one further down is
+drawn when it comes near: app/gradio_adapter.py drawWhenNear), its main element is on screen and, where the tab
+shows the sentence, a
 word of the new sentence is on screen (text or figure labels). Times are taken inside the page, from the click
 to the first animation frame where that holds (the main element: a plot drawn with data, or HTML with text) (tools.bench_browser.measure); each figure is the median over the
-rounds. Beside them, measured in the same run: a trivial Gradio event (the echo page of tools.bench_browser).
+rounds. After each opening the reader looks at the tab (LOOKED) before the next click. Beside them, measured in the same run: a trivial Gradio event (the echo page of tools.bench_browser).
 """
 import json
 import os
 import statistics
 
+from app.gradio_adapter import NEAR_PX
 from tools import bench_browser as bb
 from tools.bench_browser import ENGLISH, VIEWS, arg_of, expected, measure
 
@@ -49,10 +52,11 @@ TAB_HELPERS = r"""(() => {
         && t.getClientRects().length)) return false;
     const main = arg.key && document.querySelector(arg.key), g = main?.querySelector('.js-plotly-plot');
     if (main && !(onScreen(main) && (arg.plot ? g?.data?.length : main.innerText.trim()))) return false;
-    // every plot component on screen that holds a figure (Gradio's [data-testid=plotly] box, which plotly draws into)
-    // (displayed: an empty box has no height until plotly draws into it)
-    const plots = [...document.querySelectorAll('[data-testid=plotly], .js-plotly-plot')]
-      .filter(e => e.getClientRects().length);
+    // every plot component on screen that holds a figure (Gradio's [data-testid=plotly] box, which plotly draws into):
+    // displayed and within the window (a figure further down is drawn when it comes near: app/gradio_adapter.py)
+    const inWindow = e => { const r = e.getBoundingClientRect();
+      return e.getClientRects().length && r.bottom > 0 && r.top < innerHeight; };
+    const plots = [...document.querySelectorAll('[data-testid=plotly], .js-plotly-plot')].filter(inWindow);
     // drawn: plotly's svg is there, and no drawing is pending (a resize lays the plot out again when its timer fires)
     if (!plots.every(g => g.querySelector('svg.main-svg') && !g._resolveResize && !g._promises?.length)) return false;
     if (!arg.words.length) return true;
@@ -60,6 +64,18 @@ TAB_HELPERS = r"""(() => {
     return arg.words.some(w => shown.has(w)) && !(arg.old ?? []).some(w => shown.has(w)); };
 })()"""
 OPEN = "window.__tabOpen(arg)"
+# a reader looks at the open tab: no plot within NEAR_PX of the window still waits to be drawn (app/gradio_adapter.py
+# drawWhenNear), and the page is quiet, before the next click
+LOOKED = """() => { const near = e => { const r = e.getBoundingClientRect();
+    return e.getClientRects().length && r.bottom > -NEAR && r.top < innerHeight + NEAR; };
+  return ![...document.querySelectorAll('[data-testid=plotly]')].some(e => e.__waiting && near(e))
+    && ![...document.querySelectorAll('[data-testid=status-tracker]')].some(t => !t.classList.contains('hide')
+       && t.getClientRects().length); }""".replace("NEAR", str(NEAR_PX))
+
+
+def look(page):
+    """Wait until the open tab is drawn as far as a reader looking at it sees (LOOKED)."""
+    page.wait_for_function(LOOKED)
 
 
 def new_words(exp, other):
@@ -83,6 +99,7 @@ def visit_all(page, net, exp, other):
         arg = {"tab": name, "key": key, "plot": plot, "words": new_words(exp, other) if shows else []}
         t, _ = measure(page, net, f"tab({name!r}).click()", {"open": OPEN}, arg, f"the {name} tab on {exp.text!r}")
         out[name] = t["open"]
+        look(page)
     return out
 
 
