@@ -51,17 +51,17 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
   /* plotly's toolbar: zoom and pan are off on a phone (the touch scrolls the page), and its buttons would
      cover titles; the SVG button, below the figure, saves it */
   .js-plotly-plot .modebar-container {display:none !important}
-  .js-plotly-plot {padding-bottom:46px !important}
+  :is(.js-plotly-plot, .plot-waiting) {padding-bottom:46px !important}
   .diagram-wide {display:none}
 }
 @media (min-width: 641px) {.diagram-column {display:none}}
 /* Gradio's "Plot" label over a figure's corner says nothing the figure does not, and covers its title */
-.block:has(.js-plotly-plot) > label[data-testid=block-label] {display:none}
+.block:has(.js-plotly-plot, .plot-waiting) > label[data-testid=block-label] {display:none}
 /* plotly's toolbar in a strip of its own above the figure, and the SVG button in one below it: neither covers a
-   title or a tick */
-.js-plotly-plot {padding-bottom:24px}
+   title or a tick (a plot still waiting to be drawn, app/gradio_adapter.py drawWhenNear, has the strips already) */
+:is(.js-plotly-plot, .plot-waiting) {padding-bottom:24px}
 @media (min-width: 641px) {
-  .js-plotly-plot {padding-top:28px}
+  :is(.js-plotly-plot, .plot-waiting) {padding-top:28px}
   .js-plotly-plot .modebar-container {top:-28px !important}
 }
 /* a table's numbers stay on one line (its first column, the rows' names, wraps); a table wider than its column

@@ -550,6 +550,8 @@ def test_a_figure_further_down_is_drawn_when_it_comes_near(page):
     wait_until(page, "!el('#ls-fig [data-testid=plotly]').__waiting && el('#ls-fig svg.main-svg')",
                what="the label-smoothing figure drawn once near")
     assert "Smoothed targets" in plot_text(page, "ls-fig")
+    drawn = page.evaluate(f"(() => {{ {JS_HELPERS} return ({box})(); }})()")
+    assert abs(drawn["height"] - below["height"]) <= 1, (below, drawn)  # the page kept its layout
 
 
 def test_replay_plays(page):
