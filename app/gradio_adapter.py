@@ -32,6 +32,14 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   a skip leaves as they are are taken out of the call and their skip put back in its answer, as Gradio writes it
   (with the component the session has, not a new one).
   (app.common.fitted_plot's mark is among a plot's arguments, so that a copy Gradio makes otherwise keeps it.)
+- `STATUS_JS`: Gradio's page keeps a loading status for every component that any event so far has read or written
+  (its LoadingStatus class, exported by assets/statustracker-<hash>.js, holds them in `current`), and after each
+  status message of any event it applies every one of them again (`update_loading_stati_state` enumerates
+  `current` and calls the page tree's `update_state` for each). Each of those looks the component up in the tree
+  and takes a snapshot of its data: about 260 ms of a click late in a session, when nothing at all is drawn
+  (docs/performance.md). The page imports that module (the same URL as Gradio's import, so the same class) and
+  has `current` enumerate, outside the class's own `update`, only the statuses that changed since they were last
+  enumerated: a status applied already is not applied again.
 - `PLOTLY_LAZY_JS` and `PLOTLY_RESIZE_JS`: Gradio's plot component draws each figure it gets with
   `Plotly.react(div, data, layout, config)` on the plotly it set as window.Plotly, then calls `Plotly.Plots.resize`
   (FRONTEND_FACTS names that call); the page wraps both there (app/i18n.py HEAD_JS).
@@ -174,6 +182,44 @@ PLOTLY_LAZY_JS = """const drawWhenNear = (plotly) => {
     };
   };""".replace("__NEAR__", str(NEAR_PX))
 
+# In the page (app/i18n.py HEAD_JS), given the statustracker module (the module's docstring: STATUS_JS). The class's
+# `update` (called once per status message, before the page applies the statuses) sees every status; anything else
+# that enumerates `current` (Gradio's update_loading_stati_state alone) sees those whose value changed since the
+# last such enumeration, each of them once. Entries are still read, written and deleted as Gradio writes them.
+STATUS_JS = """const quietStatuses = (module) => {
+    const LoadingStatus = Object.values(module ?? {}).find((v) => v?.LoadingStatus)?.LoadingStatus;
+    const proto = LoadingStatus?.prototype, update = proto?.update;
+    if (typeof update !== 'function' || update.__quiet) return false;
+    const changedOnly = (owner) => {
+      const seen = {all: false, sent: new Map()};
+      owner.current = new Proxy(owner.current, {ownKeys: (t) => {
+        const keys = Reflect.ownKeys(t);
+        if (seen.all) return keys;
+        return keys.filter((k) => {
+          const now = JSON.stringify(t[k]);
+          if (seen.sent.get(k) === now) return false;
+          seen.sent.set(k, now);
+          return true;
+        });
+      }});
+      return seen;
+    };
+    proto.update = function () {
+      const seen = this.__seen ??= changedOnly(this);
+      seen.all = true;
+      try { return update.apply(this, arguments); } finally { seen.all = false; }
+    };
+    proto.update.__quiet = true;
+    return true;
+  };"""
+
+
+def status_chunk():
+    """The file name of the front end's statustracker chunk (STATUS_JS), or None if there is not exactly one."""
+    found = [p.name for p in frontend_assets() if re.fullmatch(r"statustracker-[\w-]+\.js", p.name)]
+    return found[0] if len(found) == 1 else None
+
+
 # In the page (app/i18n.py HEAD_JS): `gradioCore()` resolves to Gradio's front-end core module, or null.
 LOCALE_JS = """const gradioCore = async () => {
     const url = performance.getEntriesByType('resource').map((e) => e.name)
@@ -195,6 +241,13 @@ FRONTEND_FACTS = (("the locale read from the browser", r"runtime-[\w-]+\.js", "w
                   ("the status tracker's English", r"statustracker-[\w-]+\.js", "processing |"),
                   ("the status tracker's queue line", r"statustracker-[\w-]+\.js", "`queue: ${"),
                   ("plotly set on window", r"PlotlyPlot-[\w-]+\.js", "window.Plotly=e"),
+                  ("the loading statuses' class, exported", r"statustracker-[\w-]+\.js", "LoadingStatus:()=>"),
+                  ("the statuses kept in `current`, updated by `update`", r"statustracker-[\w-]+\.js",
+                   "update(e){for(let[t,n]of Object.entries(this.current))"),
+                  ("every status applied again after each message", r"Blocks-[\w-]+\.js",
+                   "Object.entries(this.loading_stati.current).map(([e,t])=>this.update_state_cb(Number(e),"
+                   "{loading_status:t}"),
+                  ("the statuses' class as Blocks imports it", r"Blocks-[\w-]+\.js", "from\"./statustracker-"),
                   ("each react followed by a resize", r"PlotlyPlot-[\w-]+\.js", ".react(g,e.data,e.layout,e.config),p.default.Plots.resize(g)"))
 
 

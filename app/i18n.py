@@ -23,7 +23,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from .gradio_adapter import LOCALE_JS, PLOTLY_LAZY_JS, PLOTLY_RESIZE_JS
+from .gradio_adapter import LOCALE_JS, PLOTLY_LAZY_JS, PLOTLY_RESIZE_JS, STATUS_JS, status_chunk
 
 LOCALES = Path(__file__).resolve().parents[1] / "locale"  # the project's tables, which core/words.py reads too
 LANGS = ("zh-CN", "en")  # the switch's order
@@ -183,7 +183,7 @@ def choices(prefix, values, **fixed):
 # (data-word="key": WORDS[lang][key] is their text, data-word-title their tooltip).
 HEAD_JS = """<script>
 (() => {
-  const TABS = __TABS__, WORDS = __WORDS__, PLOTLY = __PLOTLY__, DEFAULT = __DEFAULT__;
+  const TABS = __TABS__, WORDS = __WORDS__, PLOTLY = __PLOTLY__, DEFAULT = __DEFAULT__, STATUS_CHUNK = __STATUS_CHUNK__;
   const pick = (v) => { v = String(v || ''); return v.toLowerCase().startsWith('zh') ? 'zh-CN' : (Object.hasOwn(WORDS, v) ? v : DEFAULT); };
   const stored = () => { try { return window.localStorage.getItem('explorer-lang'); } catch (e) { return null; } };
   let lang = pick(new URLSearchParams(window.location.search).get('lang') || stored() || navigator.language);
@@ -246,6 +246,13 @@ HEAD_JS = """<script>
     return lang;
   };
   window.explorerLang = {pick, apply, word, lang: () => lang};
+  // a loading status applied already is not applied again (app/gradio_adapter.py STATUS_JS): the very module
+  // Gradio's Blocks imports, from the same folder as the page's entry script
+  const entry = document.querySelector('script[type=module][src*="/assets/"]');
+  if (STATUS_CHUNK && entry) {
+    import(new URL(STATUS_CHUNK, entry.src).href).then((m) => { window.__quietStatuses = quietStatuses(m); })
+      .catch(() => null);
+  }
   // out of sight until Gradio's locale (it sets <html lang> once loaded) and the switch are this language
   const hold = document.createElement('style');
   hold.textContent = 'gradio-app {visibility: hidden !important}';
@@ -281,9 +288,10 @@ def head_script(tab_labels):
     tabs = {tab: {lang: text(lang, key) for lang in LANGS} for tab, key in tab_labels.items()}
     words = {lang: {w: text(lang, f"page.{w}") for w in WORDS} for lang in LANGS}
     out = HEAD_JS
-    for name, value in (("TABS", tabs), ("WORDS", words), ("PLOTLY", plotly_locales()), ("DEFAULT", DEFAULT)):
+    for name, value in (("TABS", tabs), ("WORDS", words), ("PLOTLY", plotly_locales()), ("DEFAULT", DEFAULT),
+                        ("STATUS_CHUNK", status_chunk())):
         out = out.replace(f"__{name}__", js_json(value))
-    return out.replace("__LOCALE_JS__", LOCALE_JS + "\n  " + PLOTLY_RESIZE_JS + "\n  " + PLOTLY_LAZY_JS)
+    return out.replace("__LOCALE_JS__", "\n  ".join((LOCALE_JS, PLOTLY_RESIZE_JS, PLOTLY_LAZY_JS, STATUS_JS)))
 
 
 def switch(demo):

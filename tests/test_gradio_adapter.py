@@ -1,6 +1,9 @@
 """What the page takes from Gradio beyond its public API (app/gradio_adapter.py), each run against a real small
 gr.Blocks: a Gradio upgrade that changes them fails here, by name, before the page breaks in a browser."""
+import os
+
 import gradio as gr
+import pytest
 from fastapi.testclient import TestClient
 from gradio.routes import App
 
@@ -122,3 +125,61 @@ def test_an_output_left_skipped_keeps_its_component_and_the_answer_is_gradios_ow
             updated = isinstance(value, dict)
             assert (theirs.blocks_config.blocks[block._id] is not block) == updated, (predictions, block)
             assert (ours.blocks_config.blocks[block._id] is not block) == (updated and value != gr.skip())
+
+
+# Gradio's own LoadingStatus class, patched by STATUS_JS in a blank page: the statuses of two events' components
+# as its `update` writes them, and what an enumeration outside `update` then lists (what Gradio applies again)
+STATUS_RUN = """async (name) => {
+  const m = await import('/assets/' + name);
+  const LoadingStatus = Object.values(m).find((v) => v?.LoadingStatus).LoadingStatus;
+  const plain = new LoadingStatus(), patched = new LoadingStatus();
+  const steps = [[1, 'pending'], [1, 'complete'], [1, 'complete'], [2, 'pending'], [2, 'complete'], [1, 'pending']];
+  const run = (s, after) => {
+    s.register(1, [10, 11], [12], 'full');  // event 1 writes components 10 and 11 and reads 12
+    s.register(2, [20], [12], 'full');      // event 2 writes 20 and reads 12 too
+    return steps.map(([fn, status]) => { s.update({fn_index: fn, status}); return after(s); });
+  };
+  const statuses = (s) => Object.fromEntries([10, 11, 12, 20].filter((k) => k in s.current)
+    .map((k) => [k, [s.current[k].fn_index, s.current[k].status]]));
+  const before = run(plain, statuses);
+  const installed = quietStatuses(m), again = quietStatuses(m);
+  const listed = [];
+  const after = run(patched, (s) => {
+    const listedNow = Object.entries(s.current).map(([k]) => +k).sort((a, b) => a - b);
+    listed.push(listedNow, Object.keys(s.current).map(Number));  // the second enumeration finds nothing new
+    return statuses(s); });
+  return {before, after, installed, again, listed};
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="/usr/bin/chromium not installed")
+def test_a_loading_status_applied_already_is_not_listed_again():
+    """STATUS_JS on Gradio's own LoadingStatus class: `update` keeps every status as Gradio's does, and an
+    enumeration of them lists only those that changed since the last one, each once."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from app.gradio_adapter import STATUS_JS, status_chunk
+    from tests.frontend import open_frontend
+    from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
+    assert status_chunk() is not None
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page()
+            open_frontend(page)
+            r = page.evaluate(f"(() => {{ {STATUS_JS}\nreturn {STATUS_RUN}; }})()", status_chunk())
+        finally:
+            browser.close()
+    assert r["installed"] is True and r["again"] is False
+    assert r["after"] == r["before"]  # the same statuses, step by step
+    # outputs get a status (an input only for a validation message, which these steps do not send)
+    assert r["before"][-1] == {"10": [1, "pending"], "11": [1, "pending"], "20": [2, "complete"]}
+    listed = r["listed"]
+    changed, then = listed[0::2], listed[1::2]
+    assert changed == [[10, 11],  # event 1 pending: its outputs
+                       [10, 11],  # complete
+                       [],        # complete again: nothing changed
+                       [20],      # event 2 pending: its output alone (event 1's are as they were)
+                       [20],      # complete
+                       [10, 11]]  # event 1 again
+    assert then == [[]] * len(r["before"])

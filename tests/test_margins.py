@@ -119,22 +119,10 @@ def test_the_plot_gradio_makes_again_in_a_session_sends_fitted_figures_too():
 
 
 def _gradio_plotly(page):
-    """Open a blank page that has imported the front end's own plot chunk (its plotly, as the app's page has it):
-    the front end's files are served to the page from the installed Gradio, nothing from outside."""
-    from app.gradio_adapter import frontend_assets, plotly_chunk
-    assets = {p.name: p for p in frontend_assets()} | {p.name: p for p in frontend_assets()[0].parent.glob("*.css")}
-
-    def serve(route):
-        name = route.request.url.rsplit("/", 1)[-1]
-        if name == "index.html":
-            return route.fulfill(body="<!DOCTYPE html><html><head><meta charset='utf-8'></head><body></body></html>",
-                                 content_type="text/html")
-        if name in assets:
-            kind = "text/javascript" if name.endswith(".js") else "text/css"
-            return route.fulfill(body=assets[name].read_bytes(), content_type=kind)
-        return route.abort()
-    page.route("http://plots.test/**", serve)
-    page.goto("http://plots.test/index.html")
+    """Open a blank page that has imported the front end's own plot chunk (its plotly, as the app's page has it)."""
+    from app.gradio_adapter import plotly_chunk
+    from tests.frontend import open_frontend
+    open_frontend(page)
     page.evaluate("name => import('/assets/' + name)", plotly_chunk())
     page.wait_for_function("() => !!window.Plotly")
 
