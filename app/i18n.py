@@ -213,7 +213,11 @@ HEAD_JS = """<script>
       }
     }
   });
-  new MutationObserver(() => { relabel(); restatus(); })
+  // the status lines at once; the labels once a frame at most, before it is painted (a tab's opening makes dozens
+  // of batches of changes to the page, and relabelling looks through all of it)
+  let queued = false;
+  const fix = () => { queued = false; relabel(); };
+  new MutationObserver(() => { restatus(); if (!queued) { queued = true; requestAnimationFrame(fix); } })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
   // plotly arrives with the first figure (Gradio sets window.Plotly): it gets the page's locales before it draws
   let plotly = window.Plotly;
