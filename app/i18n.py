@@ -204,7 +204,23 @@ HEAD_JS = """<script>
   };
   const STATUS = [[/^processing \\|$/, () => word('processing')],
                   [/^queue: (\\d+)\\/(\\d*) \\|$/, (m) => word('queue').replace('{position}', m[1]).replace('{size}', m[2])]];
-  const restatus = () => document.querySelectorAll('[data-testid=status-tracker]:not(.hide)').forEach((t) => {
+  // the status trackers that a batch of changes touched: a change within one, or one added to the page
+  const TRACKER = '[data-testid=status-tracker]';
+  const touched = (records) => {
+    const found = new Set();
+    for (const r of records) {
+      const t = (r.target.nodeType === Node.ELEMENT_NODE ? r.target : r.target.parentElement)?.closest(TRACKER);
+      if (t) { found.add(t); continue; }
+      for (const n of r.addedNodes) {
+        if (n.nodeType !== Node.ELEMENT_NODE) continue;
+        if (n.matches(TRACKER)) found.add(n);
+        else n.querySelectorAll(TRACKER).forEach((e) => found.add(e));
+      }
+    }
+    return found;
+  };
+  const restatus = (trackers) => trackers.forEach((t) => {
+    if (t.classList.contains('hide')) return;
     const walk = document.createTreeWalker(t, NodeFilter.SHOW_TEXT);
     for (let n = walk.nextNode(); n; n = walk.nextNode()) {
       for (const [re, say] of STATUS) {
@@ -217,7 +233,10 @@ HEAD_JS = """<script>
   // of batches of changes to the page, and relabelling looks through all of it)
   let queued = false;
   const fix = () => { queued = false; relabel(); };
-  new MutationObserver(() => { restatus(); if (!queued) { queued = true; requestAnimationFrame(fix); } })
+  new MutationObserver((records) => {
+    if (lang !== 'en') restatus(touched(records));
+    if (!queued) { queued = true; requestAnimationFrame(fix); }
+  })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
   // plotly arrives with the first figure (Gradio sets window.Plotly): it gets the page's locales before it draws
   let plotly = window.Plotly;
