@@ -32,7 +32,7 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   a skip leaves as they are are taken out of the call and their skip put back in its answer, as Gradio writes it
   (with the component the session has, not a new one).
   (app.common.fitted_plot's mark is among a plot's arguments, so that a copy Gradio makes otherwise keeps it.)
-- `STATUS_JS`: Gradio's page keeps a loading status for every component that any event so far has read or written
+- `STATUS_JS`: Gradio's page keeps a loading status for every component that any event so far has written
   (its LoadingStatus class, exported by assets/statustracker-<hash>.js, holds them in `current`), and after each
   status message of any event it applies every one of them again (`update_loading_stati_state` enumerates
   `current` and calls the page tree's `update_state` for each). Each of those looks the component up in the tree

@@ -219,8 +219,8 @@ HEAD_JS = """<script>
     }
     return found;
   };
+  // (a hidden one too: its words may be written before it shows, and showing it changes only its class)
   const restatus = (trackers) => trackers.forEach((t) => {
-    if (t.classList.contains('hide')) return;
     const walk = document.createTreeWalker(t, NodeFilter.SHOW_TEXT);
     for (let n = walk.nextNode(); n; n = walk.nextNode()) {
       for (const [re, say] of STATUS) {

@@ -108,9 +108,9 @@ def theme():
 
 # Run by the page once it loads (with app/links.py's script): beside the PNG button of each plotly figure's
 # toolbar, an "SVG" button that saves the figure as SVG through the page's own plotly (window.Plotly), named after
-# the figure's element id. Figures drawn later are found as they appear (looked for once a frame at most). Gradio may draw a figure anew in the same
-# place (a new plot element in the same parent), so the button belongs to the place: one per parent, which saves
-# whatever figure is there when clicked. Its words are the page's (data-word: app/i18n.py HEAD_JS keeps them in
+# the figure's element id. Figures drawn later are found as they appear (looked for once a frame at most). Gradio
+# may draw a figure anew in the same place (a new plot element in the same parent), so the button belongs to the
+# place: one per parent, which saves whatever figure is there when clicked. Its words are the page's (data-word: app/i18n.py HEAD_JS keeps them in
 # the page's language).
 EXPORT_JS = """() => {
   const add = (gd) => {
@@ -131,8 +131,8 @@ EXPORT_JS = """() => {
     place.style.position = 'relative';
     place.appendChild(b);
   };
+  let queued = false;  // a scan is asked for: it runs once a frame at most, before the frame is painted
   const scan = () => { queued = false; document.querySelectorAll('.js-plotly-plot').forEach(add); };
-  let queued = false;  // once a frame at most, before it is painted
   new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(scan); } })
     .observe(document.body, {childList: true, subtree: true});
   scan();

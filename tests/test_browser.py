@@ -423,9 +423,7 @@ def test_a_link_restores_sentence_settings_tab_and_head(page):
     params = page.evaluate("Object.fromEntries(new URL(location.href).searchParams)")
     assert params["text"] == OTHER and params["tab"] == "attention/all-heads" and params["method"] == "greedy"
     english = page.locator("#out textarea").input_value()
-    other = page.context.new_page()
-    other.set_default_timeout(TIMEOUT_MS)
-    other.app, other.errors, other.events = page.app, [], []
+    other = watched_page(page.context, page.app)
     other.goto(link)
     wait_until(other, "plotText('head-grid').includes('Cross-attention') && settled('head-grid')",
                what="the linked sub-tab, drawn for cross-attention")
@@ -443,12 +441,8 @@ def test_a_hostile_link_is_read_as_data(page):
                                     "kind": "<b>", "method": "eval", "beam": "1e9"})
     # the link opens in a page of its own: leaving the first page while its load's events still run would abort
     # them, which Gradio logs as console errors
-    other = page.context.new_page()
-    other.set_default_timeout(TIMEOUT_MS)
-    other.app, other.errors, other.events = page.app, [], []
+    other = watched_page(page.context, page.app)
     other.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    other.on("console", lambda m: other.errors.append(m.text) if m.type == "error" else None)
-    other.on("pageerror", lambda e: other.errors.append(str(e)))
     other.goto(page.app.url.rstrip("/") + "/?" + query)
     open_tab(other, "Translate", "#src")
     wait_until(other, "el('#src textarea')?.value === arg && el('#out textarea').value !== '' && settled('out')",
@@ -727,17 +721,23 @@ def test_translate_api_endpoint(app):
 PHONE = {"width": 390, "height": 844}
 
 
+def watched_page(context, app):
+    """A new page in `context` on `app`, whose console errors and uncaught errors are kept in its `errors`."""
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.app, page.errors, page.events = app, [], []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    return page
+
+
 def learner(app, browser, viewport=None, locale=None, path="", init=None, device=None):
     """A page in a context of its own (a phone or a desktop, a language; or `device`, new_context's arguments)
     once its Learn step is drawn; `init`, a script run in it before the page's own."""
     context = browser.new_context(**(device or dict(viewport=viewport, locale=locale, has_touch=viewport == PHONE)))
     if init:
         context.add_init_script(init)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.app, page.errors, page.events = app, [], []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page = watched_page(context, app)
     page.goto(app.url + path)
     wait_until(page, "plot('learn-figure') && settled('learn-figure') && settled('learn-head')", what="the first step")
     return context, page
@@ -879,10 +879,7 @@ def test_a_link_restores_a_learn_step_and_the_switch_changes_language(app, brows
         assert page.errors == [], page.errors
         # an address that is not a step opens the first one (in a page of its own: leaving this one while the
         # switch's events still run would abort them, which Gradio logs as errors)
-        other = context.new_page()
-        other.set_default_timeout(TIMEOUT_MS)
-        other.app, other.events, other.errors = app, [], []
-        other.on("console", lambda m: other.errors.append(m.text) if m.type == "error" else None)
+        other = watched_page(context, app)
         other.goto(app.url + "?learn=%3Cscript%3E99")
         wait_until(other, "text('#learn-head').includes(arg)", step_heading("en", 1), what="step 1")
         assert other.errors == [], other.errors
