@@ -257,27 +257,34 @@ def plotly_chunk():
     return found[0] if len(found) == 1 else None
 
 
-# A function for launch(js=...), which runs once the app is drawn: the plot chunk imported once the page has been
-# quiet (no status tracker on screen) for QUIET_MS and the browser is idle, beside the front end's own modules (the
-# URL of its entry script's folder). Running it holds the browser for about two seconds here: not while the page
-# is still settling, then.
-PLOTLY_PRELOAD_JS = """() => {
+# A function for launch(js=...), which runs once the app is drawn. Once the page has been quiet (no status tracker on
+# screen) for QUIET_MS and the browser is idle, it imports the plot chunk beside the front end's own modules (the URL
+# of its entry script's folder): running it holds the browser for about two seconds here, so not while the page is
+# still settling. Once quiet again (AHEAD_QUIET_MS), it clicks the button AHEAD_ID (app/ui.py), whose event sends
+# the views that read no sentence to their tabs, closed as they are (app/views.py ahead_shower): opening one of
+# them then draws what it holds. When that event is done, <html> has data-drawn-ahead.
+IDLE_JS = """() => {
   const name = __NAME__, entry = document.querySelector('script[type=module][src*="/assets/"]');
-  if (!name || !entry || window.Plotly) return;
-  const load = () => { if (!window.Plotly) import(new URL(name, entry.src).href).catch(() => {}); };
   const busy = () => [...document.querySelectorAll('[data-testid=status-tracker]')]
     .some((t) => !t.classList.contains('hide') && t.getClientRects().length);
-  let quietSince = Date.now();
-  const wait = () => {
-    if (window.Plotly) return;
-    if (busy()) quietSince = Date.now();
-    if (Date.now() - quietSince < __QUIET_MS__) { setTimeout(wait, 200); return; }
-    (window.requestIdleCallback ?? ((f) => setTimeout(f, 50)))(load, {timeout: 1000});
+  const whenQuiet = (ms, then) => {
+    let quietSince = Date.now();
+    const wait = () => {
+      if (busy()) quietSince = Date.now();
+      if (Date.now() - quietSince < ms) { setTimeout(wait, 200); return; }
+      (window.requestIdleCallback ?? ((f) => setTimeout(f, 50)))(then, {timeout: 1000});
+    };
+    wait();
   };
-  wait();
+  const ahead = () => whenQuiet(__AHEAD_QUIET_MS__, () => document.getElementById(__AHEAD_ID__)?.click());
+  if (window.Plotly || !name || !entry) { ahead(); return; }
+  whenQuiet(__QUIET_MS__, () => import(new URL(name, entry.src).href).catch(() => {}).then(ahead));
 }"""
 QUIET_MS = 1500
+AHEAD_QUIET_MS = 500
+AHEAD_ID = "draw-ahead"
 
 
-def plotly_preload_js():
-    return PLOTLY_PRELOAD_JS.replace("__NAME__", json.dumps(plotly_chunk())).replace("__QUIET_MS__", str(QUIET_MS))
+def idle_js():
+    return (IDLE_JS.replace("__NAME__", json.dumps(plotly_chunk())).replace("__QUIET_MS__", str(QUIET_MS))
+            .replace("__AHEAD_QUIET_MS__", str(AHEAD_QUIET_MS)).replace("__AHEAD_ID__", json.dumps(AHEAD_ID)))

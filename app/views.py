@@ -64,11 +64,12 @@ def open_tab(page, where):
         level = tab
 
 
-def shown(page, where):
-    """Whether the tab at path `where` is on screen: open at every level above it."""
+def shown(page, where, ahead=False):
+    """Whether the tab at path `where` is on screen: open at every level above it. `ahead`: whether it will be once
+    its top-level tab is opened (open at every level below the top)."""
     level = ROOT
     for tab in where:
-        if page["open"].get(level) != tab:
+        if page["open"].get(level) != tab and not (ahead and level == ROOT):
             return False
         level = tab
     return True
@@ -79,11 +80,15 @@ def _fresh(page, v, ins, used):
     return last, last is not None and last[0] is ins and last[1] == used
 
 
-def draw_views(page, ins, views, controls, lang):
+def draw_views(page, ins, views, controls, lang, ahead=False):
     """{output name: value} of `views`: drawn, in `lang`, where shown and not drawn already for `ins`, the
     controls the view reads (`controls`: their values by name) and `lang`; cleared where hidden and drawn for an
-    earlier translation. An output left out is left as it is (nothing is computed, nothing is sent)."""
+    earlier translation. An output left out is left as it is (nothing is computed, nothing is sent). `ahead`:
+    the views that read no sentence are drawn where their tab's opening will show them (`shown(..., ahead=True)`),
+    those that read one are left as they are."""
     out, given = {}, ins
+    if ahead:
+        views = [v for v in views if not v.reads_translation]
     for v in views:
         ins = given if v.reads_translation else None  # a new translation leaves a view that does not read it
         used = {name: controls[name] for name in v.uses}
@@ -91,7 +96,7 @@ def draw_views(page, ins, views, controls, lang):
             used = v.resolve(ins, **used) if v.reads_translation else v.resolve(**used)
         key = (tuple(used.values()), read_lang(lang))
         last, fresh = _fresh(page, v, ins, key)
-        if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):
+        if shown(page, v.where, ahead) and not fresh and (ins is not None or not v.reads_translation):
             page["drawn"][v.name] = (ins, key)
             with speaking(lang):
                 values = v.draw(ins, **used) if v.reads_translation else v.draw(**used)
@@ -150,9 +155,9 @@ class Tab:
         page = dict(page=self.page, lang=self.lang, **({"ins": self.state} if self.shows_translation else {}))
         return dict(page, **self.controls)
 
-    def show(self, page, lang, ins=None, **controls):
+    def show(self, page, lang, ins=None, ahead=False, **controls):
         """{component: value} of its views for the page as it is (draw_views), gr.skip() when nothing changes."""
-        values = draw_views(page, ins, self.views, controls, lang)
+        values = draw_views(page, ins, self.views, controls, lang, ahead)
         return {self.outputs[name]: value for name, value in values.items()} or gr.skip()
 
     def opened(self, page, lang, ins=None, **controls):
@@ -177,8 +182,12 @@ class Tab:
         (a menu's choices and first value) would otherwise send a second event after each drawing. `event`:
         more of Gradio's settings for these events (concurrency_id="model" where drawing may run the model)."""
         outputs, event = list(self.outputs.values()), dict(api_visibility="private", **event)
+        # an opening shows its progress on the views that read the sentence (they may wait for the model); one that
+        # reads none was sent ahead (ahead_shower) or comes from a cache, and is not covered meanwhile
+        slow = [self.outputs[name] for v in self.views if v.reads_translation for name in v.outputs]
+        progress = dict(show_progress_on=slow) if slow else dict(show_progress="hidden")
         for where, t in [(self.where, tab), *(((*self.where, sub), t) for sub, t in (subtabs or {}).items())]:
-            t.select(self.opener(where), None, outputs, inputs_kwargs=self.inputs(), **event)
+            t.select(self.opener(where), None, outputs, inputs_kwargs=self.inputs(), **progress, **event)
         moved = [c.input if name in by_hand else c.change for name, c in self.controls.items()
                  if not isinstance(c, gr.State)]
         if moved:
@@ -214,9 +223,9 @@ def by_component(fn, outputs):
 
 
 def page_inputs(tabs, page, state, lang):
-    """The inputs by name of one event that reads every tab in `tabs`: the page, the state, the language, then
-    each tab's controls under "<tab id>/<name>"."""
-    named = dict(page=page, ins=state, lang=lang)
+    """The inputs by name of one event that reads every tab in `tabs`: the page, the state (unless None), the
+    language, then each tab's controls under "<tab id>/<name>"."""
+    named = dict(page=page, ins=state, lang=lang) if state is not None else dict(page=page, lang=lang)
     for tab in tabs:
         named.update({f"{_tab_id(tab)}/{n}": c for n, c in tab.controls.items() if c is not lang})
     return named
@@ -226,12 +235,12 @@ def _tab_id(tab):
     return "/".join(tab.where)
 
 
-def _show_all(tabs, page, ins, lang, named):
+def _show_all(tabs, page, ins, lang, named, ahead=False):
     out = {}
     for tab in tabs:
         prefix = f"{_tab_id(tab)}/"
         mine = {n[len(prefix):]: v for n, v in named.items() if n.startswith(prefix)}
-        shown_now = tab.show(page, lang, ins if tab.shows_translation else None, **mine)
+        shown_now = tab.show(page, lang, ins if tab.shows_translation else None, ahead=ahead, **mine)
         out.update(shown_now if isinstance(shown_now, dict) and not _skipped(shown_now) else {})
     return out or gr.skip()
 
@@ -251,6 +260,16 @@ def translation_shower(tabs, then=None):
             then(ins)
         return out
     return show_translation
+
+
+def ahead_shower(tabs):
+    """The callback of the page's idle event (app/ui.py): in every tab of `tabs`, each view that reads no sentence
+    and that the tab's opening will show, drawn now unless drawn already for the controls it reads and the page's
+    language. It takes the page, the language and each tab's controls by name (page_inputs with no state); the
+    tab's opening then finds them drawn, and its page draws them at once."""
+    def draw_ahead(page, lang, **named):
+        return _show_all(tabs, page, None, lang, named, ahead=True)
+    return draw_ahead
 
 
 def language_shower(tabs):

@@ -85,12 +85,12 @@ def test_the_front_end_still_does_what_the_head_script_expects():
 
 
 def test_the_page_preloads_the_very_module_gradios_plot_imports():
-    """plotly_preload_js imports the plot chunk by its file name beside the front end's entry script: that is the
+    """idle_js imports the plot chunk by its file name beside the front end's entry script: that is the
     module Gradio's plot component imports (./PlotlyPlot-<hash>.js from the same folder), which sets
     window.Plotly as it runs, so the page's import and Gradio's are one module, loaded once."""
-    from app.gradio_adapter import frontend_assets, plotly_chunk, plotly_preload_js
+    from app.gradio_adapter import frontend_assets, idle_js, plotly_chunk
     name = plotly_chunk()
-    assert name is not None and f'"{name}"' in plotly_preload_js()
+    assert name is not None and f'"{name}"' in idle_js()
     importers = [p for p in frontend_assets() if f"import(`./{name}`)" in p.read_text(encoding="utf-8", errors="ignore")]
     assert importers and all(p.name.startswith("Plot-") for p in importers)
     chunk = next(p for p in frontend_assets() if p.name == name)

@@ -206,6 +206,37 @@ def test_tabs_without_a_translation_draw_when_first_opened(demo):
     assert set(tab.show(page, "zh-CN", **dict(controls, k=6))) == set(tab.outputs.values())  # a new language: all
 
 
+def test_views_that_read_no_sentence_are_sent_ahead_to_closed_tabs_and_their_opening_sends_nothing(demo, two):
+    """The page's idle event (app/ui.py, app.views.ahead_shower): in the closed tabs, each view that reads no sentence
+    and that the tab's opening shows (Inside's open sub-tab, not the others), drawn once for the controls and the
+    language; the views that read the sentence are left to the opening."""
+    ins, _ = two
+    # the idle button's event (a new language runs the same callback after redrawing the views on screen)
+    dep = next(d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "draw_ahead")
+    page = dict(new_page("translate"), open={views.ROOT: "translate", "attention": "one-head", "inside": "modules"})
+    out = call(dep, page=page, lang="en")
+    quiet = [t for t in demo.tab_views if any(not v.reads_translation for v in t.views)]
+    expected = {t.outputs[n] for t in quiet for v in t.views if not v.reads_translation
+                and views.shown(page, v.where, ahead=True) for n in v.outputs}
+    assert set(out) == expected
+    inside, heads, masks_tab = (tab_named(demo, n) for n in ("inside", "heads", "masks"))
+    assert {inside.outputs[n] for n in ("tree", "summary", "detail")} <= set(out)  # Inside's open sub-tab: modules
+    assert not {inside.outputs[n] for n in ("ln_params", "sweep", "ln", "residual")} & set(out)
+    assert heads.outputs["atlas"] in out and heads.outputs["maps"] not in out
+    assert set(masks_tab.outputs.values()) <= set(out)
+    assert call(dep, page=page, lang="en") == {}  # drawn already: nothing again
+    # opening a tab sent ahead sends nothing; one whose views read the sentence draws those alone
+    controls = {n: c.value for n, c in masks_tab.controls.items()}
+    assert masks_tab.opened(page, "en", **controls) == SKIP
+    page["open"]["heads"] = "atlas"
+    hc = {n: c.value for n, c in heads.controls.items()}
+    assert heads.outputs["atlas"] not in heads.opened(page, "en", ins, **hc)
+    # in another language, or with another control's value, they are drawn again
+    assert set(masks_tab.outputs.values()) <= set(call(dep, page=page, lang="zh-CN"))
+    other = call(dep, page=page, lang="zh-CN", **{"masks/layer": 1})
+    assert masks_tab.outputs["scores"] in other and heads.outputs["atlas"] not in other
+
+
 def test_shown_follows_the_open_tab_at_every_level():
     page = new_page("overview")
     assert views.shown(page, ()) and views.shown(page, ("overview",)) and not views.shown(page, ("attention",))

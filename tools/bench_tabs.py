@@ -64,6 +64,8 @@ TAB_HELPERS = r"""(() => {
     return arg.words.some(w => shown.has(w)) && !(arg.old ?? []).some(w => shown.has(w)); };
 })()"""
 OPEN = "window.__tabOpen(arg)"
+# the page has settled: plotly is loaded and the views that read no sentence are sent (app/gradio_adapter.py IDLE_JS)
+SETTLED = "() => !!window.Plotly && document.documentElement.dataset.drawnAhead !== undefined"
 # a reader looks at the open tab: no plot within NEAR_PX of the window still waits to be drawn (app/gradio_adapter.py
 # drawWhenNear), and the page is quiet, before the next click
 LOOKED = """() => { const near = e => { const r = e.getBoundingClientRect();
@@ -109,9 +111,10 @@ def one_round(browser, url, a, b):
     try:
         page.get_by_role("tab", name="Translate", exact=True).wait_for()
         page.evaluate(TAB_HELPERS)
-        # a reader types the first sentence in about the time the page takes to settle and load plotly, which it
-        # does once quiet (app/gradio_adapter.py plotly_preload_js): the first click comes after that
-        page.wait_for_function("() => !!window.Plotly")
+        # a reader types the first sentence in about the time the page takes to settle, load plotly and send the
+        # views that read no sentence, which it does once quiet (app/gradio_adapter.py IDLE_JS): the first click
+        # comes after that
+        page.wait_for_function(SETTLED)
         translate(page, net, a)
         first = visit_all(page, net, a, b)
         translate(page, net, b)
