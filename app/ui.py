@@ -13,10 +13,10 @@ import gradio as gr
 
 from . import idle, links, tabs
 from .bertviz_views import STATIC_FILES
-from .gradio_adapter import AHEAD_ID, leave_skipped_alone
+from .gradio_adapter import leave_skipped_alone
 from .i18n import L, switch
 from .shared import free_closed_sessions, get_translator
-from .views import ROOT, ahead_shower, language_shower, page_inputs, page_state, translation_shower
+from .views import ROOT, language_shower, page_inputs, page_state, translation_shower, wire_ahead
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
 # queue is full and to try again; two events run at once (the machine has 2 cores), and of those that run the
@@ -60,19 +60,12 @@ def build_demo():
                        api_visibility="private", show_progress_on=_outputs(translation)[0])
         # a new language: one event redraws the views on screen of every tab but two, which redraw themselves
         # (the Learn path's step, and the Translate tab's replay, which keeps its step)
-        # the views that read no sentence, sent to their tabs before they are opened: the page clicks this
-        # (visually hidden) button once it is quiet (app/gradio_adapter.py IDLE_JS), and a new language sends them
-        # again in it; opening such a tab then draws what it holds, with no wait for the server
-        quiet = [t for t in built if any(not v.reads_translation for v in t.views)]
-        ahead = gr.Button("ahead", visible="hidden", elem_id=AHEAD_ID)
-        draw_ahead = dict(fn=ahead_shower(quiet), inputs=None, outputs=[o for t in quiet for o in _outputs(t)],
-                          inputs_kwargs=page_inputs(quiet, page, None, lang), api_visibility="private",
-                          show_progress="hidden", concurrency_id="model")
-        ahead.click(**draw_ahead).then(None, js="() => { document.documentElement.dataset.drawnAhead = ''; }")
+        # the views that read no sentence, sent to their closed tabs once the page is quiet, and again in a new language
+        ahead = wire_ahead(built, page, lang)
         relang = [t for t in built if t is not learn and t is not translation]
         lang.change(language_shower(relang), None, [o for t in relang for o in _outputs(t)],
                     inputs_kwargs=page_inputs(relang, page, state, lang), api_visibility="private",
-                    concurrency_id="model").then(**draw_ahead)
+                    concurrency_id="model").then(**ahead)
         demo.tab_views = built  # each tab's views and controls (tools.i18n_report draws them)
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)

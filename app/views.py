@@ -19,7 +19,7 @@ from typing import Callable
 
 import gradio as gr
 
-from .i18n import LANGS, read_lang, speaking
+from .i18n import LANGS, L, read_lang, speaking
 
 ROOT = ""  # the page's top level of tabs
 
@@ -270,6 +270,22 @@ def ahead_shower(tabs):
     def draw_ahead(page, lang, **named):
         return _show_all(tabs, page, None, lang, named, ahead=True)
     return draw_ahead
+
+
+def wire_ahead(tabs, page, lang):
+    """The page's idle event: a visually hidden button (app.gradio_adapter.AHEAD_ID), which the page clicks once it
+    is quiet (app/gradio_adapter.py IDLE_JS), draws ahead (ahead_shower) the views of `tabs` that read no sentence;
+    then <html> gets data-drawn-ahead. Returns the event's settings, for a new language to run it again."""
+    from .gradio_adapter import AHEAD_ID
+    quiet = [t for t in tabs if any(not v.reads_translation for v in t.views)]
+    button = gr.Button(L("ui.ahead"), visible="hidden", elem_id=AHEAD_ID)
+    # the Masks tab's batch runs the model: drawn ahead, it queues with the translations (app/ui.py)
+    event = dict(fn=ahead_shower(quiet), inputs=None, outputs=[o for t in quiet for o in t.outputs.values()],
+                 inputs_kwargs=page_inputs(quiet, page, None, lang), api_visibility="private", show_progress="hidden",
+                 concurrency_id="model")
+    button.click(**event).then(None, js="() => { document.documentElement.dataset.drawnAhead = ''; }",
+                               api_visibility="private")
+    return event
 
 
 def language_shower(tabs):

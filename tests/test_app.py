@@ -427,6 +427,7 @@ def test_translate_api_is_named_translate():
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
         "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
         "score_mine", "tree_file", "switch_off", "show_language", *inside_openers,
+        "draw_ahead",  # (the views that read no sentence, drawn ahead: the Masks tab's batch among them)
         *(["open_timelapse"] if ships_history() else [])}  # a new language may draw a view of the Why or Inside
     # tab for the first time; the Time-lapse tab (tests/test_timelapse.py) translates with a point of the run
 
