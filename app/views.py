@@ -32,10 +32,12 @@ class View:
     the bare value), where `used` are the tab's controls named in `uses`, by name; a view that does not read the
     translation (`reads_translation=False`) is drawn as `draw(**used)`. Every view is drawn in the event's
     language (app.i18n.speaking), which is not one of its `uses`: a change of language redraws it all the same.
-    `blank` gives the values that clear it ({output name: value}, or a function of the controls it uses, like
-    `draw`, returning one: a blank in the page's language) once it shows an earlier translation. A blank that is
-    a function is also what the view shows, in the page's language, when its tab is on screen before the first
-    translation (a placeholder that says what to do); a fixed blank is its components' first value.
+    `blank` gives the values that clear it ({output name: value}) once it shows an earlier translation, or is a
+    function of the controls it uses, like `draw`, returning what the view shows, in the page's language, when its
+    tab is on screen before the first translation (a placeholder that says what to do): such a view is cleared with
+    None in each output (its placeholder would tell the reader to translate while its tab's opening draws the new
+    sentence; and a plot given a figure while hidden draws it once shown, the new one then drawn anew). A fixed
+    blank is its components' first value.
     `resolve(ins, **used)` (or `resolve(**used)`), if given, returns the controls' values the drawing stands for
     ({name: value}): what it is drawn with and known by. A view whose tab's drawing also sets one of its controls
     (a menu's choices and first value, for a new translation) says there which value that is: a value the browser
@@ -106,9 +108,9 @@ def draw_views(page, ins, views, controls, lang, ahead=False):
             with speaking(lang):
                 out.update(_named(v, v.blank(**used)))
         elif last is not None and last[0] is not None and last[0] is not ins and v.blank is not None:
+            # cleared: a placeholder would say what to do where the tab's opening will draw the new sentence
             del page["drawn"][v.name]
-            with speaking(lang):
-                out.update(_named(v, v.blank(**used) if callable(v.blank) else v.blank))
+            out.update({name: None for name in v.outputs} if callable(v.blank) else v.blank)
     return out
 
 

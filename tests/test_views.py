@@ -171,6 +171,22 @@ def test_a_new_translation_clears_the_hidden_views_of_the_last_one(demo, two, ca
     assert "Step 1: next-token" in opened(tr_tab, page, ("translate",), second)["step-cands"]
 
 
+def test_a_view_with_a_placeholder_is_emptied_not_told_to_wait_for_a_translation(demo, two, show_translation):
+    """A hidden view whose blank is a placeholder ("translate a sentence first") is cleared with nothing once a new
+    sentence comes: its tab's opening draws the new one, and a figure given to a hidden plot would be drawn as the
+    tab opens, before the new one replaces it."""
+    first, second = two
+    why = tab_named(demo, "why")
+    page = new_page("translate")
+    show_translation(page, first, **up_to_attention())
+    assert {"why-source", "why-target"} <= set(opened(why, page, ("why",), first, position=None))
+    page["open"][views.ROOT] = "translate"
+    out = by_id(show_translation(page, second, **up_to_attention()))
+    assert (out["why-source"], out["why-target"], out["why-reading"]) == (None, None, None)
+    drawn = opened(why, page, ("why",), second, position=None)
+    assert drawn["why-source"].layout.title.text and drawn["why-reading"]
+
+
 def test_a_view_with_words_shows_its_placeholder_before_a_translation(demo):
     """Before the first translation, opening a tab draws the placeholders of its views in the page's language (a
     blank that is a function of the controls), and sends nothing for views whose blank is their first value."""

@@ -8,7 +8,8 @@ sentence B and opens each again. A tab is open when its button is selected, no G
 screen, every plot within the window is drawn (its svg there and no drawing of it pending; one further down is
 drawn when it comes near: app/gradio_adapter.py drawWhenNear), its main element is on screen and, where the tab
 shows the sentence, a
-word of the new sentence is on screen (text or figure labels). Times are taken inside the page, from the click
+word of the new sentence is on screen (text or figure labels), and where its main element is drawn for each
+sentence, it shows something other than before the click. Times are taken inside the page, from the click
 to the first animation frame where that holds (the main element: a plot drawn with data, or HTML with text) (tools.bench_browser.measure); each figure is the median over the
 rounds. After each opening the reader looks at the tab (LOOKED) before the next click. Beside them, measured in the same run: a trivial Gradio event (the echo page of tools.bench_browser).
 """
@@ -23,15 +24,18 @@ from tools.bench_browser import ENGLISH, VIEWS, arg_of, expected, measure
 SENTENCE_A = "Zwei Hunde spielen im Schnee."
 SENTENCE_B = "Eine alte Frau füttert Tauben im Park."
 # each top-level tab but Translate, in page order: (its name, its main element, whether that is a plot (else HTML
-# with text), whether the tab shows the sentence's words)
-TABS = [("Learn", "#learn-figure", True, False), ("Overview", "#diagram", False, False),
-        ("Attention", "#heatmap", True, True), ("Heads", "#heads-atlas", False, False),
-        ("Why", "#why-source", True, True), ("What if", "#whatif-tree", True, True),
-        ("Inside", "#in-tree", False, False), ("Masks", "#m-masks", True, False),
-        ("Positional encoding", "#pe-curves", True, False), ("Training", "#r-fig", True, False),
-        ("Lab", "#lab-curve", True, False), ("Engineering", None, False, False)]
+# with text), whether the tab shows the sentence's words, whether its main element is drawn anew for each sentence)
+TABS = [("Learn", "#learn-figure", True, False, True), ("Overview", "#diagram", False, False, True),
+        ("Attention", "#heatmap", True, True, True), ("Heads", "#heads-atlas", False, False, False),
+        ("Why", "#why-source", True, True, True), ("What if", "#whatif-tree", True, True, True),
+        ("Inside", "#in-tree", False, False, False), ("Masks", "#m-masks", True, False, False),
+        ("Positional encoding", "#pe-curves", True, False, False), ("Training", "#r-fig", True, False, False),
+        ("Lab", "#lab-curve", True, False, False), ("Engineering", None, False, False, False)]
 
-# window.__tabOpen(arg): the tab named arg.tab is open, drawn and quiet (the module's docstring); arg.words: the
+# window.__clickTab(arg): click the tab named arg.tab, noting what its main element (arg.key) shows first.
+# window.__tabOpen(arg): the tab named arg.tab is open, drawn and quiet (the module's docstring); arg.anew: its main
+# element, where it showed something before the click, shows something else (a plot: Gradio mounts one anew for each
+# figure it is given; HTML: other markup); arg.words: the
 # sentence's words, one of which must be on screen (none asked for when empty); arg.old: words none of which may be
 TAB_HELPERS = r"""(() => {
   const onScreen = e => !!e?.getClientRects().length && e.offsetHeight > 0;
@@ -45,9 +49,14 @@ TAB_HELPERS = r"""(() => {
   window.__shownWords = () => { const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(onScreen);
     const all = [document.body.innerText, ...plots.flatMap(labels)].join(' ').replaceAll('\u2581', ' ');
     return new Set(all.split(/[\s"'<>(),.;:!?\[\]{}|]+/).filter(Boolean)); };
+  const named = name => [...document.querySelectorAll('[role=tab]')].find(t => t.textContent.trim() === name);
+  const shows = key => { const m = key && document.querySelector(key);
+    return m ? (m.querySelector('.js-plotly-plot') ?? (m.innerHTML || null)) : null; };
+  window.__clickTab = arg => { window.__before = shows(arg.key); named(arg.tab).click(); };
   window.__tabOpen = arg => {
-    const tab = [...document.querySelectorAll('[role=tab]')].find(t => t.textContent.trim() === arg.tab);
+    const tab = named(arg.tab);
     if (tab?.getAttribute('aria-selected') !== 'true') return false;
+    if (arg.anew && window.__before && shows(arg.key) === window.__before) return false;
     if ([...document.querySelectorAll('[data-testid=status-tracker]')].some(t => !t.classList.contains('hide')
         && t.getClientRects().length)) return false;
     const main = arg.key && document.querySelector(arg.key), g = main?.querySelector('.js-plotly-plot');
@@ -97,9 +106,9 @@ def translate(page, net, exp):
 def visit_all(page, net, exp, other):
     """Open each tab of TABS in turn: {tab name: ms}."""
     out = {}
-    for name, key, plot, shows in TABS:
-        arg = {"tab": name, "key": key, "plot": plot, "words": new_words(exp, other) if shows else []}
-        t, _ = measure(page, net, f"tab({name!r}).click()", {"open": OPEN}, arg, f"the {name} tab on {exp.text!r}")
+    for name, key, plot, shows, anew in TABS:
+        arg = {"tab": name, "key": key, "plot": plot, "words": new_words(exp, other) if shows else [], "anew": anew}
+        t, _ = measure(page, net, "window.__clickTab(arg)", {"open": OPEN}, arg, f"the {name} tab on {exp.text!r}")
         out[name] = t["open"]
         look(page)
     return out
