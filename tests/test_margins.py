@@ -98,6 +98,21 @@ def test_the_app_plot_sends_the_figure_with_its_margins_fitted():
     assert sent == plain
 
 
+def test_the_sent_json_writes_slashes_plainly_and_reads_back_the_same():
+    """plotly writes "/" as \\u002f (six characters for one in 64 of a typed array's base64); the JSON sent writes it
+    as itself, keeps < and > escaped (no "</" can end a script it is put in), and reads back as plotly's own."""
+    import plotly.io as pio
+    texts = ["a/b", "\\u002f", "\\\\u002f", "\\\\\\u002f", "x\\/y", "</script>", "<b>/</b>"]
+    z = torch.linspace(-1, 1, 4096).reshape(64, 64).numpy()  # its base64 has many "/"
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(64)), text=(texts * 10)[:64]), layout=dict(title="/".join(texts)))
+    sent = margins.fitted_json(fig)
+    theirs = pio.to_json(margins.fit(fig.to_plotly_json()), validate=False)
+    assert json.loads(sent) == json.loads(theirs)
+    assert "\\u002f" in theirs and "</" not in sent and "\\u003c" in sent
+    plain = sent.replace("\\\\", "")  # (an escaped backslash before u002f is the text's own)
+    assert "\\u002f" not in plain and len(sent) < 0.85 * len(theirs)
+
+
 def test_the_plot_gradio_makes_again_in_a_session_sends_fitted_figures_too():
     """Gradio answers an update of a component with a new component made from its arguments, which the session
     then uses: its figures are fitted as the first one's were; a plain gr.Plot's are sent as plotly writes them."""

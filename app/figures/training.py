@@ -6,6 +6,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
@@ -56,15 +57,22 @@ def _smooth(values, window=25):
 MOST_POINTS = 800  # a line's points sent to the page: more than its pixels' width draws nothing more
 
 
+def compact(values):
+    """Numbers as a numpy array in 32 bits (float32 or int32), which plotly sends as a typed array: 4 bytes a value
+    (in base64) where JSON wrote up to 20 characters."""
+    a = np.asarray(values)
+    return a.astype(np.float32 if a.dtype.kind == "f" else np.int32) if a.dtype.kind in "fiu" else a
+
+
 def thin(*columns, most=MOST_POINTS):
     """Every k-th value of each column, the last kept, so that at most about `most` remain (a long log's line, drawn
-    the same at the figure's width for a fraction of the bytes)."""
+    the same at the figure's width for a fraction of the bytes); each as `compact` arrays."""
     n = len(columns[0])
     k = max(1, -(-n // most))
     keep = list(range(0, n, k))
     if keep and keep[-1] != n - 1:
         keep.append(n - 1)
-    return [[c[i] for i in keep] for c in columns]
+    return [compact([c[i] for i in keep]) for c in columns]
 
 
 def replay_figure(steps, epochs, step):
@@ -133,13 +141,13 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training"
     its arguments and steps). `words`: the table of its curve's and axes' words (training, or learn); without
     `scale`, the curves' shapes show but not their heights (no rate on the axis or in a hover)."""
     w = texts(words)
-    xs = list(range(1, steps + 1, 50))
+    xs = compact(range(1, steps + 1, 50))
     hover = {} if scale else dict(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
     fig = go.Figure()
     for d, f, wu in ANNOTATED_CONFIGS:
-        fig.add_trace(go.Scatter(x=xs, y=[rate(s, d, f, wu) for s in xs], mode="lines", name=f"{d}:{wu}",
+        fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d, f, wu) for s in xs]), mode="lines", name=f"{d}:{wu}",
                                  line=dict(dash="dot"), **hover))
-    fig.add_trace(go.Scatter(x=xs, y=[rate(s, d_model, factor, warmup) for s in xs], mode="lines",
+    fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d_model, factor, warmup) for s in xs]), mode="lines",
                              name=w("noam.yours", d=d_model, warmup=warmup, factor=f"{factor:g}"),
                              line=dict(width=3, color="#e4572e"), **hover))
     if run:
