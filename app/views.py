@@ -281,10 +281,11 @@ def wire_ahead(tabs, page, lang):
     from .gradio_adapter import AHEAD_ID
     quiet = [t for t in tabs if any(not v.reads_translation for v in t.views)]
     button = gr.Button(L("ui.ahead"), visible="hidden", elem_id=AHEAD_ID)
-    # the Masks tab's batch runs the model: drawn ahead, it queues with the translations (app/ui.py)
+    # every page sends one: one at a time, beside the translations rather than in their line (the views come from
+    # the caches that app.views.warm fills; the Masks tab's batch, drawn anew, takes the model's lock for its pass)
     event = dict(fn=ahead_shower(quiet), inputs=None, outputs=[o for t in quiet for o in t.outputs.values()],
                  inputs_kwargs=page_inputs(quiet, page, None, lang), api_visibility="private", show_progress="hidden",
-                 concurrency_id="model")
+                 concurrency_id="ahead", concurrency_limit=1)
     button.click(**event).then(None, js="() => { document.documentElement.dataset.drawnAhead = ''; }",
                                api_visibility="private")
     return event

@@ -427,9 +427,11 @@ def test_translate_api_is_named_translate():
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
         "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
         "score_mine", "tree_file", "switch_off", "show_language", *inside_openers,
-        "draw_ahead",  # (the views that read no sentence, drawn ahead: the Masks tab's batch among them)
         *(["open_timelapse"] if ships_history() else [])}  # a new language may draw a view of the Why or Inside
     # tab for the first time; the Time-lapse tab (tests/test_timelapse.py) translates with a point of the run
+    # the views drawn ahead, which every page sends once it is quiet: one at a time, not in the model's line
+    ahead = [d for d in demo.fns.values() if d.name == "draw_ahead"]
+    assert len(ahead) == 2 and {(d.concurrency_id, d.concurrency_limit) for d in ahead} == {("ahead", 1)}
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):
