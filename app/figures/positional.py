@@ -26,8 +26,11 @@ def curves_figure(pe, dims):
         kind = "sin" if d % 2 == 0 else "cos"
         fig.add_trace(go.Scatter(y=pe[:, d].numpy(), mode="lines", name=_t("curves.dim", d=d, kind=kind,
                                                                              i=d // 2)))
+    # the legend below the plot (app/figures/margins.py puts it under the axis' labels): at its right, a phone's
+    # plot kept about a quarter of the width
     fig.update_layout(title=_t("curves.title"), xaxis_title=_t("position"),
-                      yaxis_title=_t("curves.value"), height=360, margin=dict(l=10, r=10, t=50, b=10))
+                      yaxis_title=_t("curves.value"), height=400, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", x=0, yanchor="top"))
     return fig
 
 
