@@ -19,11 +19,14 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   loaded; its status tracker writes "processing |" and "queue: i/n |" in English in every locale; its plot
   component loads plotly by setting window.Plotly, and plotly's toolbar buttons carry their tooltip in
   `data-title`. `frontend_facts` names each, for the test that checks them.
-- `plotly_preload_js`: plotly (4.6 MB of script) is inside the front end's plot chunk
+- `idle_js`: plotly (4.6 MB of script) is inside the front end's plot chunk
   (assets/PlotlyPlot-<hash>.js), which Gradio imports when the page first shows a figure, and which sets
   window.Plotly as it runs. Parsing and running it took about 2.4 s in headless Chromium on this 2-core machine,
   paid by whichever tab first showed a figure (python -m tools.bench --tabs). The page imports the same chunk (the
-  same URL, so the same module instance Gradio gets later) once it has been quiet for a moment.
+  same URL, so the same module instance Gradio gets later) once it has been quiet for a moment. Then it clicks
+  the visually hidden button of app.views.wire_ahead, whose event sends the views that read no sentence to tabs
+  not yet opened: Gradio keeps a value given to a component that is not mounted and hands it over when its tab
+  mounts it (tests/test_browser.py holds the page's events and finds those tabs drawn).
 - `leave_skipped_alone`: Gradio answers every update of an output, a gr.skip() included, by making a new component
   from the old one's arguments and keeping it in the session, with its config written again (Blocks.postprocess_data).
   An event that returns a dict of the outputs it changes has every other output filled with gr.skip(), so a
@@ -260,7 +263,7 @@ def plotly_chunk():
 # A function for launch(js=...), which runs once the app is drawn. Once the page has been quiet (no status tracker on
 # screen) for QUIET_MS and the browser is idle, it imports the plot chunk beside the front end's own modules (the URL
 # of its entry script's folder): running it holds the browser for about two seconds here, so not while the page is
-# still settling. Once quiet again (AHEAD_QUIET_MS), it clicks the button AHEAD_ID (app/ui.py), whose event sends
+# still settling. Once quiet again (AHEAD_QUIET_MS), it clicks the button AHEAD_ID (app/views.py wire_ahead), whose event sends
 # the views that read no sentence to their tabs, closed as they are (app/views.py ahead_shower): opening one of
 # them then draws what it holds. When that event is done, <html> has data-drawn-ahead.
 IDLE_JS = """() => {

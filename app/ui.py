@@ -58,10 +58,10 @@ def build_demo():
         for event in (translation.translated, tabs.learn.translates(learn, translation, state, lang, linked), linked):
             event.then(show, None, [o for t in shown for o in _outputs(t)], inputs_kwargs=named,
                        api_visibility="private", show_progress_on=_outputs(translation)[0])
-        # a new language: one event redraws the views on screen of every tab but two, which redraw themselves
-        # (the Learn path's step, and the Translate tab's replay, which keeps its step)
         # the views that read no sentence, sent to their closed tabs once the page is quiet, and again in a new language
         ahead = wire_ahead(built, page, lang)
+        # a new language: one event redraws the views on screen of every tab but two, which redraw themselves
+        # (the Learn path's step, and the Translate tab's replay, which keeps its step)
         relang = [t for t in built if t is not learn and t is not translation]
         lang.change(language_shower(relang), None, [o for t in relang for o in _outputs(t)],
                     inputs_kwargs=page_inputs(relang, page, state, lang), api_visibility="private",

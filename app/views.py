@@ -19,6 +19,7 @@ from typing import Callable
 
 import gradio as gr
 
+from .gradio_adapter import AHEAD_ID
 from .i18n import LANGS, L, read_lang, speaking
 
 ROOT = ""  # the page's top level of tabs
@@ -110,7 +111,7 @@ def draw_views(page, ins, views, controls, lang, ahead=False):
         elif last is not None and last[0] is not None and last[0] is not ins and v.blank is not None:
             # cleared: a placeholder would say what to do where the tab's opening will draw the new sentence
             del page["drawn"][v.name]
-            out.update({name: None for name in v.outputs} if callable(v.blank) else v.blank)
+            out.update(_named(v, {name: None for name in v.outputs} if callable(v.blank) else v.blank))
     return out
 
 
@@ -265,7 +266,7 @@ def translation_shower(tabs, then=None):
 
 
 def ahead_shower(tabs):
-    """The callback of the page's idle event (app/ui.py): in every tab of `tabs`, each view that reads no sentence
+    """The callback of the page's idle event (wire_ahead): in every tab of `tabs`, each view that reads no sentence
     and that the tab's opening will show, drawn now unless drawn already for the controls it reads and the page's
     language. It takes the page, the language and each tab's controls by name (page_inputs with no state); the
     tab's opening then finds them drawn, and its page draws them at once."""
@@ -278,7 +279,6 @@ def wire_ahead(tabs, page, lang):
     """The page's idle event: a visually hidden button (app.gradio_adapter.AHEAD_ID), which the page clicks once it
     is quiet (app/gradio_adapter.py IDLE_JS), draws ahead (ahead_shower) the views of `tabs` that read no sentence;
     then <html> gets data-drawn-ahead. Returns the event's settings, for a new language to run it again."""
-    from .gradio_adapter import AHEAD_ID
     quiet = [t for t in tabs if any(not v.reads_translation for v in t.views)]
     button = gr.Button(L("ui.ahead"), visible="hidden", elem_id=AHEAD_ID)
     # every page sends one: one at a time, beside the translations rather than in their line (the views come from
