@@ -29,7 +29,7 @@ from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
 from .timelapse import curves_figure, log_points, point_name, run_points
-from .training import noam_figure, probe_sentences, shipped_log, smoothing_figure
+from .training import noam_figure, probe_sentences, shipped_log, shipped_schedule, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
@@ -466,14 +466,26 @@ def draw_accum(c, k):
 
 # ---- 14. the Noam schedule --------------------------------------------------------------------------------
 
+LEARN_EXAMPLES = ((512, 1.0, 4000), (256, 1.0, 4000))  # the paper's warm-up, at its d_model and at this model's
+
+
+def model_schedule():
+    """(d_model, factor, warmup) the shipped model was trained with: its training log's arguments, else the
+    model's d_model with the paper's factor and warm-up."""
+    return shipped_schedule() or (get_translator().model.src_embed[0].d_model, 1.0, 4000)
+
+
 @sentence_free
 def draw_noam(c, warmup):
-    d = c.model.src_embed[0].d_model
+    """The slider's warm-up (with the model's d_model and factor) over the shipped model's own schedule, its
+    arguments read from the training log (`model`), beside the paper's 4,000 warm-up steps."""
+    d, factor, trained = model_schedule()
     warmup = clamp(warmup, 100, 8000)
     # the Training tab's figure in the step's words; how high the rate climbs is the question: the curves'
     # shapes show, their scale waits for Check
-    fig = noam_figure(d, 1.0, warmup, words="learn", scale=c.revealed)
-    peak = rate(warmup, d, 1.0, warmup)
+    fig = noam_figure(d, factor, warmup, words="learn", scale=c.revealed, model=(d, factor, trained),
+                      examples=LEARN_EXAMPLES, steps=12000)
+    peak = rate(warmup, d, factor, warmup)
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 
 
