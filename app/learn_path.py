@@ -262,7 +262,7 @@ STEPS = (
     Step("layernorm", "inside/layernorm", Control("slider", 0.0, 1.0, 0.05, 0.0), draw_layernorm, quiz_layernorm),
     Step("scale", "inside/scale", Control("radio", choices=("scaled", "raw"), default="scaled"), draw_scale,
          quiz_scale),
-    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="both"),
+    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="padding"),
          draw_masks, quiz_masks),
     Step("buffer", "positional", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_buffer,
          quiz_buffer),

@@ -294,6 +294,14 @@ def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
 PIECES = {"greedy", "teacher"}
 EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), "ffn": ("share",),
             "relative": ("res",), "history": ("share",)}
+# words that say a step's answer without a number: the encoding called never learned (a buffer), the three
+# matrices called one (tied embeddings)
+SAYS = {"buffer": {"en": ("never learned", "not learned", "fixed signal"), "zh-CN": ("从不学习", "不学习", "固定信号")},
+        "embeddings": {"en": ("serve all three", "one matrix could", "are tied", "is tied"),
+                       "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵")}}
+# what the step's figure must not show as it opens: another side of the batch than the one the question asks about
+# (the masks question counts the German side's padding)
+OPENS_ON = {"masks": ("learn.masks.fig.both", "learn.masks.fig.subsequent")}
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,.]*(?:[eE][-+−]?\d+)?%?")
 TEXT_KEYS = {"text", "ticktext", "name", "texttemplate", "hovertemplate", "hovertext", "title"}
 
@@ -416,7 +424,7 @@ def gives_away(step, ins, lang, texts, figs):
     choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
     fig_texts = [t for f in figs for t in figure_texts(f)]
     words = [*texts, *fig_texts]
-    found = []
+    found = [t for t in words for w in SAYS.get(step.key, {}).get(lang, ()) if w in t.lower()]
     if step.key in PIECES:
         piece = choices[right]
         items = [t for t in fig_texts if t.strip() == piece]
@@ -477,6 +485,9 @@ def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, 
     assert out["question"]["choices"] == choices and choices[right] in out["question"]["choices"]
     texts, fig = screen(step, lang, out)
     found = gives_away(step, ins, lang, texts, [fig])
+    flat = [t.replace("<br>", "").replace(" ", "") for t in figure_texts(fig)]
+    found += [key for key in OPENS_ON.get(step.key, ())
+              if i18n.text(lang, key).replace(" ", "") in flat]
     assert found == [], f"render: {found}"
     for value in _every_value(step, ins):
         _, _, fig, fact = said(learn.act, ins, progress, value, lang=lang).values()

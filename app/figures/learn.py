@@ -285,8 +285,9 @@ def draw_masks(c, which):
         allowed, cells = int(m.sum()), T * T
         fig = _compact(fig, c.t(f"masks.fig.{which}"))
     pads = int((batch.tgt == PAD).sum(1).max())
+    src_pads = int((batch.src == PAD).sum(1).max())
     shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
-    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, shown=shown)
+    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, src_pads=src_pads, shown=shown)
 
 
 # ---- 6. the positional encoding is a buffer -----------------------------------------------------------
