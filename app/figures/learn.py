@@ -29,7 +29,7 @@ from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
 from .timelapse import curves_figure, log_points, point_name, run_points
-from .training import noam_figure, probe_sentences, shipped_log, shipped_schedule, smoothing_figure
+from .training import bleu_summary, noam_figure, probe_sentences, shipped_log, shipped_schedule, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
@@ -537,7 +537,7 @@ def draw_history(c, i):
 def half_bleu_epoch(epochs):
     """(the first epoch whose val BLEU reached half of the last one's, that BLEU, the last BLEU, the last epoch)
     from a log's epoch records."""
-    scored = [e for e in epochs if e.get("val_bleu") is not None]
-    final = scored[-1]["val_bleu"]
-    first = next(e for e in scored if e["val_bleu"] >= final / 2)
-    return first["epoch"], first["val_bleu"], final, scored[-1]["epoch"]
+    scores = bleu_summary(epochs)
+    final = scores["last"]
+    first = next(e for e in epochs if e.get("val_bleu") is not None and e["val_bleu"] >= final / 2)
+    return first["epoch"], first["val_bleu"], final, scores["last_epoch"]

@@ -54,6 +54,17 @@ def shipped_schedule():
     return int(args["d_model"]), float(args["factor"]), int(args["warmup"])
 
 
+def bleu_summary(epochs):
+    """What a run's log says of its validation BLEU (greedy): after its last epoch, and at its best. Every page
+    that states either reads it here."""
+    scored = [e for e in epochs if e.get("val_bleu") is not None]
+    if not scored:
+        return None
+    best = max(scored, key=lambda e: e["val_bleu"])
+    return dict(last_epoch=scored[-1]["epoch"], last=scored[-1]["val_bleu"], best_epoch=best["epoch"],
+                best=best["val_bleu"])
+
+
 def _smooth(values, window=25):
     out, acc = [], 0.0
     for i, v in enumerate(values):
@@ -202,7 +213,8 @@ def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, words="training", nu
                       xaxis=dict(title=w("smoothing.token"), tickmode="array", tickvals=list(range(vocab))),
                       yaxis=dict(title=w("smoothing.example"), tickmode="array",
                                  tickvals=list(range(len(targets))), autorange="reversed",
-                                 ticktext=[w("smoothing.target", t=t) for t in targets]),
+                                 ticktext=[w("smoothing.padding" if t == 0 else "smoothing.target", i=i, t=t)
+                                           for i, t in enumerate(targets, 1)]),
                       height=330, margin=dict(l=10, r=10, t=50, b=10))
     return fig, td
 
