@@ -20,7 +20,7 @@ from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..cache import per_language
-from ..common import clamp, label, md_literal, token_axis
+from ..common import clamp, label, md_literal, phone_width, token_axis
 from ..common import wrap_title as common_wrap_title
 from ..i18n import texts
 from ..recording import recorded
@@ -212,9 +212,10 @@ def draw_scale(c, how):
     fig = go.Figure(go.Heatmap(z=small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
                                # the weights' values wait for Check (the question averages them); colours show
                                hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
-    fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
+    fig.update_layout(xaxis=token_axis(tokens, tickangle=-90), yaxis=dict(token_axis(tokens), autorange="reversed"))
     largest = float(w.max(-1).values.mean())
-    return (_compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk)),
+    fig = _compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk), height=table_height(len(tokens)))
+    return (phone_width(fig, len(tokens)),
             dict(dk=dk, sqrt=f"{math.sqrt(dk):.1f}", largest=f"{largest:.2f}"))
 
 
@@ -283,7 +284,7 @@ def draw_masks(c, which):
         fig.update_layout(xaxis=token_axis(pieces, tickangle=-90),
                           yaxis=dict(token_axis(pieces), autorange="reversed"))
         allowed, cells = int(m.sum()), T * T
-        fig = _compact(fig, c.t(f"masks.fig.{which}"))
+        fig = phone_width(_compact(fig, c.t(f"masks.fig.{which}"), height=table_height(T)), T)
     pads = int((batch.tgt == PAD).sum(1).max())
     src_pads = int((batch.src == PAD).sum(1).max())
     shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
@@ -338,8 +339,9 @@ def draw_embeddings(c, how):
                             name=c.t("embeddings.word")),
                      go.Scatter(y=[pe_norm] * len(ids), mode="lines", line=dict(color=BLUE, dash="dash"),
                                 name=c.t("embeddings.position"))])
-    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-60))
-    return (_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)),
+    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-90))
+    return (phone_width(_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)), len(ids),
+                        room=80),
             dict(median=f"{float(norms.median()):.2f}", pe=f"{pe_norm:.1f}", factor=f"{math.sqrt(emb.d_model):.0f}"))
 
 
@@ -402,6 +404,8 @@ def draw_init(c, how):
             dict(bound=f"{b:.4f}", lo=f"{float(w.min()):.4f}", hi=f"{float(w.max()):.4f}", d=d, d_ff=d_ff))
 
 
+GREEDY_CELLS = 8  # the decoding step's mask is drawn in a grid of at least this many cells a side
+
 # ---- 11. greedy decoding --------------------------------------------------------------------------------
 
 def draw_greedy(c, step):
@@ -412,9 +416,15 @@ def draw_greedy(c, step):
     m = subsequent_mask(t + 1)[0].int()
     fig = go.Figure(go.Heatmap(z=m.tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
                                hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
-    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-60),
-                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, autorange="reversed"))
-    return (_compact(fig, c.t("greedy.fig", step=t + 1)),
+    # square cells, the first steps' few of them in a corner of a grid of GREEDY_CELLS rather than one filling the
+    # figure; the labels turned upright, one line a piece
+    n = max(t + 1, GREEDY_CELLS)
+    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-90,
+                                 range=[-0.5, n - 0.5], showgrid=False, zeroline=False),
+                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, range=[n - 0.5, -0.5],
+                                 scaleanchor="x", showgrid=False, zeroline=False),
+                      plot_bgcolor="white")
+    return (phone_width(_compact(fig, c.t("greedy.fig", step=t + 1), height=table_height(n)), n),
             dict(step=t + 1, prefix=md_literal(" ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"),
                  chosen=md_literal(_piece(c.ins.out_tokens[t]))))
 
