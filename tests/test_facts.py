@@ -106,3 +106,26 @@ def test_the_smoothing_rows_name_each_example_once(lang):
     assert len(set(rows)) == len(rows) == 5
     pad = i18n.text(lang, "training.smoothing.padding", i=3, t=0)
     assert rows[2] == pad and all(str(i) in r for i, r in enumerate(rows, 1))
+
+
+def test_bold_chinese_renders_whatever_its_field_ends_with():
+    """CommonMark closes ** only where the run is right-flanking: after a closing bracket (as in a choice's
+    “clones（deepcopy + ModuleList）”) it must be followed by a space or punctuation, not by a Chinese character.
+    Every Chinese string with bold text renders bold, its fields filled with such a value."""
+    import string
+
+    from markdown_it import MarkdownIt
+    md = MarkdownIt("commonmark")
+    worst = "clones（deepcopy + ModuleList）"
+    left = []
+    for key, value in i18n.table("zh-CN").items():
+        if "**" not in value:
+            continue
+        fields = {f: worst for _, f, _, _ in string.Formatter().parse(value) if f}
+        try:
+            shown = md.render(value.format(**fields))
+        except (KeyError, IndexError, ValueError):
+            continue
+        if "**" in shown:
+            left.append(key)
+    assert left == [], left

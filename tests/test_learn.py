@@ -242,7 +242,7 @@ def test_the_noam_step_draws_this_models_schedule_from_its_log(lang, monkeypatch
         default = learn_path._value(step.control.default, None)
         assert default == warmup
         fig, _ = said(learn_figures.draw_noam, learn_path.context(None), default, lang=lang)
-        name = i18n.text(lang, "learn.noam.model", d=d, factor=f"{factor:g}", warmup=f"{warmup:,}").replace(" ", "")
+        name = i18n.text(lang, "learn.noam.model", d=d, factor=f"{factor:g}", warmup=warmup).replace(" ", "")
         at, top, model = peak_of(fig, name)
         assert at == warmup and top == pytest.approx(factor * d ** -0.5 * warmup ** -0.5, rel=1e-9)
         assert model.visible in (None, True)

@@ -155,9 +155,10 @@ def draw_clones(c, how):
     hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
     reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
     fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
-                            text=[wrap_title(c.t("clones.hidden"), width=8) if hide and h == "plain" else ""
-                                  for h in CLONES],  # in short lines at 11 px: plotly shrinks a wide one to fit
-                            textposition="outside", textfont=dict(size=11), constraintext="none",
+                            # one mark, narrower than its bar: a phrase would run under the grey bar beside it
+                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in CLONES],
+                            textposition="outside", textfont=dict(size=18), constraintext="none",
+                            cliponaxis=False,  # the hidden bar's label above the plot's top is drawn, not cut
                             hoverinfo="skip" if hide else None,
                             marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
                      go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
@@ -420,7 +421,7 @@ def draw_greedy(c, step):
     # figure; the labels turned upright, one line a piece
     n = max(t + 1, GREEDY_CELLS)
     fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-90,
-                                 range=[-0.5, n - 0.5], showgrid=False, zeroline=False),
+                                 range=[-0.5, n - 0.5], showgrid=False, zeroline=False, side="top"),
                       yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, range=[n - 0.5, -0.5],
                                  scaleanchor="x", showgrid=False, zeroline=False),
                       plot_bgcolor="white")

@@ -19,6 +19,7 @@ from ..i18n import texts
 from ..shared import model_dir
 
 ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
+EXAMPLE_COLORS = ("#4a7dc9", "#9467bd", "#8c8c8c")  # the examples' dotted lines: none red or green like the user's and the model's
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
 
 _t = texts("training")
@@ -169,14 +170,14 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training"
     xs = sorted(set(compact(range(1, steps + 1, 50))) | {p for p in peaks if p <= steps})  # every peak drawn at its step
     hover = {} if scale else dict(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
     fig = go.Figure()
-    for d, f, wu in examples:
+    for (d, f, wu), color in zip(examples, EXAMPLE_COLORS):
         fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d, f, wu) for s in xs]), mode="lines",
                                  name=w("noam.example", d=d, warmup=wu, factor=f"{f:g}"),
-                                 line=dict(dash="dot", width=1.5), **hover))
+                                 line=dict(dash="dot", width=1.5, color=color), **hover))
     if model:
         md, mf, mw = model
         fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, md, mf, mw) for s in xs]), mode="lines",
-                                 name=w("noam.model", d=md, warmup=f"{mw:,}", factor=f"{mf:g}"),
+                                 name=w("noam.model", d=md, warmup=mw, factor=f"{mf:g}"),
                                  line=dict(width=5, color="#2e9c57"), **hover))
     # the user's curve over the model's (dashed where the model's is drawn: where they are one, both show)
     fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d_model, factor, warmup) for s in xs]), mode="lines",
