@@ -141,6 +141,21 @@ def wrap_title(title, width=34):
     return "<br>".join(lines + [line])
 
 
+PHONE_FITS = 350  # px: what a 390 px phone's figure holds across
+PIECE_PX = 15     # px across a sentence's piece needs on a phone: a turned tick label at 12 px, and a cell to see
+
+
+def phone_width(fig, columns, per=PIECE_PX, room=170):
+    """Asks a phone to draw `fig` at least as wide as `columns` columns of `per` px each and `room` px of labels
+    and colour bar need, where that is wider than a phone's figure: the page (app/gradio_adapter.py
+    PHONE_WIDTH_JS) then gives the plot that width in a block a finger scrolls sideways, with a line above that
+    says so (app/style.py). A desktop draws it as before. Returns `fig`."""
+    need = int(columns * per + room)
+    if need > PHONE_FITS:
+        fig.update_layout(meta=dict(phone_width=need))
+    return fig
+
+
 def token_axis(tokens, **kw):
     """A plotly axis with one tick per token, labelled with the token."""
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[label(t) for t in tokens], **kw)

@@ -85,11 +85,12 @@ WIDE_FIGURES = ("overview-grid", "why-target", "in-ln-params", "in-scale", "in-s
 def wide_figures_css():
     """The phone's rules for WIDE_FIGURES, the hint in each language: `:lang()` reads the page's <html lang>, which
     Gradio sets (a selector naming <html> would not match: Gradio puts its container's selector before each rule)."""
-    blocks = ", ".join(f"#{i}" for i in WIDE_FIGURES)
+    fixed = ", ".join(f"#{i}" for i in WIDE_FIGURES)
+    blocks = f"{fixed}, .wide-sentence"  # and a long sentence's figure (app/gradio_adapter.py PHONE_WIDTH_JS)
     hints = " ".join(f':is({blocks}):lang({lang[:2]})::before {{content:"{text(lang, "page.swipe")}"}}' for lang in LANGS)
     return f"""@media (max-width: 640px) {{
   :is({blocks}) {{overflow-x:auto !important}}
-  :is({blocks}) .js-plotly-plot {{min-width:640px}}
+  :is({fixed}) .js-plotly-plot {{min-width:640px}}
   :is({blocks}) :is(.js-plotly-plot, .main-svg) {{touch-action:pan-x pan-y !important}}
   :is({blocks})::before {{display:block; position:sticky; left:0; font-size:12px; color:#667; padding:2px 4px}}
   {hints}

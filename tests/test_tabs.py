@@ -281,7 +281,7 @@ def test_training_tab_draws_its_words_in_chinese(monkeypatch):
         # the Learn path asks for the same figures in its own words: the Training tab's stay
         assert noam_figure(512, 1.0, 4000).layout.xaxis.title.text == "step"
         assert noam_figure(512, 1.0, 4000, words="learn").layout.xaxis.title.text == "optimizer step"
-        assert list(smoothing_figure(0.1)[0].layout.yaxis.ticktext)[0] == "target 2"
+        assert list(smoothing_figure(0.1)[0].layout.yaxis.ticktext)[0] == "#1 → 2"
         hidden = smoothing_figure(0.1, words="learn", numbers=False)[0].data[0]
         assert hidden.text is None and hidden.hoverinfo == "skip"
         assert noam_figure(512, 1.0, 4000, scale=False).layout.yaxis.showticklabels is False

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from core.analysis import inside as core
 
-from ..common import label, panel_grid, token_axis, wrap_title
+from ..common import label, panel_grid, phone_width, token_axis, wrap_title
 from ..i18n import DEFAULT, table, text, texts
 
 MAX_CELLS = (64, 128)  # a weight heatmap's largest size sent to the browser (rows, columns)
@@ -275,8 +275,9 @@ def scale_figure(d, q_tokens, title):
         panels.append(([lines[0][j], lines[1][j]], say(f"scale.{name}"), axis, {}))
     # the legend under the panels and room between the rows: the top row's turned token ticks and the titles
     # of the row below stay apart
-    return grid(panels, 2, title, height=720, gap=(0.1, 0.3), barmode="overlay",
-                legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=80, b=60))
+    fig = grid(panels, 2, title, height=720, gap=(0.1, 0.3), barmode="overlay",
+               legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=80, b=60))
+    return phone_width(fig, 2 * len(q_tokens), room=120)
 
 
 def sweep_figure(r):
@@ -318,9 +319,10 @@ def residual_figure(rec, ins):
                          colorscale="Viridis" if what == "norm" else "Magma",
                          hovertemplate=hover + "<extra></extra>", showscale=False)
             panels.append(([trace], say(f"res.{what}", side=say(f"side.{side}")),
-                           token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
-    return grid(panels, 2, wrap_title(say("res.title")), height=850, gap=(0.18, 0.16),
-                margin=dict(l=180, r=10, t=110, b=60))
+                           token_axis(tokens, tickangle=-90), dict(autorange="reversed", type="category")))
+    fig = grid(panels, 2, wrap_title(say("res.title")), height=850, gap=(0.18, 0.16),
+               margin=dict(l=180, r=10, t=110, b=60))
+    return phone_width(fig, 2 * max(len(ins.src_tokens), len(ins.tgt_tokens)), room=300)
 
 
 def ffn_figures(rec, ins, side, layer, top=24):
@@ -334,8 +336,9 @@ def ffn_figures(rec, ins, side, layer, top=24):
                      zmin=0, zmax=d_ff, colorscale="Blues", showscale=s == "decoder",
                      hovertemplate=hover + "<extra></extra>")
         panels.append(([trace], say("ffn.panel", side=say(f"side.{s}"), d_ff=d_ff),
-                       token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
+                       token_axis(tokens, tickangle=-90), dict(autorange="reversed", type="category")))
     firing = grid(panels, 2, say("ffn.title"), height=360, margin=dict(l=70, r=10, t=80, b=60))
+    phone_width(firing, 2 * max(len(ins.src_tokens), len(ins.tgt_tokens)), room=200)
     tokens = ins.src_tokens if side == "encoder" else ins.tgt_tokens
     act = rec.ffn[side][layer]  # (L, d_ff)
     fires = (act > 0).sum(0)
@@ -346,9 +349,9 @@ def ffn_figures(rec, ins, side, layer, top=24):
                                    value="%{z:.3f}") + "<extra></extra>")
     units = go.Figure([trace], dict(
         title=wrap_title(say("ffn.units", where=text(f"ui.inside.layer.{side}", layer=layer), top=top)),
-        height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-60),
+        height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-90),
         yaxis=dict(autorange="reversed", type="category"), margin=dict(l=80, r=10, t=50, b=60)))
-    return firing, units, fires
+    return firing, phone_width(units, len(tokens), room=170), fires
 
 
 def lens_figure(top_i, top_p, p_chosen, ins, piece):

@@ -20,7 +20,7 @@ from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..cache import per_language
-from ..common import clamp, label, md_literal, token_axis
+from ..common import clamp, label, md_literal, phone_width, token_axis
 from ..common import wrap_title as common_wrap_title
 from ..i18n import texts
 from ..recording import recorded
@@ -29,7 +29,7 @@ from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
 from .timelapse import curves_figure, log_points, point_name, run_points
-from .training import noam_figure, probe_sentences, shipped_log, smoothing_figure
+from .training import bleu_summary, noam_figure, probe_sentences, shipped_log, shipped_schedule, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
@@ -155,9 +155,10 @@ def draw_clones(c, how):
     hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
     reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
     fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
-                            text=[wrap_title(c.t("clones.hidden"), width=8) if hide and h == "plain" else ""
-                                  for h in CLONES],  # in short lines at 11 px: plotly shrinks a wide one to fit
-                            textposition="outside", textfont=dict(size=11), constraintext="none",
+                            # one mark, narrower than its bar: a phrase would run under the grey bar beside it
+                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in CLONES],
+                            textposition="outside", textfont=dict(size=18), constraintext="none",
+                            cliponaxis=False,  # the hidden bar's label above the plot's top is drawn, not cut
                             hoverinfo="skip" if hide else None,
                             marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
                      go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
@@ -212,9 +213,10 @@ def draw_scale(c, how):
     fig = go.Figure(go.Heatmap(z=small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
                                # the weights' values wait for Check (the question averages them); colours show
                                hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
-    fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
+    fig.update_layout(xaxis=token_axis(tokens, tickangle=-90), yaxis=dict(token_axis(tokens), autorange="reversed"))
     largest = float(w.max(-1).values.mean())
-    return (_compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk)),
+    fig = _compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk), height=table_height(len(tokens)))
+    return (phone_width(fig, len(tokens)),
             dict(dk=dk, sqrt=f"{math.sqrt(dk):.1f}", largest=f"{largest:.2f}"))
 
 
@@ -283,10 +285,11 @@ def draw_masks(c, which):
         fig.update_layout(xaxis=token_axis(pieces, tickangle=-90),
                           yaxis=dict(token_axis(pieces), autorange="reversed"))
         allowed, cells = int(m.sum()), T * T
-        fig = _compact(fig, c.t(f"masks.fig.{which}"))
+        fig = phone_width(_compact(fig, c.t(f"masks.fig.{which}"), height=table_height(T)), T)
     pads = int((batch.tgt == PAD).sum(1).max())
+    src_pads = int((batch.src == PAD).sum(1).max())
     shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
-    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, shown=shown)
+    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, src_pads=src_pads, shown=shown)
 
 
 # ---- 6. the positional encoding is a buffer -----------------------------------------------------------
@@ -337,8 +340,9 @@ def draw_embeddings(c, how):
                             name=c.t("embeddings.word")),
                      go.Scatter(y=[pe_norm] * len(ids), mode="lines", line=dict(color=BLUE, dash="dash"),
                                 name=c.t("embeddings.position"))])
-    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-60))
-    return (_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)),
+    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-90))
+    return (phone_width(_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)), len(ids),
+                        room=80),
             dict(median=f"{float(norms.median()):.2f}", pe=f"{pe_norm:.1f}", factor=f"{math.sqrt(emb.d_model):.0f}"))
 
 
@@ -401,6 +405,8 @@ def draw_init(c, how):
             dict(bound=f"{b:.4f}", lo=f"{float(w.min()):.4f}", hi=f"{float(w.max()):.4f}", d=d, d_ff=d_ff))
 
 
+GREEDY_CELLS = 8  # the decoding step's mask is drawn in a grid of at least this many cells a side
+
 # ---- 11. greedy decoding --------------------------------------------------------------------------------
 
 def draw_greedy(c, step):
@@ -411,9 +417,15 @@ def draw_greedy(c, step):
     m = subsequent_mask(t + 1)[0].int()
     fig = go.Figure(go.Heatmap(z=m.tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
                                hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
-    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-60),
-                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, autorange="reversed"))
-    return (_compact(fig, c.t("greedy.fig", step=t + 1)),
+    # square cells, the first steps' few of them in a corner of a grid of GREEDY_CELLS rather than one filling the
+    # figure; the labels turned upright, one line a piece
+    n = max(t + 1, GREEDY_CELLS)
+    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-90,
+                                 range=[-0.5, n - 0.5], showgrid=False, zeroline=False, side="top"),
+                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, range=[n - 0.5, -0.5],
+                                 scaleanchor="x", showgrid=False, zeroline=False),
+                      plot_bgcolor="white")
+    return (phone_width(_compact(fig, c.t("greedy.fig", step=t + 1), height=table_height(n)), n),
             dict(step=t + 1, prefix=md_literal(" ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"),
                  chosen=md_literal(_piece(c.ins.out_tokens[t]))))
 
@@ -466,14 +478,26 @@ def draw_accum(c, k):
 
 # ---- 14. the Noam schedule --------------------------------------------------------------------------------
 
+LEARN_EXAMPLES = ((512, 1.0, 4000), (256, 1.0, 4000))  # the paper's warm-up, at its d_model and at this model's
+
+
+def model_schedule():
+    """(d_model, factor, warmup) the shipped model was trained with: its training log's arguments, else the
+    model's d_model with the paper's factor and warm-up."""
+    return shipped_schedule() or (get_translator().model.src_embed[0].d_model, 1.0, 4000)
+
+
 @sentence_free
 def draw_noam(c, warmup):
-    d = c.model.src_embed[0].d_model
+    """The slider's warm-up (with the model's d_model and factor) over the shipped model's own schedule, its
+    arguments read from the training log (`model`), beside the paper's 4,000 warm-up steps."""
+    d, factor, trained = model_schedule()
     warmup = clamp(warmup, 100, 8000)
     # the Training tab's figure in the step's words; how high the rate climbs is the question: the curves'
     # shapes show, their scale waits for Check
-    fig = noam_figure(d, 1.0, warmup, words="learn", scale=c.revealed)
-    peak = rate(warmup, d, 1.0, warmup)
+    fig = noam_figure(d, factor, warmup, words="learn", scale=c.revealed, model=(d, factor, trained),
+                      examples=LEARN_EXAMPLES, steps=12000)
+    peak = rate(warmup, d, factor, warmup)
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 
 
@@ -524,7 +548,7 @@ def draw_history(c, i):
 def half_bleu_epoch(epochs):
     """(the first epoch whose val BLEU reached half of the last one's, that BLEU, the last BLEU, the last epoch)
     from a log's epoch records."""
-    scored = [e for e in epochs if e.get("val_bleu") is not None]
-    final = scored[-1]["val_bleu"]
-    first = next(e for e in scored if e["val_bleu"] >= final / 2)
-    return first["epoch"], first["val_bleu"], final, scored[-1]["epoch"]
+    scores = bleu_summary(epochs)
+    final = scores["last"]
+    first = next(e for e in epochs if e.get("val_bleu") is not None and e["val_bleu"] >= final / 2)
+    return first["epoch"], first["val_bleu"], final, scores["last_epoch"]

@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 
 from core.data import PAD, Batch, encode_pairs, pad_to, padding_stats
 
-from ..common import MASK_SCALE, token_axis, wrap_title
+from ..common import MASK_SCALE, phone_width, token_axis, wrap_title
 from ..i18n import texts
 from ..shared import model_dir
 
@@ -74,7 +74,7 @@ def mask_panels(batch, i, src_pieces, tgt_pieces):
         fig.update_yaxes(token_axis(rows, autorange="reversed", automargin=False), row=r + 1, col=c + 1)
     fig.update_layout(height=2 * 22 * T + 130 + 160, margin=dict(l=90, r=10, t=70, b=90),
                       title=wrap_title(_t("panel.title", i=i)))
-    return fig
+    return phone_width(fig, 2 * max(T, len(src_pieces)), room=220)
 
 
 def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
@@ -94,7 +94,7 @@ def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
     # the title hangs from the top, above the panels' titles (two lines each where they wrap)
     fig.update_layout(title=dict(text=wrap_title(title), yref="container", y=1, yanchor="top", pad=dict(t=20)),
                       height=max(390, 200 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=130, b=90))
-    return fig
+    return phone_width(fig, 3 * len(k_pieces), room=200)
 
 
 def load_batching_stats():

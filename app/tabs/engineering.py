@@ -10,7 +10,7 @@ from core import model as core_model
 from core.bench import table_rows
 
 from ..common import code_panel
-from ..figures.training import shipped_log
+from ..figures.training import bleu_summary, shipped_log
 from ..i18n import DEFAULT, LANGS, L, speaking, table, text, written
 from ..shared import get_translator, model_dir
 
@@ -65,13 +65,15 @@ def _training_md():
     if not (config and epochs):
         return None
     a = config["args"]
-    best = max(epochs, key=lambda e: e.get("val_bleu", 0))
+    scores = bleu_summary(epochs) or dict(last_epoch=epochs[-1]["epoch"], last=float("nan"),
+                                          best_epoch=epochs[-1]["epoch"], best=float("nan"))
     processes = ".processes" if config["world_size"] > 1 else ""  # "1 process", "2 processes"
     autocast = ".bf16" if a.get("bf16") else ""
     return f"ui.engineering.training{processes}{autocast}", dict(epochs=len(epochs), steps=len(steps), minutes=f"{epochs[-1]['minutes']:.0f}",
                      device=_named("device", config["device"]), processes=config["world_size"], max_tokens=a["max_tokens"],
                      accum=a["accum_iter"], factor=a["factor"], warmup=a["warmup"], smoothing=a["smoothing"],
-                     bleu=f"{best['val_bleu']:.1f}", epoch=best["epoch"])
+                     bleu=f"{scores['best']:.2f}", epoch=scores["best_epoch"], final=f"{scores['last']:.2f}",
+                     last=scores["last_epoch"])
 
 
 def _decoding(beam):

@@ -100,7 +100,7 @@ def outputs_for(run, cfg):
     intact = intact_of(cfg)
     title = _t("title.done", name=run_name(cfg), run=f"{run['exact_match']:.1%}",
                intact=f"{intact['exact_match']:.1%}")
-    return dict(curve=curve_figure(run["curve"], intact["curve"], title), result=result_markdown(run, intact, cfg),
+    return dict(curve=curve_figure(run["curve"], intact["curve"], title), result=result_markdown(run, intact, cfg, ahead=run is shipped().get(run_name(cfg))),
                 examples=examples_html(run["examples"]), cross=attention_figure(run["attention"], "cross"),
                 decoder=attention_figure(run["attention"], "decoder"))
 
