@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..data import BOS, PAD
-from ..decode import beam_search, length_penalty
+from ..decode import beam_search
 
 
 @dataclass
@@ -35,21 +35,24 @@ class SearchTree:
     nodes: list = field(default_factory=lambda: [Node(0, None, 0, BOS, 0.0, 0.0, "root")])
     live: list = field(default_factory=lambda: [0])  # the node of each live beam row
 
-    def record_step(self, step, scores, top, beam_idx, tok, keep, k, eos, alpha):
+    def record_step(self, step, scores, top, beam_idx, tok, keep, k, ends, normalize):
         """One step of beam search: `scores` (k,) of the live rows before it, the 2k candidates (`top` their
-        scores, `beam_idx` their rows, `tok` their tokens) and `keep` (k,), the candidates that stay live."""
+        scores, `beam_idx` their rows, `tok` their tokens, `ends` whether each ends the hypothesis: a </s>, or
+        under transformers' rule any candidate of the last step) and `keep` (k,), the candidates that stay live;
+        `normalize(score, length)` scores a finished one (core.decode.finished_score)."""
         kept = keep.tolist()
         live = [None] * k
-        for j, (total, row, token) in enumerate(zip(top.tolist(), beam_idx.tolist(), tok.tolist())):
+        for j, (total, row, token, end) in enumerate(zip(top.tolist(), beam_idx.tolist(), tok.tolist(),
+                                                         ends.tolist())):
             parent = self.live[row] if row < len(self.live) else None
             if total == float("-inf") or parent is None:
                 continue  # no hypothesis: a copy of the identical start rows, or a forced-out token
-            if token == eos:
+            if end:
                 status = "finished" if j < k else "pruned"
             else:
                 status = "kept" if j in kept else "pruned"
             node = Node(len(self.nodes), parent, step, token, total - scores[row].item(), total, status,
-                        total / length_penalty(step, alpha) if status == "finished" else None)
+                        normalize(total, step) if status == "finished" else None)
             self.nodes.append(node)
             if status == "kept":
                 live[kept.index(j)] = node.id
