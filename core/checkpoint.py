@@ -79,13 +79,41 @@ def unique_state(model):
     return state
 
 
+def split_rows(state, max_bytes):
+    """{name: tensor} with each tensor over max_bytes cut into blocks of rows under it, named `name:part0`,
+    `name:part1`, ... (a 58k-piece embedding does not fit in one 10 MB file); join_rows puts them together."""
+    out = {}
+    for name, t in state.items():
+        n = t.numel() * t.element_size()
+        if n <= max_bytes or t.dim() == 0:
+            out[name] = t
+            continue
+        rows = max(1, max_bytes // (n // t.size(0)))
+        for i, block in enumerate(t.split(rows)):
+            out[f"{name}:part{i}"] = block.contiguous()
+    return out
+
+
+def join_rows(state):
+    """The tensors split_rows cut, put back together (in the order of their parts)."""
+    parts = {}
+    for key in [k for k in state if ":part" in k]:
+        name, _, i = key.rpartition(":part")
+        parts.setdefault(name, {})[int(i)] = state.pop(key)
+    for name, blocks in parts.items():
+        state[name] = torch.cat([blocks[i] for i in range(len(blocks))])
+    return state
+
+
 def save_pretrained(model, config, directory, dtype=torch.float16, max_shard_bytes=9_000_000):
-    """Write config.json and the weights (sharded when above max_shard_bytes) into `directory`."""
+    """Write config.json and the weights (sharded when above max_shard_bytes, a tensor larger than that cut into
+    blocks of rows) into `directory`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for old in list(directory.glob("model*.safetensors")) + [directory / INDEX]:
         old.unlink(missing_ok=True)
     state = {k: v.detach().to(dtype).contiguous().cpu() for k, v in unique_state(model).items()}
+    state = split_rows(state, max_shard_bytes)
     shards, cur, size = [], {}, 0
     for name, t in state.items():
         n = t.numel() * t.element_size()
@@ -110,7 +138,7 @@ def save_pretrained(model, config, directory, dtype=torch.float16, max_shard_byt
 
 
 def load_state(directory):
-    """Every tensor of the saved weights (one file, or the shards the index names)."""
+    """Every tensor of the saved weights (one file, or the shards the index names), split tensors joined."""
     directory = Path(directory)
     if (directory / INDEX).exists():
         index = read_json(directory / INDEX, "index of the weight files")
@@ -120,8 +148,8 @@ def load_state(directory):
         state = {}
         for fname in sorted(set(map(str, weight_map.values()))):
             state.update(read_shard(directory / fname))
-        return state
-    return read_shard(directory / "model.safetensors")
+        return join_rows(state)
+    return join_rows(read_shard(directory / "model.safetensors"))
 
 
 def read_config(directory):
