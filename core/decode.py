@@ -17,11 +17,11 @@ from .instrument import Cache, attention_name, switched_off
 from .model import EncoderDecoder, subsequent_mask
 
 
-def _strip(row):
+def _strip(row, eos=EOS):
     """Token ids up to (not including) the first </s>."""
     out = []
     for t in row:
-        if t == EOS:
+        if t == eos:
             break
         out.append(t)
     return out
@@ -245,7 +245,7 @@ def _generate(next_token, src, max_len, bos, eos):
         done |= next_word == eos
         if done.all():
             break
-    return [_strip(r) for r in torch.stack(ys, 1)[:, 1:].tolist()]
+    return [_strip(r, eos) for r in torch.stack(ys, 1)[:, 1:].tolist()]
 
 
 @dataclass(frozen=True)
@@ -459,7 +459,7 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     for b in range(B):
         if not finished[b]:  # nothing ended within max_len: take the best live hypothesis
             finished[b].append((scores[b, 0].item(), ys[base[b, 0], 1:].tolist()))
-        results.append(_strip(max(finished[b], key=lambda x: x[0])[1]))
+        results.append(_strip(max(finished[b], key=lambda x: x[0])[1], eos))
     if tree is not None:
         tree.mark_returned(results[0])
     return results

@@ -141,7 +141,8 @@ def write_marian(directory, config, generation, pairs, spm_size, seed=0, scale=1
     ids = dict(pad_token_id=size - 1, decoder_start_token_id=size - 1, eos_token_id=0, forced_eos_token_id=0)
     hf_config = transformers.MarianConfig(**{**ids, **config, "vocab_size": size, "decoder_vocab_size": size})
     model = randomize(transformers.MarianMTModel(hf_config), seed, scale, eos_bias).eval()
-    model.generation_config = transformers.GenerationConfig(**{**ids, **generation})
+    # opus-mt's generation_config forbids <pad> (the decoder's start): bad_words_ids
+    model.generation_config = transformers.GenerationConfig(**{**ids, "bad_words_ids": [[size - 1]], **generation})
     model.save_pretrained(directory)
     tok.save_pretrained(directory)
     return directory
