@@ -56,17 +56,17 @@ def download(repo_id):
     """A Hub model's files that conversion reads, in the Hub's cache; ConvertError when it cannot be had."""
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
     patterns = ["*.json", "*.spm", "*.safetensors", "pytorch_model.bin"]
     try:
         return Path(snapshot_download(repo_id, allow_patterns=patterns))
-    except LocalEntryNotFoundError:
-        raise ConvertError(f"{repo_id}: cannot download it: this machine has no network and the Hub's cache "
-                           f"holds no copy (download it elsewhere with save_pretrained and give the folder)") from None
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError):
+        raise ConvertError(f"{repo_id}: cannot download it: no network here, and the Hub's cache holds no copy "
+                           f"(save it with save_pretrained on a machine with network and give that folder)") from None
     except HfHubHTTPError as e:
         raise ConvertError(f"{repo_id}: the Hub refused it ({str(e).splitlines()[0]})") from None
     except OSError as e:
-        raise ConvertError(f"{repo_id}: cannot download it ({str(e).splitlines()[0]})") from None
+        raise ConvertError(f"{repo_id}: cannot download it, no network? ({str(e).splitlines()[0]})") from None
 
 
 def read_source_config(directory):
