@@ -5,14 +5,15 @@ token, the token's log-probability, the hypothesis's cumulative log-probability 
 
 - "kept": one of the k live hypotheses that go on to the next step;
 - "pruned": looked at and dropped (outranked, or a </s> beyond the best k);
-- "finished": ended with </s> among the best k, scored by log P / lp(length) (GNMT's length penalty);
+- "finished": ended with </s> among the best k (under transformers' rule also: reached the limit), scored by
+  log P / lp(length) (GNMT's length penalty, or the model's rule: core.decode.finished_score);
 - "returned": the finished hypothesis (or, if none finished, the live one) beam search returned.
 """
 from dataclasses import dataclass, field
 
 import torch
 
-from ..data import BOS, PAD
+from ..data import BOS
 from ..decode import beam_search
 
 
@@ -69,7 +70,8 @@ class SearchTree:
     def mark_returned(self, ids):
         """Mark the hypothesis beam search returned: the best finished one with these tokens (then </s>), or,
         when none finished, the live one with these tokens."""
-        finished = [n for n in self.nodes if n.status == "finished" and self.path(n.id)[:-1] == list(ids)]
+        finished = [n for n in self.nodes if n.status == "finished"  # ended by </s>, or at the limit (transformers)
+                    and list(ids) in (self.path(n.id)[:-1], self.path(n.id))]
         if finished:
             max(finished, key=lambda n: n.norm).status = "returned"
             return
@@ -90,7 +92,9 @@ def search(translator, text, beam=4, alpha=None, max_len=None):
     src_ids, _ = translator.encode_source(text)
     src = torch.tensor([src_ids], device=translator.device)
     tree = SearchTree()
-    beam_search(translator.decoding_model(beam), src, (src != PAD).unsqueeze(-2),
+    tree.nodes[0].token = translator.start_id
+    beam_search(translator.decoding_model(beam), src, translator.source_mask(src),
                 max_len or translator.default_max_len(src.size(1)), beam=beam,
-                alpha=translator.alpha if alpha is None else alpha, tree=tree)
+                alpha=translator.alpha if alpha is None else alpha, tree=tree, bos=translator.start_id,
+                eos=translator.eos_id, rules=translator.rules)
     return tree

@@ -66,7 +66,7 @@ def setting(gen, field):
     left None is filled from GenerationConfig._get_default_generation_params); one-element lists unwrapped."""
     value = getattr(gen, field, None)
     if value is None:
-        value = type(gen)._get_default_generation_params().get(field)
+        value = getattr(type(gen), "_get_default_generation_params", dict)().get(field)
     return value[0] if isinstance(value, list) and len(value) == 1 and field.endswith("token_id") else value
 
 
@@ -112,12 +112,13 @@ def core_config(hf, gen, tok, source):
 
 
 def load_marian(directory):
-    """(MarianMTModel in float32 and eval mode, MarianTokenizer) from a save_pretrained directory."""
+    """(MarianMTModel in float32 and eval mode, MarianTokenizer) from a save_pretrained directory (read with
+    transformers 5.25)."""
     import transformers
 
     path = directory / "config.json"
     try:
-        hf = transformers.MarianMTModel.from_pretrained(directory, dtype="float32")
+        hf = transformers.MarianMTModel.from_pretrained(directory).float()
     except (OSError, ValueError, RuntimeError, KeyError) as e:
         raise ConvertError(f"{path}: transformers cannot load the model beside it "
                            f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
