@@ -147,8 +147,10 @@ def convert(source, out_dir, dtype="float32"):
 def check_out_dir(out_dir):
     """OUT_DIR must be new, empty, or an earlier conversion (which is replaced): never a folder of something else."""
     if not out_dir.exists():
-        if not out_dir.parent.is_dir():
-            raise ConvertError(f"{out_dir.parent}: no such directory to write {out_dir.name} in")
+        try:
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConvertError(f"{out_dir.parent}: cannot make the directory to write {out_dir.name} in ({e})") from None
         return
     if not out_dir.is_dir():
         raise ConvertError(f"{out_dir}: exists and is not a directory")

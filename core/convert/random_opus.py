@@ -100,10 +100,11 @@ def marian_vocab(source_model, target_model, size=None):
     return vocab
 
 
-def randomize(model, seed, scale=1.0, eos_bias=0.0):
+def randomize(model, seed, scale=1.0, eos_bias=0.0, quiet=()):
     """Give a MarianMTModel seeded random weights of its own generator: each matrix N(0, scale^2 / fan_in), each
-    norm's gain 1 + N(0, 0.1^2), biases N(0, 0.1^2), the logits' bias N(0, 0.1^2) plus `eos_bias` on </s>. The
-    sinusoids are left as they are."""
+    norm's gain 1 + N(0, 0.1^2), biases N(0, 0.1^2), the logits' bias N(0, 0.1^2) plus `eos_bias` on </s> and -10
+    on the ids `quiet` (the filler pieces, so that outputs read as the tokenizers' pieces). The sinusoids are left
+    as they are."""
     import torch
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -119,6 +120,7 @@ def randomize(model, seed, scale=1.0, eos_bias=0.0):
                 p.copy_(0.1 * noise)
         bias = 0.1 * torch.randn(model.final_logits_bias.shape, generator=gen)
         bias[:, model.config.eos_token_id] += eos_bias
+        bias[:, list(quiet)] -= 10.0
         model.final_logits_bias.copy_(bias)
     return model
 
@@ -140,7 +142,8 @@ def write_marian(directory, config, generation, pairs, spm_size, seed=0, scale=1
                                        source_lang="de", target_lang="en")
     ids = dict(pad_token_id=size - 1, decoder_start_token_id=size - 1, eos_token_id=0, forced_eos_token_id=0)
     hf_config = transformers.MarianConfig(**{**ids, **config, "vocab_size": size, "decoder_vocab_size": size})
-    model = randomize(transformers.MarianMTModel(hf_config), seed, scale, eos_bias).eval()
+    fillers = [i for piece, i in vocab.items() if piece.startswith("\u2581v") and piece[2:].isdigit()]
+    model = randomize(transformers.MarianMTModel(hf_config), seed, scale, eos_bias, fillers).eval()
     # opus-mt's generation_config forbids <pad> (the decoder's start): bad_words_ids
     model.generation_config = transformers.GenerationConfig(**{**ids, "bad_words_ids": [[size - 1]], **generation})
     model.save_pretrained(directory)
@@ -150,9 +153,11 @@ def write_marian(directory, config, generation, pairs, spm_size, seed=0, scale=1
 
 def make_random_opus(out_dir, seed=0, dtype="float32"):
     """A random model of opus-mt-de-en's shape, converted into `out_dir` (core.convert); the summary."""
-    from . import convert, require_transformers
+    from . import check_out_dir, convert, require_transformers
     require_transformers()
+    check_out_dir(Path(out_dir))  # before the minutes of building
     pairs = corpus_pairs(seed=seed)
     with tempfile.TemporaryDirectory(prefix="random-opus-mt-") as tmp:
-        write_marian(Path(tmp) / "marian", OPUS_MT_DE_EN, OPUS_GENERATION, pairs, 8000, seed, scale=1.0)
+        # weights at 3x the usual scale: outputs that differ from sentence to sentence (as in tests/test_convert.py)
+        write_marian(Path(tmp) / "marian", OPUS_MT_DE_EN, OPUS_GENERATION, pairs, 8000, seed, scale=3.0)
         return convert(Path(tmp) / "marian", out_dir, dtype)
