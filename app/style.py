@@ -30,6 +30,8 @@ button.learn-mark {font:inherit; font-size:0.85em; padding:0 4px; cursor:pointer
 button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
 .learn-count {margin-left:6px; font-size:0.85em; color:#556}
 #learn-answer {min-height:1.5em}
+.learn-english {margin:2px 0; overflow-wrap:anywhere}  /* the English under the sentence box */
+.learn-english span {color:#556; margin-right:4px}
 /* a phone: nothing wider than the screen, controls a finger can hit, figures that let a touch scroll the page
    (Gradio puts its own container's selector before each of these) */
 @media (max-width: 640px) {
