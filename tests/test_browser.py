@@ -386,7 +386,7 @@ def test_the_translation_exports_as_json_and_figures_save_themselves(page):
     """Export downloads, in one click, a JSON file of the translation's Inspection; a figure saves itself as SVG; a
     bertviz view saves its SVG from inside its sandbox, and the app writes it as one self-contained HTML file."""
     english = translate(page, SENTENCE)
-    wait_until(page, "!el('#export-btn').disabled && settled('export-btn')", what="the export button ready")
+    wait_until(page, "el('#export-btn') && !el('#export-btn').disabled", what="the export button ready")
     with page.expect_download() as saved:
         page.locator("#export-btn").click()
     assert saved.value.suggested_filename.startswith("translation-") and saved.value.suggested_filename.endswith(".json")
@@ -460,7 +460,7 @@ def test_search_tree_and_what_if(page):
     what-if keeps its own result beside the others'."""
     translate(page, SENTENCE)
     open_tab(page, "What if", "#whatif-tree")
-    wait_until(page, "plotText('whatif-tree').includes('Beam search, beam size 4') && settled('whatif-tree')",
+    wait_until(page, "plotText('whatif-tree').includes('Beam search, beam 4') && settled('whatif-tree')",
                what="the search tree")
     page.locator("#whatif-prefix textarea, #whatif-prefix input").first.fill("Three cats")
     page.locator("#whatif-go-prefix").click()

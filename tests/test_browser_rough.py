@@ -64,3 +64,35 @@ def test_the_sliders_a_method_does_not_read_are_out_of_use(app, browser):  # noq
         assert page.errors == [], page.errors
     finally:
         context.close()
+
+
+# a slider's label on one line, and the probe table within the screen: (tab, slider blocks)
+ONE_LINE_LABELS = {"training": ("n-warm",), "lab": ("lab-eps",)}
+LABEL_LINES_JS = """(id) => { const label = document.querySelector(`#${id} [data-testid=block-info]`)
+    ?? document.querySelector(`#${id} label, #${id} span`);
+  const r = label.getBoundingClientRect(), line = parseFloat(getComputedStyle(label).lineHeight) || 20;
+  return r.height / line; }"""
+
+
+def test_on_a_phone_slider_labels_keep_a_line_and_the_probe_table_fits(app, browser):  # noqa: F811
+    """At 390 px in Chinese a slider in a row of several takes the row's width, so its label ("预热步数",
+    "标签平滑 ε") reads on one line rather than one character a line; the probe sentences' table wraps its
+    columns within the screen instead of cutting the model's output."""
+    context, page = learner(app, browser, path="?lang=zh-CN", device=PHONE)
+    try:
+        for tab, blocks in ONE_LINE_LABELS.items():
+            page.locator(f"[role=tab][data-tab-id='{tab}']").click()
+            for block in blocks:
+                page.locator(f"#{block}").wait_for(state="visible")
+                lines = page.evaluate(LABEL_LINES_JS, block)
+                assert lines < 1.6, f"{tab}: #{block}'s label takes {lines:.1f} lines"
+            if tab == "training":
+                page.locator("#r-probes table").wait_for(state="visible")
+                shot(page, "training-phone-zh")
+                fits = page.evaluate("""() => { const t = document.querySelector('#r-probes table');
+                  return t.getBoundingClientRect().right <= document.querySelector('#r-probes').getBoundingClientRect().right + 1
+                    && t.scrollWidth <= t.clientWidth + 1; }""")
+                assert fits, "the probe table is cut at the screen's edge"
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
