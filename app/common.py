@@ -6,6 +6,7 @@ Token axes are numeric with the pieces as tick labels: a categorical axis would 
 import hashlib
 import html
 import inspect
+import math
 import re
 import tempfile
 import time
@@ -154,6 +155,26 @@ def phone_width(fig, columns, per=PIECE_PX, room=170):
     if need > PHONE_FITS:
         fig.update_layout(meta=dict(phone_width=need))
     return fig
+
+
+def log_ticks(values, most=7):
+    """Tick values and labels for a log axis over `values` (the positive ones) that a reader can read: plotly's own
+    log ticks label a short range with bare mantissas ("2, 100, 5, 2, 10, 5"). The finest of the 1-2-3-5, the
+    1-2-5 steps of each decade and the decades alone that puts at most `most` ticks over the values, each labelled
+    in full ("20", "0.05"); {} where no value is positive."""
+    positive = [float(v) for v in values if v is not None and float(v) > 0]
+    if not positive:
+        return {}
+    lo, hi = min(positive), max(positive)
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for steps in ((1, 2, 3, 5), (1, 2, 5), (1,)):
+        # the ticks over the values, and one beyond each end (plotly's autorange pads the values a little)
+        ticks = [m * 10.0 ** e for e in decades for m in steps]
+        inside = sum(lo <= t <= hi for t in ticks)
+        if inside <= most:
+            break
+    ticks = [t for t in ticks if lo / 1.6 <= t <= hi * 1.6]
+    return dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
 
 
 def token_axis(tokens, **kw):

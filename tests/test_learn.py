@@ -569,3 +569,16 @@ def test_the_init_and_clones_steps_never_seed_the_global_generator(inspections, 
         assert -bound - 5e-5 <= lo < -0.9 * bound and 0.9 * bound < hi <= bound + 5e-5
     for how in learn_figures.CLONES:
         learn_figures.draw_clones(c, how)
+
+
+def test_the_english_under_the_learn_box_is_the_translation_escaped():
+    """The Learn tab's Translate answers under its box: the model's English, as text (escaped), in both languages;
+    nothing before a translation."""
+    from types import SimpleNamespace
+    ins = SimpleNamespace(translation='Two <b>dogs</b> & "a cat"', source="Zwei Hunde")
+    for lang, word in (("en", "English:"), ("zh-CN", "英文：")):
+        line = in_language(learn.english_line)(ins=ins, lang=lang)
+        assert word in line and html.escape(ins.translation) in line and "<b>dogs" not in line
+    assert learn.english_line(None) == ""
+    with i18n.speaking("en"):
+        assert learn.follow(ins)[2] == learn.english_line(ins)

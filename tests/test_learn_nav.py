@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 import gradio as gr
 import plotly.graph_objects as go
 import pytest
+import torch
 
 from app import i18n, learn_path
 from app.common import label
@@ -218,3 +219,17 @@ def test_a_figure_legend_is_given_room_for_its_lines():
     lines = tall.data[0].name.count("<br>") + 1
     assert learn_figures.legend_height(tall) >= learn_figures.LEGEND_LINE * lines and tall.layout.height > short
     assert learn_figures.legend_height(tall) == learn_figures.legend_height(tall)  # reading it changes nothing
+
+
+@needs_shipped
+def test_the_buffer_step_draws_the_sine_and_cosine_dimensions_apart(ins, english):
+    """Step 6: one position's encoding as two curves over the frequency index, the even (sine) dimensions and the
+    odd (cosine) ones, not one line through all 256 values, which alternates between the two at every step."""
+    c = learn_path.context(ins)
+    pe = c.model.src_embed[1].pe[0]
+    fig, _ = learn_figures.draw_buffer(c, 3)
+    assert [len(t.y) for t in fig.data] == [pe.size(1) // 2] * 2
+    for trace, k in zip(fig.data, (0, 1)):
+        assert torch.allclose(torch.tensor(trace.y, dtype=torch.float32), pe[3, k::2], atol=1e-3)
+        turns = sum((a - b) * (b - c_) < 0 for a, b, c_ in zip(trace.y, trace.y[1:], trace.y[2:]))
+        assert turns < len(trace.y) // 4, turns  # a curve, no zig-zag

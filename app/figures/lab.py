@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from core.data import BOS, PAD, UNK
 from core.lab import BREAKS, DEEP, DEEP_RUNS, EXTRA, FIRST, row_name, run_name
 
-from ..common import panel_grid, token_axis, wrap_title
+from ..common import log_ticks, panel_grid, token_axis, wrap_title
 from ..i18n import text, texts
 
 _t = texts("lab")
@@ -45,7 +45,8 @@ def curve_figure(curve, intact, title):
             x, y = _thin(run["step"], run[field])
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line=style, showlegend=col == 1,
                                      legendgroup=name), row=1, col=col)
-    fig.update_yaxes(type="log", exponentformat="e", row=1, col=1)
+    losses = [v for run in (intact, curve) if run is not None for v in run["loss"]]
+    fig.update_yaxes(type="log", row=1, col=1, **log_ticks(losses))
     fig.update_yaxes(exponentformat="e", row=1, col=2)
     fig.update_xaxes(title_text=_t("curve.step"))
     fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=60, b=10),

@@ -297,8 +297,12 @@ def draw_masks(c, which):
 def draw_buffer(c, pos):
     pe = c.model.src_embed[1].pe[0]  # (max_len, d_model), the registered buffer
     pos = clamp(pos, 0, len(c.ins.src_tokens) - 1)
-    fig = go.Figure(go.Scatter(y=small(pe[pos], 3), mode="lines", line=dict(color=BLUE)))
-    fig.update_xaxes(title=c.t("layernorm.dimension"))
+    # the sine dimensions (even) and the cosine ones (odd) apart, each over its frequency index i: drawn as one line
+    # in dimension order, the two alternate at every step and the line fills the plot
+    fig = go.Figure([go.Scatter(y=small(pe[pos, k::2], 3), mode="lines+markers", name=c.t(f"buffer.{name}"),
+                                line=dict(color=color, width=1.5), marker=dict(size=3))
+                     for k, name, color in ((0, "sin", BLUE), (1, "cos", ORANGE))])
+    fig.update_xaxes(title=c.t("buffer.pair"))
     return (_compact(fig, c.t("buffer.fig", pos=pos, word=_piece(c.ins.src_tokens[pos]))),
             dict(pos=pos, shape=" × ".join(map(str, c.model.src_embed[1].pe.shape)), word=md_literal(_piece(c.ins.src_tokens[pos]))))
 

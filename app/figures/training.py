@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
-from ..common import wrap_title
+from ..common import log_ticks, wrap_title
 from ..i18n import texts
 from ..shared import model_dir
 
@@ -129,7 +129,7 @@ def replay_figure(steps, epochs, step):
     last = all_x[-1]
     for r, c in ((1, 1), (1, 2), (2, 1), (2, 2)):
         fig.update_xaxes(range=[0, last * 1.02], row=r, col=c)
-    fig.update_yaxes(type="log", row=2, col=1)
+    fig.update_yaxes(type="log", row=2, col=1, **log_ticks([e["val_ppl"] for e in done]))
     fig.update_yaxes(ticklabelstandoff=6)  # each axis's 0 clear of the step axis's 0 at the corner
     fig.update_layout(height=560, margin=dict(l=10, r=10, t=50, b=10),
                       title=_t("replay.title", step=step, n=len(steps), epoch=shown[-1]["epoch"] + 1))
