@@ -8,6 +8,8 @@
                                                        tools/bench_timelapse.py)
     python -m tools.bench --tabs [--rounds 2] [--save FILE]   (each tab opened, first visit and after a new sentence:
                                                                tools/bench_tabs.py)
+    python -m tools.bench --model DIR [--runs 3] [--save FILE]   (another model beside the shipped one: loading,
+                                                  translations, each tab's views, memory: tools/bench_model.py)
 
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
@@ -125,6 +127,8 @@ def main(argv=None):
                     help="instead: each top-level tab opened, click to drawn, in headless Chromium (tools/bench_tabs.py)")
     ap.add_argument("--timelapse", action="store_true",
                     help="instead: the Time-lapse scrubber, point to point, and the server's memory (tools/bench_timelapse.py)")
+    ap.add_argument("--model", metavar="DIR",
+                    help="instead: the model in DIR beside the shipped one, each in a process of its own (tools/bench_model.py)")
     ap.add_argument("--rounds", type=int, default=2, help="with --tabs: fresh pages measured (median)")
     ap.add_argument("--save", metavar="FILE",
                     help="with --browser, --tabs or --timelapse: merge the figures into this JSON file (keys browser_...; default: none)")
@@ -133,6 +137,10 @@ def main(argv=None):
     if args.browser:
         from tools.bench_browser import run
         run(clicks=args.clicks, save=args.save)
+        return
+    if args.model:
+        from tools.bench_model import run
+        run(args.model, repeat=args.runs, save=args.save)
         return
     if args.tabs:
         from tools.bench_tabs import run
