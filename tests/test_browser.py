@@ -1,7 +1,7 @@
 """The real app in headless Chromium: `python app.py` (started by tools.serve.AppProcess), driven by Playwright.
 
-The server and the browser are shared by the module; each test has a page of its own (in its own browser
-context), makes whatever translation it reads, and waits on conditions in the page, never for a time. After each
+The server and the browser are the run's (tests/conftest.py served_app, chromium, shared with the other browser
+tests and the load tests); each test has a page of its own (in its own browser context), makes whatever translation it reads, and waits on conditions in the page, never for a time. After each
 test its page is checked: no request left the server and the console shows no error.
 Needs Debian's chromium at /usr/bin/chromium (scripts/install.sh --dev installs it) and the shipped model.
 """
@@ -14,7 +14,6 @@ import urllib.parse
 import pytest
 
 from tests.conftest import TOP_TABS, needs_shipped
-from tools.serve import AppProcess
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -44,21 +43,14 @@ const replayStep = () => +(plotText('r-fig').match(/step (\\d+) of/) ?? [])[1];"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("EXPLORER_LAB_MAX_STEPS", "40")  # the Lab's runs, short (its server cap lowered)
-        with AppProcess(log=tmp_path_factory.mktemp("app") / "app.log") as running:
-            yield running
+def app(served_app):
+    """The run's one `python app.py` (tests/conftest.py served_app: the Lab's runs capped at 40 steps)."""
+    return served_app
 
 
 @pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"])
-        yield b
-        b.close()
+def browser(chromium):
+    return chromium
 
 
 @pytest.fixture
