@@ -99,7 +99,13 @@ def diagnostics(page):
                           .map(t => t.closest('[id]')?.id + ': ' + t.innerText.slice(0, 40)),
                 steps_shown: document.body.innerText.match(/Step \\d+: next-token/g),
                 tokens: [...document.querySelectorAll('#token-probs')].map(e => e.innerText.slice(0, 60)),
-                toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200))}; }""")
+                toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200)),
+                learn: document.querySelector('#learn-head') && {
+                  head_top: Math.round(document.querySelector('#learn-head').getBoundingClientRect().top),
+                  scroll: [scrollY, document.documentElement.scrollHeight, innerHeight],
+                  placing: window.learnPlacing ?? null, path_step: document.querySelector('#learn-path .learn-path')
+                    ?.dataset.step, picked: document.querySelector('#learn-question input:checked')?.value ?? null,
+                  answer: document.querySelector('#learn-answer')?.innerText.slice(0, 80)}}; }""")
     return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nlast events sent: {page.events[-6:]}\n"
             f"app log (end):\n{page.app.tail(2500)}")
 
@@ -742,6 +748,7 @@ def watched_page(context, app):
     page.app, page.errors, page.events = app, [], []
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("request", lambda r: page.events.append(event_line(r)) if "queue/join" in r.url else None)
     return page
 
 
@@ -808,6 +815,8 @@ def walk_the_path(page, lang, phone):
         assert plot_text(page, "learn-figure") != figure, f"step {k}: the action left the figure as it was"
         # a prediction, then the computed answer
         page.locator("#learn-question label").first.click()
+        # the pick taken by the page before Check sends it (else Check answers "pick an answer first")
+        wait_until(page, "el('#learn-question input:checked')", what=f"the prediction picked at step {k}")
         page.locator("#learn-check").click()
         wait_until(page, "/^[✓✗]/.test(text('#learn-answer').trim())", what=f"the answer of step {k}")
         if phone:
