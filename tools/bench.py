@@ -113,6 +113,33 @@ def api_round_trip(repeat):
     return {"api_translate_ms": statistics.median(calls) * 1e3, "api_direct_ms": statistics.median(direct) * 1e3}
 
 
+def other_benchmark(args):
+    """Run the benchmark an option asks for instead of the default one; False when none does."""
+    if args.browser:
+        from tools.bench_browser import run
+        run(clicks=args.clicks, save=args.save)
+    elif args.model:
+        from tools.bench_model import run
+        run(args.model, repeat=args.runs, save=args.save)
+    elif args.tabs:
+        from tools.bench_tabs import run
+        run(rounds=args.rounds, save=args.save)
+    elif args.timelapse:
+        from tools.bench_timelapse import run
+        run(save=args.save)
+    elif args.learn:
+        from tools.bench_learn import run
+        run(clicks=max(1, args.clicks // 2))
+    elif args.inside:
+        from tools.bench_inside import measure, report
+        r = measure(args.runs)
+        report(r)
+        print(json.dumps({k: round(v, 2) for k, v in r.items()}))
+    else:
+        return False
+    return True
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
@@ -134,31 +161,7 @@ def main(argv=None):
                     help="with --browser, --tabs or --timelapse: merge the figures into this JSON file (keys browser_...; default: none)")
     args = ap.parse_args(argv)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    if args.browser:
-        from tools.bench_browser import run
-        run(clicks=args.clicks, save=args.save)
-        return
-    if args.model:
-        from tools.bench_model import run
-        run(args.model, repeat=args.runs, save=args.save)
-        return
-    if args.tabs:
-        from tools.bench_tabs import run
-        run(rounds=args.rounds, save=args.save)
-        return
-    if args.timelapse:
-        from tools.bench_timelapse import run
-        run(save=args.save)
-        return
-    if args.learn:
-        from tools.bench_learn import run
-        run(clicks=max(1, args.clicks // 2))
-        return
-    if args.inside:
-        from tools.bench_inside import measure, report
-        r = measure(args.runs)
-        report(r)
-        print(json.dumps({k: round(v, 2) for k, v in r.items()}))
+    if other_benchmark(args):
         return
     if args.save:
         ap.error("--save goes with --browser")
