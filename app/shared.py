@@ -16,6 +16,12 @@ def model_dir():
     return Path(os.environ.get("EXPLORER_MODEL_DIR", ASSETS))
 
 
+def is_shipped():
+    """Whether the open model is the shipped one (assets/): the views that show its training run, its time-lapse,
+    its measured figures read files that only its directory has."""
+    return model_dir().resolve() == ASSETS.resolve()
+
+
 @lru_cache(maxsize=1)
 def get_translator():
     return Translator.load(model_dir())

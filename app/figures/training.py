@@ -41,8 +41,10 @@ def read_log(path):
 
 @lru_cache(maxsize=1)
 def shipped_log():
-    """The log of the run that made the shipped model (beside its weights)."""
-    return read_log(model_dir() / "train_log.jsonl")
+    """The log of the run that made the open model (beside its weights); (None, [], []) where it has none (a
+    converted model)."""
+    path = model_dir() / "train_log.jsonl"
+    return read_log(path) if path.exists() else (None, [], [])
 
 
 def shipped_schedule():
