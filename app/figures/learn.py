@@ -29,7 +29,7 @@ from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
 from .timelapse import curves_figure, log_points, point_name, run_points
-from .training import bleu_summary, noam_figure, probe_sentences, shipped_log, shipped_schedule, smoothing_figure
+from .training import bleu_summary, learn_log, noam_figure, probe_sentences, shipped_schedule, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
@@ -531,7 +531,7 @@ def history_points():
     (app/figures/timelapse.py), else the ends of the epochs its log records."""
     from ..shared import model_dir
     points = run_points(model_dir())
-    return points if points else log_points(shipped_log()[2])
+    return points if points else log_points(learn_log()[2])
 
 
 @sentence_free
@@ -540,7 +540,7 @@ def draw_history(c, i):
     points = history_points()
     i = clamp(i, 0, len(points) - 1)
     p = points[i]
-    fig = curves_figure(points, shipped_log()[1], i, lr=False, bleu=c.revealed, note=False)  # the title names it
+    fig = curves_figure(points, learn_log()[1], i, lr=False, bleu=c.revealed, note=False)  # the title names it
     probes = p.get("probes") or []
     said = probes[0] if probes else ""
     name = point_name(p)
