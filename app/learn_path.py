@@ -9,7 +9,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from core.data import PAD
 from core.train import rate
 
 from .common import clamp, md_literal
@@ -131,7 +130,7 @@ def quiz_scale(c):
 def quiz_masks(c):
     batch = mask_batch(c)
     row = short_row(batch)
-    pads = int((batch.src[row] == PAD).sum())
+    pads = int((batch.src[row] == batch.pad).sum())
     width = batch.src.size(1)
     choices, right = _options([0, pads, width, max(1, pads // 2)] if pads > 1 else [0, pads, width, pads + 1],
                               pads, str)
