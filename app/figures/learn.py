@@ -125,7 +125,7 @@ def draw_generator(c, pos):
                            orientation="h", marker_color=[ORANGE if w == chosen else BLUE for w, _ in cands][::-1],
                            hovertemplate="%{y}: p = %{x:.3f}<extra></extra>"))
     fig.update_xaxes(range=[0, 1], title="p")
-    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
+    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or c.ins.tgt_tokens[0]  # the start: <s>, or <pad>
     return (_compact(fig, c.t("generator.fig", pos=t + 1)),
             dict(pos=t + 1, prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)),
                  p=f"{c.ins.token_probs[t]:.3f}", vocab=c.model.generator.proj.out_features))
