@@ -9,7 +9,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from core.data import PAD
 from core.train import rate
 
 from .common import clamp, md_literal
@@ -51,6 +50,7 @@ from .figures.learn import (
     xavier_bound,
 )
 from .figures.timelapse import run_points
+from .figures.training import shipped_log
 from .i18n import table
 
 
@@ -130,7 +130,7 @@ def quiz_scale(c):
 def quiz_masks(c):
     batch = mask_batch(c)
     row = short_row(batch)
-    pads = int((batch.src[row] == PAD).sum())
+    pads = int((batch.src[row] == batch.pad).sum())
     width = batch.src.size(1)
     choices, right = _options([0, pads, width, max(1, pads // 2)] if pads > 1 else [0, pads, width, pads + 1],
                               pads, str)
@@ -230,12 +230,13 @@ def quiz_smoothing(c):
     return choices, idx, dict(right=f"{right:.3f}", other=f"{float(td[3]):.1e}", vocab=vocab)
 
 
+SHIPPED_RUN_STEPS = ("noam", "history")  # steps that read a training log (the shipped model's, where the open has none)
 HISTORY_PARTS = ("fifth", "half", "late")  # where in the run half of the final BLEU was reached
 
 
 def quiz_history(c):
-    from .figures.training import shipped_log
-    epoch, bleu, final, last = half_bleu_epoch(shipped_log()[2])
+    from .figures.training import learn_log
+    epoch, bleu, final, last = half_bleu_epoch(learn_log()[2])
     share = epoch / last
     right = 0 if share <= 0.2 else 1 if share <= 0.5 else 2
     choices = [c.t(f"history.choice.{part}") for part in HISTORY_PARTS]
@@ -298,6 +299,8 @@ def figure_and_fact(step, c, value):
     it kept back (`learn.<key>.seen`, where the step has one)."""
     fig, values = step.draw(c, value)
     fact = c.t(f"{step.key}.fact", **values)
+    if step.key in SHIPPED_RUN_STEPS and not shipped_log()[2]:  # the open model ships no log: these are the shipped one's
+        fact = c.t("shipped_run") + " " + fact
     if c.revealed and f"learn.{step.key}.seen" in table("en"):
         fact += ("" if fact.endswith(("。", "！", "？")) else " ") + c.t(f"{step.key}.seen", **values)  # no space after 。
     return fig, fact

@@ -175,19 +175,26 @@ def norm_side(path):
     return "decoder" if path.startswith("decoder") else "encoder"
 
 
-def norm_place(path):
-    """A LayerNorm's place: the key of its words (ui.inside.norm.<side>.<sub-layer> or .final) and their values."""
+def is_post_norm(model):
+    """Whether the model's LayerNorms follow their sublayers' residual sums (the config's norm "post")."""
+    return any(getattr(m, "post", False) for m in model.modules())
+
+
+def norm_place(path, post=False):
+    """A LayerNorm's place: the key of its words (ui.inside.norm.<side>.<sub-layer>[-post] or .final) and their
+    values; `post`: the model is post-norm (is_post_norm)."""
     side = norm_side(path)
     if path.endswith(f"{side}.norm"):
         return f"ui.inside.norm.{side}.final", {}
     parts = path.split(".")
     subs = ("self-attn", "ffn") if side == "encoder" else ("self-attn", "cross-attn", "ffn")
-    return f"ui.inside.norm.{side}.{subs[int(parts[4])]}", {"layer": int(parts[2])}
+    post = "-post" if post else ""  # a post-norm model's LayerNorm follows its sublayer's residual sum
+    return f"ui.inside.norm.{side}.{subs[int(parts[4])]}{post}", {"layer": int(parts[2])}
 
 
-def norm_label(path):
+def norm_label(path, post=False):
     """A LayerNorm's place in words (for figures and notes): "encoder layer 0, before self-attention"."""
-    key, values = norm_place(path)
+    key, values = norm_place(path, post)
     return text(key, **values)
 
 
@@ -228,9 +235,10 @@ def forms_figure(v, title):
                                    yaxis=dict(title=say("ln.difference")), margin=dict(l=10, r=10, t=50, b=10)))
 
 
-def ln_params_figure(norms):
-    """Every LayerNorm's trained gain a_2 and bias b_2 ({path: LayerNorm}), dimension by dimension."""
-    names = [norm_label(p) for p in norms]
+def ln_params_figure(norms, post=False):
+    """Every LayerNorm's trained gain a_2 and bias b_2 ({path: LayerNorm}), dimension by dimension (`post`: the
+    model's norms follow their sublayers, Marian's post-norm)."""
+    names = [norm_label(p, post) for p in norms]
     gains = torch.stack([m.a_2.detach().float() for m in norms.values()])
     biases = torch.stack([m.b_2.detach().float() for m in norms.values()])
     ticks = dict(type="category", autorange="reversed")

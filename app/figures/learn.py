@@ -15,7 +15,6 @@ import torch.nn as nn
 
 from core import lab
 from core.analysis import inside as core_inside
-from core.data import PAD
 from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
@@ -29,7 +28,7 @@ from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
 from .timelapse import curves_figure, log_points, point_name, run_points
-from .training import bleu_summary, noam_figure, probe_sentences, shipped_log, shipped_schedule, smoothing_figure
+from .training import bleu_summary, learn_log, noam_figure, probe_sentences, shipped_schedule, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
@@ -41,7 +40,7 @@ def context(ins, revealed=False):
     themselves)."""
     tr = get_translator()
     return SimpleNamespace(ins=ins, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer, revealed=revealed,
-                           t=texts("learn"))
+                           t=texts("learn"), translator=tr, pad=tr.pad_id)
 
 
 def sentence_free(draw):
@@ -126,7 +125,7 @@ def draw_generator(c, pos):
                            orientation="h", marker_color=[ORANGE if w == chosen else BLUE for w, _ in cands][::-1],
                            hovertemplate="%{y}: p = %{x:.3f}<extra></extra>"))
     fig.update_xaxes(range=[0, 1], title="p")
-    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
+    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or c.ins.tgt_tokens[0]  # the start: <s>, or <pad>
     return (_compact(fig, c.t("generator.fig", pos=t + 1)),
             dict(pos=t + 1, prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)),
                  p=f"{c.ins.token_probs[t]:.3f}", vocab=c.model.generator.proj.out_features))
@@ -233,15 +232,15 @@ def mask_batch(c):
     of another length, so that one of the two gets padding."""
     mine = (c.ins.source or " ".join(c.ins.src_tokens[1:-1]), c.ins.translation or ".")
     for other in (SHORT_PAIR, LONG_PAIR):
-        batch, _ = make_batch(c.tokenizer, [mine, other])
-        if (batch.src == PAD).any() and (batch.tgt == PAD).any():
+        batch, _ = make_batch(c.tokenizer, [mine, other], model=c.translator)
+        if (batch.src == c.pad).any() and (~batch.tgt_keep).any():
             break
     return batch
 
 
 def short_row(batch):
     """The row of the batch with the more source padding."""
-    return int((batch.src == PAD).sum(1).argmax())
+    return int((batch.src == batch.pad).sum(1).argmax())
 
 
 def cell_table(columns, names, marked):
@@ -269,14 +268,14 @@ def draw_masks(c, which):
     batch = mask_batch(c)
     piece = lambda i: c.tokenizer.id_to_piece(int(i))  # raw pieces: the axis escapes them, once
     if which == "padding":  # the German side: each sentence of the batch, its padding greyed (named after Check)
-        columns = [[piece(i) if c.revealed or i != PAD else "" for i in row] for row in batch.src]
+        columns = [[piece(i) if c.revealed or i != c.pad else "" for i in row] for row in batch.src]
         fig, rows = cell_table(columns, [c.t("masks.yours"), c.t("masks.ours")],
                                lambda i, j: bool(batch.src_mask[j, 0, i]))
         fig.update_yaxes(title=c.t("masks.position"))
         allowed, cells = int(batch.src_mask.sum()), batch.src.numel()
         fig = _compact(fig, c.t("masks.fig.padding"), height=table_height(rows))
     else:
-        row = int((batch.tgt == PAD).sum(1).argmax())  # the row whose English is padded
+        row = int((~batch.tgt_keep).sum(1).argmax())  # the row whose English is padded
         T = batch.tgt.size(1)
         m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
         pieces = [piece(i) for i in batch.tgt[row]]
@@ -286,8 +285,8 @@ def draw_masks(c, which):
                           yaxis=dict(token_axis(pieces), autorange="reversed"))
         allowed, cells = int(m.sum()), T * T
         fig = phone_width(_compact(fig, c.t(f"masks.fig.{which}"), height=table_height(T)), T)
-    pads = int((batch.tgt == PAD).sum(1).max())
-    src_pads = int((batch.src == PAD).sum(1).max())
+    pads = int((~batch.tgt_keep).sum(1).max())
+    src_pads = int((batch.src == c.pad).sum(1).max())
     shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
     return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, src_pads=src_pads, shown=shown)
 
@@ -531,7 +530,7 @@ def history_points():
     (app/figures/timelapse.py), else the ends of the epochs its log records."""
     from ..shared import model_dir
     points = run_points(model_dir())
-    return points if points else log_points(shipped_log()[2])
+    return points if points else log_points(learn_log()[2])
 
 
 @sentence_free
@@ -540,7 +539,7 @@ def draw_history(c, i):
     points = history_points()
     i = clamp(i, 0, len(points) - 1)
     p = points[i]
-    fig = curves_figure(points, shipped_log()[1], i, lr=False, bleu=c.revealed, note=False)  # the title names it
+    fig = curves_figure(points, learn_log()[1], i, lr=False, bleu=c.revealed, note=False)  # the title names it
     probes = p.get("probes") or []
     said = probes[0] if probes else ""
     name = point_name(p)

@@ -41,14 +41,30 @@ def read_log(path):
 
 @lru_cache(maxsize=1)
 def shipped_log():
-    """The log of the run that made the shipped model (beside its weights)."""
-    return read_log(model_dir() / "train_log.jsonl")
+    """The log of the run that made the open model (beside its weights); (None, [], []) where it has none (a
+    converted model)."""
+    path = model_dir() / "train_log.jsonl"
+    return read_log(path) if path.exists() else (None, [], [])
+
+
+@lru_cache(maxsize=1)
+def assets_log():
+    """The log of the run that made the shipped model (assets/), whichever model is open."""
+    path = ASSETS / "train_log.jsonl"
+    return read_log(path) if path.exists() else (None, [], [])
+
+
+def learn_log():
+    """The log the Learn path's steps on training read: the open model's, else (a converted model, which ships
+    none) the shipped model's, which those steps then say they describe."""
+    log = shipped_log()
+    return log if log[2] else assets_log()
 
 
 def shipped_schedule():
-    """(d_model, factor, warmup) of the Noam schedule the shipped model was trained with, read from its log's
-    arguments; None where the model ships without a log that names them."""
-    config = shipped_log()[0]
+    """(d_model, factor, warmup) of the Noam schedule the model the Learn path describes was trained with, read
+    from its log's arguments (learn_log); None where no log names them."""
+    config = learn_log()[0]
     args = (config or {}).get("args") or {}
     if not all(k in args for k in ("d_model", "factor", "warmup")):
         return None

@@ -43,8 +43,9 @@ def source_text(ins):
     """The German sentence as given (or, for an Inspection without it, from its pieces)."""
     if ins.source:
         return ins.source
-    tok = get_translator().tokenizer
-    return tok.decode([tok.piece_to_id(p) for p in ins.src_tokens[1:-1]])
+    tr = get_translator()
+    head = 0 if tr.bos_id is None else 1  # a converted (Marian) model puts nothing before the source
+    return tr.tokenizer.decode([tr.tokenizer.piece_to_id(p) for p in ins.src_tokens[head:-1]])
 
 
 # ---- what-if -------------------------------------------------------------------------------------------
