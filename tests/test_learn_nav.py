@@ -3,6 +3,7 @@ figures whose words are escaped once and laid out where nothing collides, the Ge
 shape in step 6, one counting origin in step 12; and the notice for a sentence that does not look like German
 (app/tabs/translate.py german_hint), measured on our own sentences. The same things in the browser:
 tests/test_browser.py's Learn walks."""
+import html
 import re
 from html.parser import HTMLParser
 
@@ -200,9 +201,11 @@ def test_the_notice_shows_in_the_status_line_and_under_the_learn_box():
         with i18n.speaking(lang):
             assert hint and hint in status_view(ins)
         assert said(learn.sentence_notice, ins.source, lang=lang) == hint
-        assert said(learn.follow, ins, lang=lang) == (ins.source, hint)  # the Learn box follows the page's sentence
+        # the Learn box follows the page's sentence, its notice and its English
+        assert said(learn.follow, ins, lang=lang)[:2] == (ins.source, hint)
+        assert html.escape(ins.translation) in said(learn.follow, ins, lang=lang)[2]
     german = translate(SENTENCE)[2]
-    assert said(learn.follow, german, lang="zh-CN") == (SENTENCE, "")
+    assert said(learn.follow, german, lang="zh-CN")[:2] == (SENTENCE, "")
     with i18n.speaking("en"):
         assert i18n.text("en", "translate.status.notice") not in status_view(german)
 
