@@ -22,8 +22,9 @@ DEVICE=${DEVICE:-cuda}
 MAX_PARTS=${MAX_PARTS:-4}
 AVERAGE=${AVERAGE:-5}
 LABELS=${LABELS:-init,step-25,step-50,step-100,step-200,step-400,step-800,epoch-1,epoch-2,epoch-4,epoch-7,epoch-12,epoch-20,epoch-28}
-RECIPE="--layers 3 --d-model 256 --d-ff 1024 --heads 8 --dropout 0.15 --smoothing 0.1 --max-tokens 3072 --warmup 1000
+RECIPE="--layers 3 --d-model 256 --d-ff 1024 --heads 8 --dropout 0.15 --smoothing 0.1 --max-tokens 3072 --warmup 1000 \
         --factor 0.8 --epochs 28 --bleu-every 1"
+# one line (the backslash joins them): `read` stops at the first newline, and a recipe over two lines lost its second
 read -r -a recipe <<< "${TRAIN_ARGS:-$RECIPE}"
 mkdir -p "$OUT"
 
