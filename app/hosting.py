@@ -4,7 +4,7 @@ On ZeroGPU (the platform sets SPACES_ZERO_GPU) a function decorated with `@space
 process that a GPU is attached to for the call; elsewhere the decorator gives the function back unchanged
 (spaces.zero.decorator: `if not Config.zero_gpu: return task`), so locally and on a CPU Space nothing changes.
 
-Which work goes there (the reasons are in docs/architecture.md, "Hosting"): only the Lab's live training. A
+Which work goes there (the reasons are in docs/hosting.md): only the Lab's live training. A
 translation and every view drawn from it take tens of milliseconds on the CPU, less than a GPU takes to be
 attached, and would spend a visitor's daily GPU quota for nothing; they stay on the CPU in the server's process.
 """

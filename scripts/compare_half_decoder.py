@@ -1,5 +1,5 @@
 """Translate test_2016_flickr one sentence at a time with the float16 decoder and with float32 only:
-BLEU of each and how many outputs are identical (the check behind the README's figures).
+BLEU of each and how many outputs are identical (the check behind docs/performance.md's figures).
 
     python scripts/compare_half_decoder.py [--data-dir DIR] [--split test_2016_flickr] [--limit N]
 """

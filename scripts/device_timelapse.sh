@@ -12,7 +12,7 @@
 # finished: the average of the last 5 epochs exported with the points of $LABELS in 4 bits, as one tar cut into
 # parts of 15 MiB, of which the first $MAX_PARTS go to $OUT (a device call brings back at most 64 MiB); `parts N`
 # copies the rest in a second call. Back here: unpack, then python -m core.analysis.timelapse and the evaluation
-# (README, Training). TRAIN_ARGS replaces the recipe (a small run, to try the script on a CPU: DEVICE=cpu).
+# (docs/training.md). TRAIN_ARGS replaces the recipe (a small run, to try the script on a CPU: DEVICE=cpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1

@@ -130,7 +130,7 @@ def test_bf16_slowdown_is_a_ratio_of_measured_times(monkeypatch):
 
 def test_the_command_lines_table_is_written_from_the_english_table():
     """python -m core.bench prints each row in the words of locale/en.json (bench.row.*, bench.ref.*), the same
-    words the Engineering tab shows in English; the README's table is that table for the shipped figures."""
+    words the Engineering tab shows in English; docs/performance.md's table is that table for the shipped figures."""
     shipped = json.loads((ASSETS / "bench.json").read_text(encoding="utf-8"))
     shipped.pop("bf16_training_skipped", None)  # an older file: its reason in English (the tab shows it as it is)
     lines = table_lines(shipped)
@@ -141,7 +141,7 @@ def test_the_command_lines_table_is_written_from_the_english_table():
     for line, (key, ours, ref, ratio) in zip(lines[1:], rows):
         assert line.split() == [*en[f"bench.row.{key}"].split(), ours, ref, *en[f"bench.ref.{key}"].split(),
                                 *[ratio] * bool(ratio)]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     for key, ours, ref, ratio in rows:
-        assert f"| {en[f'bench.row.{key}']} | {ours} | {ref} | {en[f'bench.ref.{key}']} | {ratio} |" in readme, key
+        assert f"| {en[f'bench.row.{key}']} | {ours} | {ref} | {en[f'bench.ref.{key}']} | {ratio} |" in doc, key
     assert table_lines(shipped, "zh-CN")[1].startswith(table("zh-CN")["bench.row.greedy_cached_half_ms"])

@@ -362,6 +362,12 @@ def test_the_table_shows_the_deep_runs():
         assert READINGS[name] in row
 
 
+def test_the_docs_table_is_the_one_the_tool_writes_from_the_shipped_runs():
+    """docs/lab.md carries python -m tools.lab_table's output as it is: every figure and reading of assets/lab.json."""
+    doc = (ROOT / "docs" / "lab.md").read_text(encoding="utf-8")
+    assert lab_table.table() in doc
+
+
 def test_the_three_failures_show_clearly_in_the_shipped_runs():
     runs = shipped_runs()
     for task in lab.TASKS:

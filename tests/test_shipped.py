@@ -74,7 +74,7 @@ def test_evaluate_cli_json(tmp_path, tr):
 @pytest.mark.slow
 @needs_data
 def test_quality_on_test_2016_flickr_sample(tr):
-    """Greedy BLEU on the first 200 test sentences (the full figures are in the README)."""
+    """Greedy BLEU on the first 200 test sentences (the full figures are in docs/training.md)."""
     pairs = load_split(SHARED_DATA, "test_2016_flickr")[:200]
     hyps = tr.translate([p[0] for p in pairs])  # batches of 64: float32
     bleu = score(hyps, [p[1] for p in pairs])["bleu"]

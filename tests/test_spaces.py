@@ -14,7 +14,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# ZeroGPU's published constraints (Hugging Face hub docs, "Spaces ZeroGPU", as cited in docs/architecture.md):
+# ZeroGPU's published constraints (Hugging Face hub docs, "Spaces ZeroGPU", as cited in docs/hosting.md):
 # the Pythons it offers and the ends of the PyTorch range it lists as supported.
 ZEROGPU_PYTHONS = ("3.10.13", "3.12.12")
 ZEROGPU_TORCH = ("2.8.0", "2.11.0")

@@ -1,4 +1,4 @@
-"""The shipped Lab runs as the README's Markdown table, each row with its reading from the Lab tab:
+"""The shipped Lab runs as the Markdown table of docs/lab.md, each row with its reading from the Lab tab:
 
     python -m tools.lab_table [PATH]      # PATH: assets/lab.json by default
 """

@@ -6,7 +6,7 @@
     python -m core.lab --task copy --break post_norm --layers 6  # 6 layers in each stack (2 by default)
     python -m core.lab --bench                                   # the targets, every break beside the intact model
     python -m core.lab --precompute assets/lab.json              # what the Lab tab opens with (resumable)
-    python -m tools.lab_table                                    # the README's table, with the tab's readings
+    python -m tools.lab_table                                    # docs/lab.md's table, with the tab's readings
 
 The model is built by the real `make_model` from core/model.py; a break is applied to the built model by
 swapping or wrapping module instances (or, for the masks and the rate, by changing what the loop passes), so
