@@ -14,10 +14,14 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .model import make_model
+from .model import ACTIVATIONS, make_model
 
-MODEL_KEYS = ("src_vocab", "tgt_vocab", "N", "d_model", "d_ff", "h", "dropout", "max_len", "tie_weights")
+MODEL_KEYS = ("src_vocab", "tgt_vocab", "N", "d_model", "d_ff", "h", "dropout", "max_len", "tie_weights",
+              "norm", "layer_norm_eps", "activation", "pe_layout", "scale_embedding")
 REQUIRED_KEYS = ("src_vocab", "tgt_vocab", "N", "d_model", "d_ff", "h")
+# the model's variants (core.model.make_model): each key's allowed values; absent, the Annotated Transformer's
+CHOICES = {"norm": ("pre", "post"), "activation": tuple(ACTIVATIONS), "pe_layout": ("interleaved", "halves"),
+           "scale_embedding": (True, False), "tie_weights": (True, False)}
 INDEX = "model.safetensors.index.json"
 HOW_TO_FIX = ("To get a good copy: `git checkout assets/` restores the shipped model; a model of your own is "
               "written by `python -m core.train --run-dir RUN --export-to DIR`.")
@@ -75,13 +79,41 @@ def unique_state(model):
     return state
 
 
+def split_rows(state, max_bytes):
+    """{name: tensor} with each tensor over max_bytes cut into blocks of rows under it, named `name:part0`,
+    `name:part1`, ... (a 58k-piece embedding does not fit in one 10 MB file); join_rows puts them together."""
+    out = {}
+    for name, t in state.items():
+        n = t.numel() * t.element_size()
+        if n <= max_bytes or t.dim() == 0:
+            out[name] = t
+            continue
+        rows = max(1, max_bytes // (n // t.size(0)))
+        for i, block in enumerate(t.split(rows)):
+            out[f"{name}:part{i}"] = block.contiguous()
+    return out
+
+
+def join_rows(state):
+    """The tensors split_rows cut, put back together (in the order of their parts)."""
+    parts = {}
+    for key in [k for k in state if ":part" in k]:
+        name, _, i = key.rpartition(":part")
+        parts.setdefault(name, {})[int(i)] = state.pop(key)
+    for name, blocks in parts.items():
+        state[name] = torch.cat([blocks[i] for i in range(len(blocks))])
+    return state
+
+
 def save_pretrained(model, config, directory, dtype=torch.float16, max_shard_bytes=9_000_000):
-    """Write config.json and the weights (sharded when above max_shard_bytes) into `directory`."""
+    """Write config.json and the weights (sharded when above max_shard_bytes, a tensor larger than that cut into
+    blocks of rows) into `directory`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for old in list(directory.glob("model*.safetensors")) + [directory / INDEX]:
         old.unlink(missing_ok=True)
     state = {k: v.detach().to(dtype).contiguous().cpu() for k, v in unique_state(model).items()}
+    state = split_rows(state, max_shard_bytes)
     shards, cur, size = [], {}, 0
     for name, t in state.items():
         n = t.numel() * t.element_size()
@@ -106,7 +138,7 @@ def save_pretrained(model, config, directory, dtype=torch.float16, max_shard_byt
 
 
 def load_state(directory):
-    """Every tensor of the saved weights (one file, or the shards the index names)."""
+    """Every tensor of the saved weights (one file, or the shards the index names), split tensors joined."""
     directory = Path(directory)
     if (directory / INDEX).exists():
         index = read_json(directory / INDEX, "index of the weight files")
@@ -116,8 +148,8 @@ def load_state(directory):
         state = {}
         for fname in sorted(set(map(str, weight_map.values()))):
             state.update(read_shard(directory / fname))
-        return state
-    return read_shard(directory / "model.safetensors")
+        return join_rows(state)
+    return join_rows(read_shard(directory / "model.safetensors"))
 
 
 def read_config(directory):
@@ -132,6 +164,12 @@ def read_config(directory):
         raise AssetError(path, f"{', '.join(bad)} should be positive whole numbers")
     if config["d_model"] % config["h"]:
         raise AssetError(path, f"d_model = {config['d_model']} is not divisible by h = {config['h']} heads")
+    for key, allowed in CHOICES.items():
+        if key in config and config[key] not in allowed:
+            raise AssetError(path, f"{key} = {config[key]!r} is none of {', '.join(map(repr, allowed))}")
+    eps = config.get("layer_norm_eps", 1e-6)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        raise AssetError(path, f"layer_norm_eps = {eps!r} should be a small positive number")
     return config
 
 
@@ -180,6 +218,81 @@ def read_tokenizer(path, vocab_size=None):
         raise AssetError(path, f"it has {sp.get_piece_size()} pieces but the model's config.json expects "
                                f"{vocab_size}: it belongs to another model")
     return sp
+
+
+class SharedVocabTokenizer:
+    """Two SentencePiece models, one for the source language and one for the target, over ONE vocabulary of the
+    model (Marian's vocab.json, piece -> id): the models cut the text into pieces, the vocabulary gives their ids
+    (the SentencePiece models' own ids are not the model's), and a piece it lacks becomes <unk>.
+
+    It answers the calls the explorer makes on a SentencePieceProcessor (encode, decode, id_to_piece,
+    piece_to_id, get_piece_size, is_control, is_unknown), in the model's ids: `encode` cuts German (the source),
+    `encode_target` English. `decode` writes what transformers' MarianTokenizer.decode(ids,
+    skip_special_tokens=True) writes: the special ids dropped, the pieces joined by the *source* model (as it does
+    where the vocabulary is shared) and "▁" read as a space."""
+
+    def __init__(self, source, target, vocab, unk_id, special_ids=(), clean_up=False):
+        self.source, self.target, self.vocab = source, target, dict(vocab)
+        self.pieces = {i: p for p, i in self.vocab.items()}
+        self.unk_id, self.special = unk_id, set(special_ids)
+        self.clean_up = clean_up
+
+    def _ids(self, sp, text):
+        if isinstance(text, (list, tuple)):
+            return [self._ids(sp, t) for t in text]
+        code = []
+        if text.startswith(">>") and text.find("<<") != -1:  # a target-language code, >>fr<<, is one piece
+            end = text.find("<<") + 2
+            code, text = [text[:end]], text[end:]
+        return [self.piece_to_id(p) for p in code + sp.encode(text, out_type=str)]
+
+    def encode(self, text):
+        """The model's ids of the source text's pieces (a list of texts: a list of lists)."""
+        return self._ids(self.source, text)
+
+    def encode_target(self, text):
+        return self._ids(self.target, text)
+
+    def decode(self, ids):
+        pieces = [self.id_to_piece(i) for i in ids if i not in self.special]
+        text = self.source.decode_pieces(pieces).replace("\u2581", " ").strip()
+        if self.clean_up:  # transformers' clean_up_tokenization
+            for a, b in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                         (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+                text = text.replace(a, b)
+        return text
+
+    def id_to_piece(self, i):
+        return self.pieces.get(int(i), self.pieces.get(self.unk_id, "<unk>"))
+
+    def piece_to_id(self, piece):
+        return self.vocab.get(piece, self.unk_id)
+
+    def get_piece_size(self):
+        return len(self.vocab)
+
+    def is_control(self, i):
+        return i in self.special and i != self.unk_id
+
+    def is_unknown(self, i):
+        return i == self.unk_id
+
+
+def load_tokenizer(directory, config):
+    """The tokenizer of the model saved in `directory`: its one SentencePiece model ("tokenizer", spm.model), or a
+    SharedVocabTokenizer where config.json names a "source_spm", a "target_spm" and a "vocab"; else AssetError."""
+    directory = Path(directory)
+    if "source_spm" not in config:
+        return read_tokenizer(directory / config.get("tokenizer", "spm.model"), config["src_vocab"])
+    path = directory / str(config.get("vocab", "vocab.json"))
+    vocab = read_json(path, "vocabulary (piece -> id)")
+    ids = sorted(vocab.values()) if all(isinstance(i, int) for i in vocab.values()) else None
+    if ids != list(range(config["src_vocab"])):
+        raise AssetError(path, f"its ids should be 0 to {config['src_vocab'] - 1}, each once, as config.json's "
+                               f"src_vocab says")
+    source, target = (read_tokenizer(directory / str(config[key])) for key in ("source_spm", "target_spm"))
+    return SharedVocabTokenizer(source, target, vocab, config.get("unk_id", 1), config.get("special_ids", ()),
+                                bool(config.get("clean_up_tokenization_spaces", False)))
 
 
 def _is_tied(model, name):

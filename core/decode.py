@@ -17,11 +17,11 @@ from .instrument import Cache, attention_name, switched_off
 from .model import EncoderDecoder, subsequent_mask
 
 
-def _strip(row):
+def _strip(row, eos=EOS):
     """Token ids up to (not including) the first </s>."""
     out = []
     for t in row:
-        if t == EOS:
+        if t == eos:
             break
         out.append(t)
     return out
@@ -30,8 +30,10 @@ def _strip(row):
 def decoder_weights(model):
     """The tensors each decoder step reads: per layer its three norms' (gain, bias, eps), W^Q W^K W^V of
     self-attention stacked into one (3D, D) matrix (one product for all three), the other projections as
-    (W, b), read by the paper's names (`w_q`, ..., `w_o`). Read afresh for each batch from a plain model
-    (training changes its weights), once for a HalfPrecisionDecoder."""
+    (W, b), read by the paper's names (`w_q`, ..., `w_o`); and the model's choices a step follows: where the norm
+    stands, the feed-forward's activation, the embeddings' scale, the final norm (None when it is the identity).
+    Read afresh for each batch from a plain model (training changes its weights), once for a
+    HalfPrecisionDecoder."""
     def wb(linear):
         return linear.weight, linear.bias
 
@@ -44,10 +46,11 @@ def decoder_weights(model):
                  torch.cat([sa.w_q.bias, sa.w_k.bias, sa.w_v.bias])),
             self_out=wb(sa.w_o), src_q=wb(ca.w_q), src_k=wb(ca.w_k), src_v=wb(ca.w_v), src_out=wb(ca.w_o),
             w_1=wb(ff.w_1), w_2=wb(ff.w_2)))
-    emb, norm = model.tgt_embed[0], model.decoder.norm
-    return dict(layers=layers, lut=emb.lut.weight, scale=math.sqrt(emb.d_model),
+    emb, norm, first = model.tgt_embed[0], model.decoder.norm, model.decoder.layers[0]
+    return dict(layers=layers, lut=emb.lut.weight, scale=emb.scale,
                 pe=model.tgt_embed[1].pe[0].to(emb.lut.weight.dtype),  # (max_len, D) in the decoder's precision
-                final_norm=(norm.a_2, norm.b_2, norm.eps))
+                final_norm=(norm.a_2, norm.b_2, norm.eps) if hasattr(norm, "a_2") else None,
+                post=first.sublayer[0].post, activation=first.feed_forward.activation)
 
 
 class IncrementalDecoder:
@@ -55,7 +58,8 @@ class IncrementalDecoder:
 
     The decoder layer's equations written out flat, reading the model's own weights (eval mode, no
     dropout): x += W^O Attn(LN(x)) over the target prefix, x += W^O Attn(LN(x)) over the memory,
-    x += FFN(LN(x)), then the final LN. The modules' masked full decode computes the same and is the
+    x += FFN(LN(x)), then the final LN; with post-norm (the config's `norm`), x = LN(x + Sublayer(x)) for each of
+    the three and no final LN. The modules' masked full decode computes the same and is the
     reference in the tests; this form skips their per-call Python work, projects Q, K and V with one
     product, writes keys and values into buffers allocated once, and runs attention in float32
     whatever the decoder's precision, as `attention` does. Heads are switched off by `keep` (per-row masks
@@ -75,6 +79,7 @@ class IncrementalDecoder:
         a = model.decoder.layers[0].self_attn
         self.h, self.d_k, self.t, self.capacity = a.h, a.d_k, 0, max_len
         self.lut, self.scale, self.pe, self.final_norm = w["lut"], w["scale"], w["pe"], w["final_norm"]
+        self.post, self.activation = w["post"], w["activation"]
         self.dtype = self.lut.dtype  # the decoder's precision
         B = memory.size(0) * copies
         # the memory's mask, (B, 1, 1, S), or None when it hides nothing
@@ -93,39 +98,48 @@ class IncrementalDecoder:
 
     def step(self, tokens):
         """Feed the newest token of each row (B,); returns the final-norm output at that position (B, D)."""
-        t, B, H, K, dt = self.t, tokens.size(0), self.h, self.d_k, self.dtype
-        D = H * K
+        t, H, K = self.t, self.h, self.d_k
         if t >= self.capacity:
             raise ValueError(f"the decoder was set up for {self.capacity} steps")
         x = torch.add(self.pe[t], F.embedding(tokens, self.lut), alpha=self.scale)  # (B, D): PE + sqrt(D) emb
         weights = {} if self.recorded is not None else None
         # one position per row: (B, H, 1, K) and (B, D) share a memory layout, so heads split by views
         for i, c in enumerate(self.layers):
-            (g0, b0, e0), (g1, b1, e1), (g2, b2, e2) = c["norms"]
-            # self-attention over the prefix: this position's q, k, v in one product
-            y = F.layer_norm(x, (D,), g0, b0, e0)
-            qkv = F.linear(y, *c["qkv"]).float().view(B, 3, H, 1, K)
-            c["k"][:, :, t:t + 1] = qkv[:, 1]
-            c["v"][:, :, t:t + 1] = qkv[:, 2]
-            y = self._attend(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1], None,
-                             weights, attention_name("decoder", i))  # (B, H, 1, K)
-            if c["self_keep"] is not None:
-                y = y * c["self_keep"]
-            x = x + F.linear(y.view(B, D).to(dt), *c["self_out"])
-            # attention over the memory, whose keys and values were projected once
-            y = F.layer_norm(x, (D,), g1, b1, e1)
-            q = F.linear(y, *c["src_q"]).float().view(B, H, 1, K)
-            y = self._attend(q, c["mk"], c["mv"], self.mask, weights, attention_name("cross", i))
-            if c["src_keep"] is not None:
-                y = y * c["src_keep"]
-            x = x + F.linear(y.view(B, D).to(dt), *c["src_out"])
-            # position-wise feed-forward
-            y = F.layer_norm(x, (D,), g2, b2, e2)
-            x = x + F.linear(F.linear(y, *c["w_1"]).relu_(), *c["w_2"])
+            x = self._sublayer(x, c["norms"][0], lambda y: self._self_attention(y, c, i, weights))
+            x = self._sublayer(x, c["norms"][1], lambda y: self._source_attention(y, c, i, weights))
+            x = self._sublayer(x, c["norms"][2], lambda y: F.linear(self.activation(F.linear(y, *c["w_1"])),
+                                                                    *c["w_2"]))
         self.t += 1
         if weights is not None:
             self.recorded.append(weights)
-        return F.layer_norm(x, (D,), *self.final_norm)
+        return x if self.final_norm is None else F.layer_norm(x, (H * K,), *self.final_norm)
+
+    def _sublayer(self, x, norm, f):
+        """x + f(LN(x)) (pre-norm), or LN(x + f(x)) (post-norm)."""
+        if self.post:
+            return F.layer_norm(x + f(x), (x.size(-1),), *norm)
+        return x + f(F.layer_norm(x, (x.size(-1),), *norm))
+
+    def _self_attention(self, y, c, i, weights):
+        """Self-attention over the prefix: this position's q, k, v in one product, k and v kept."""
+        t, B, H, K = self.t, y.size(0), self.h, self.d_k
+        qkv = F.linear(y, *c["qkv"]).float().view(B, 3, H, 1, K)
+        c["k"][:, :, t:t + 1] = qkv[:, 1]
+        c["v"][:, :, t:t + 1] = qkv[:, 2]
+        y = self._attend(qkv[:, 0], c["k"][:, :, :t + 1], c["v"][:, :, :t + 1], None,
+                         weights, attention_name("decoder", i))  # (B, H, 1, K)
+        if c["self_keep"] is not None:
+            y = y * c["self_keep"]
+        return F.linear(y.view(B, H * K).to(self.dtype), *c["self_out"])
+
+    def _source_attention(self, y, c, i, weights):
+        """Attention over the memory, whose keys and values were projected once."""
+        B, H, K = y.size(0), self.h, self.d_k
+        q = F.linear(y, *c["src_q"]).float().view(B, H, 1, K)
+        y = self._attend(q, c["mk"], c["mv"], self.mask, weights, attention_name("cross", i))
+        if c["src_keep"] is not None:
+            y = y * c["src_keep"]
+        return F.linear(y.view(B, H * K).to(self.dtype), *c["src_out"])
 
     def _attend(self, q, k, v, mask, weights, name):
         """softmax(q K^T / sqrt(d_k)) V for one position (B, H, 1, K); the fused kernel, or with `weights` (a
@@ -231,7 +245,42 @@ def _generate(next_token, src, max_len, bos, eos):
         done |= next_word == eos
         if done.all():
             break
-    return [_strip(r) for r in torch.stack(ys, 1)[:, 1:].tolist()]
+    return [_strip(r, eos) for r in torch.stack(ys, 1)[:, 1:].tolist()]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a model's decoding adds to the paper's, beside its start and end tokens (`bos`, `eos`). The defaults
+    are the shipped model's; a model converted from transformers (core.convert) carries the settings of its
+    `generate` in config.json's "generation", and Translator.rules reads them.
+
+    forbidden:      ids never generated (OPUS-MT's bad_words_ids forbid <pad>, which is also its decoder's start)
+    eos_at_limit:   at the last step allowed only </s> may come, with log p = 0 (transformers' forced_eos_token_id)
+    beam:           how beam search scores a finished hypothesis and when it stops: "gnmt", log P / lp(|Y|) with
+                    GNMT's lp = ((5 + |Y|) / 6)^alpha, or "transformers", log P / |Y|^alpha as `generate` does,
+                    where hypotheses that reach the limit finish too
+    early_stopping: with beam="transformers", `generate`'s early_stopping: False, True or "never"
+    """
+    forbidden: tuple = ()
+    eos_at_limit: bool = False
+    beam: str = "gnmt"
+    early_stopping: object = False
+
+
+PAPER_RULES = Rules()
+
+
+def allowed(scores, rules, step, max_len, eos):
+    """scores (rows, V), logits or log-probabilities of step `step` (1: the first token) of at most max_len, with
+    what `rules` rule out set to -inf: the forbidden ids and, at the last step where it must end, every token but
+    </s> (whose score becomes 0, as transformers' ForcedEOSTokenLogitsProcessor sets it)."""
+    if rules.eos_at_limit and step == max_len:
+        out = torch.full_like(scores, float("-inf"))
+        out[:, eos] = 0.0
+        return out
+    if rules.forbidden:
+        scores = scores.index_fill(1, torch.tensor(rules.forbidden, device=scores.device), float("-inf"))
+    return scores
 
 
 def forced_tokens(prefix, rows, device, repeat=1):
@@ -248,17 +297,18 @@ def forced_tokens(prefix, rows, device, repeat=1):
 
 
 @torch.inference_mode()
-def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS, prefix=None, keep=None):
+def greedy_decode(model, src, src_mask, max_len, bos=BOS, eos=EOS, prefix=None, keep=None, rules=PAPER_RULES):
     """Pick the most probable next token at each step; returns a list of id lists (no <s>, </s>). With
     `prefix` (an id list per row), each row first takes its prefix's tokens, then goes on by itself. `keep`:
-    heads switched off, per-row masks as `instrument.switched_off` takes them (here and below)."""
+    heads switched off, per-row masks as `instrument.switched_off` takes them (here and below). `rules`: the
+    model's own (Rules; here and below)."""
     dec = IncrementalDecoder(model, _encode(model, src, src_mask, keep), src_mask, max_len, keep=keep)
     forced = forced_tokens(prefix, src.size(0), src.device)
 
     def next_token(ys):
         # log_softmax keeps the argmax; argmax over float16 has no fast CPU kernel, float32 does
-        best = model.generator.proj(dec.step(ys[-1])).float().argmax(dim=-1)
         t = len(ys) - 1
+        best = allowed(model.generator.proj(dec.step(ys[-1])).float(), rules, t + 1, max_len, eos).argmax(dim=-1)
         if forced is None or t >= forced.size(1):
             return best
         return torch.where(forced[:, t] >= 0, forced[:, t], best)
@@ -280,7 +330,7 @@ def greedy_decode_uncached(model, src, src_mask, max_len, bos=BOS, eos=EOS):
 
 @torch.inference_mode()
 def sample_decode(model, src, src_mask, max_len, temperature=1.0, top_k=0, seed=None, bos=BOS, eos=EOS,
-                  keep=None):
+                  keep=None, rules=PAPER_RULES):
     """Sample each next token from softmax(logits / temperature), optionally among the top_k only."""
     gen = torch.Generator(device=src.device)
     if seed is not None:
@@ -290,7 +340,7 @@ def sample_decode(model, src, src_mask, max_len, temperature=1.0, top_k=0, seed=
     dec = IncrementalDecoder(model, _encode(model, src, src_mask, keep), src_mask, max_len, keep=keep)
 
     def next_token(ys):
-        logits = model.generator(dec.step(ys[-1])) / max(temperature, 1e-5)
+        logits = allowed(model.generator(dec.step(ys[-1])), rules, len(ys), max_len, eos) / max(temperature, 1e-5)
         if top_k and top_k < logits.size(-1):
             kth = logits.topk(top_k, dim=-1).values[:, -1:]
             logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -321,8 +371,41 @@ def _only_forced(logp, forced, step):
     return torch.where((f >= 0).unsqueeze(1), only, logp)
 
 
+def finished_score(rules, total, length, alpha):
+    """The score of a finished hypothesis of log P `total` (a 0-d float32 tensor) and `length` tokens after the
+    start (its </s> included): log P / ((5 + |Y|) / 6)^alpha (GNMT), or log P / |Y|^alpha in float32 as
+    transformers' `generate` computes it."""
+    if rules.beam == "transformers":
+        return (total / length ** alpha).item()
+    return total.item() / length_penalty(length, alpha)
+
+
+def best_possible(rules, best_live, step, max_len, alpha):
+    """The best score the best live hypothesis (log P `best_live`, 0-d) may still finish with, as the rules reckon:
+    once the k finished hypotheses of a sentence all score at least this, its search is over. GNMT: at the
+    longest length (log P only falls); transformers: at its present length (early_stopping False), at the longest
+    ("never" with alpha > 0), or never better than the worst finished (True: done as soon as k have finished)."""
+    if rules.beam == "transformers":
+        if rules.early_stopping is True:
+            return float("-inf")
+        n = max_len if rules.early_stopping == "never" and alpha > 0 else step
+        return (best_live / n ** alpha).item()
+    return best_live.item() / length_penalty(max_len, alpha) if alpha > 0 else best_live.item()
+
+
+def _finish(finished, done, ends, top, tok, ys, base, beam_idx, k, step, eos, rules, alpha):
+    """Add to each sentence's pool the candidates among its best k that end here: with </s>, or (transformers'
+    rule) any at the last step. A pool holds (score, ids without </s>)."""
+    for b, j in ends.nonzero().tolist():
+        if done[b] or j >= k or top[b, j] == float("-inf"):
+            continue  # only the best k continuations may finish
+        hyp = ys[base[b, 0] + beam_idx[b, j], 1:].tolist() + ([] if tok[b, j] == eos else [tok[b, j].item()])
+        finished[b].append((finished_score(rules, top[b, j], step, alpha), hyp))
+
+
 @torch.inference_mode()
-def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS, prefix=None, tree=None, keep=None):
+def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS, prefix=None, tree=None, keep=None,
+                rules=PAPER_RULES):
     """Beam search ("beam size of 4 and length penalty alpha = 0.6"), batched over sentences.
 
     Each step extends the `beam` live hypotheses of every sentence by their 2*beam best continuations;
@@ -330,7 +413,8 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     others stay live. A sentence is done when its pool is full and no live hypothesis can still win.
     With `prefix` (an id list per sentence) the first steps may only take the prefix's tokens. Given a
     `SearchTree` as `tree` (one sentence), every candidate of every step is recorded in it. `keep`: one mask
-    of heads switched off for every sentence."""
+    of heads switched off for every sentence. `rules.beam` chooses lp and the stopping test (finished_score,
+    best_possible)."""
     B, k = src.size(0), beam
     forced = forced_tokens(prefix, B, src.device, repeat=k)  # (B*k, P) or None
     if tree is not None and B != 1:
@@ -345,21 +429,20 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     dec = IncrementalDecoder(model, memory, src_mask, max_len, keep=keep)
     base = (torch.arange(B, device=src.device) * k).unsqueeze(1)  # (B, 1)
     for step in range(1, max_len + 1):
-        logp = _only_forced(model.generator(dec.step(ys[:, -1])).float(), forced, step)  # (B*k, V)
+        logp = model.generator(dec.step(ys[:, -1])).float()
+        logp = allowed(_only_forced(logp, forced, step), rules, step, max_len, eos)  # (B*k, V)
         V = logp.size(-1)
         cand = (scores.view(-1, 1) + logp).view(B, k * V)
         top, idx = cand.topk(2 * k, dim=1)  # (B, 2k)
         beam_idx, tok = idx // V, idx % V
         is_eos = tok == eos
-        for b, j in is_eos.nonzero().tolist():
-            if done[b] or j >= k or top[b, j] == float("-inf"):
-                continue  # only </s> among the best k continuations may finish
-            hyp = ys[base[b, 0] + beam_idx[b, j], 1:].tolist()
-            finished[b].append((top[b, j].item() / length_penalty(len(hyp) + 1, alpha), hyp))
+        ends = is_eos | (step == max_len and rules.beam == "transformers")
+        _finish(finished, done, ends, top, tok, ys, base, beam_idx, k, step, eos, rules, alpha)
         # keep the best k continuations that did not end
         keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :k]  # (B, k)
         if tree is not None and not done[0]:
-            tree.record_step(step, scores[0], top[0], beam_idx[0], tok[0], keep[0], k, eos, alpha)
+            tree.record_step(step, scores[0], top[0], beam_idx[0], tok[0], keep[0], k, ends[0],
+                             lambda total, n: finished_score(rules, torch.tensor(total), n, alpha))
         scores = top.gather(1, keep)
         rows = (base + beam_idx.gather(1, keep)).view(-1)
         ys = torch.cat([ys.index_select(0, rows), tok.gather(1, keep).view(-1, 1)], dim=1)
@@ -369,16 +452,14 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
                 continue
             finished[b].sort(key=lambda x: -x[0])
             del finished[b][k:]
-            best_live = scores[b, 0].item() / length_penalty(max_len, alpha) if alpha > 0 else scores[b, 0].item()
-            if finished[b][-1][0] >= best_live:
-                done[b] = True
+            done[b] = finished[b][-1][0] >= best_possible(rules, scores[b, 0], step, max_len, alpha)
         if all(done):
             break
     results = []
     for b in range(B):
         if not finished[b]:  # nothing ended within max_len: take the best live hypothesis
             finished[b].append((scores[b, 0].item(), ys[base[b, 0], 1:].tolist()))
-        results.append(_strip(max(finished[b], key=lambda x: x[0])[1]))
+        results.append(_strip(max(finished[b], key=lambda x: x[0])[1], eos))
     if tree is not None:
         tree.mark_returned(results[0])
     return results
@@ -414,16 +495,18 @@ DECODING_LIMITS = {
 
 
 def decode_batch(model, src, src_mask, max_len, method="greedy", beam=4, alpha=0.6,
-                 temperature=1.0, top_k=0, seed=None, prefix=None, keep=None):
+                 temperature=1.0, top_k=0, seed=None, prefix=None, keep=None, bos=BOS, eos=EOS, rules=PAPER_RULES):
     """Dispatch to one decoding method; returns id lists without <s> and </s>. `prefix` (greedy and beam
-    search): an id list per row that each output starts with. `keep`: heads switched off (greedy_decode)."""
+    search): an id list per row that each output starts with. `keep`: heads switched off (greedy_decode).
+    `bos`, `eos`: the decoder's start and end tokens; `rules`: the model's own (Rules)."""
+    common = dict(bos=bos, eos=eos, keep=keep, rules=rules)
     if method == "greedy" or (method == "beam" and beam <= 1):
-        return greedy_decode(model, src, src_mask, max_len, prefix=prefix, keep=keep)
+        return greedy_decode(model, src, src_mask, max_len, prefix=prefix, **common)
     if method == "beam":
-        return beam_search(model, src, src_mask, max_len, beam=beam, alpha=alpha, prefix=prefix, keep=keep)
+        return beam_search(model, src, src_mask, max_len, beam=beam, alpha=alpha, prefix=prefix, **common)
     if prefix is not None and any(prefix):
         raise ValueError("a prefix is taken by greedy decoding and beam search")
     if method == "sample":
         return sample_decode(model, src, src_mask, max_len, temperature=temperature, top_k=top_k, seed=seed,
-                             keep=keep)
+                             **common)
     raise ValueError(f"unknown decoding method {method!r}")

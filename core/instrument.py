@@ -10,13 +10,21 @@ A state is named by the module that produces it and what it is, `"<module path>:
     encoder.norm:in, decoder.norm:out                 the final LayerNorms                       (B, L, D)
     encoder.layers.0.self_attn:q, :k, :weights        a sub-layer's queries, keys (B, H, L, d_k) and
     decoder.layers.2.src_attn:weights                 attention weights softmax(QK^T/sqrt(d_k))  (B, H, Lq, Lk)
-    decoder.layers.1.feed_forward:units               the FFN's ReLU outputs max(0, xW_1 + b_1)  (B, L, d_ff)
+    decoder.layers.1.feed_forward:units               the FFN's activations max(0, xW_1 + b_1)   (B, L, d_ff)
     decoder.layers.1:out                              a decoder layer's output                   (B, T, D)
     generator:logp                                    the output log-probabilities               (B, T, V)
 
     logp, cache = run_with_cache(model, src, tgt, src_mask, tgt_mask)          # every name
     logp, cache = run_with_cache(model, ..., names=["*:weights"], heads_off=[("cross", 1, 3)])
     cache.stacked(attention_name("cross"), "weights")                            # (layers, B, H, T, S)
+
+Where the norm stands (the config's `norm`) changes what some states hold, never what their names say. Pre-norm
+(the default): `sublayer.j.norm:in` is the residual stream before sub-layer j, and `sublayer.j:out` the stream
+after it, x + Sublayer(LayerNorm(x)); `encoder.norm` and `decoder.norm` are the final LayerNorms. Post-norm
+(Marian): `sublayer.j.norm:in` is the residual sum x + Sublayer(x), `sublayer.j.norm:out` its normalisation,
+which is also `sublayer.j:out`, the stream after the sub-layer; the stacks end in no norm, so `encoder.norm` and
+`decoder.norm` are the identity and their `:in` and `:out` are both the last layer's output. `feed_forward:units`
+are the activation's outputs, whichever it is (ReLU, GELU or swish).
 
 The states are caught by forward hooks registered for the run and removed after it, so the classes of
 core/model.py stay as the paper reads; a sub-layer whose weights are asked for takes the explicit path of
@@ -199,7 +207,7 @@ def _recording_hooks(model, wanted, cache):
             explicit.append(m)
             handles.append(m.register_forward_hook(keep(name, lambda module, args, out: module.attn)))
         elif what == "units":
-            handles.append(m.w_1.register_forward_hook(keep(name, lambda module, args, out: out.relu())))
+            handles.append(m.w_1.register_forward_hook(keep(name, lambda module, args, out, act=m.activation: act(out))))
     return handles, explicit
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import load_pretrained, load_snapshot, read_snapshot_index, read_tokenizer
-from .data import ASSETS, BOS, EOS, PAD, pad_to
-from .decode import HalfPrecisionDecoder, decode_batch, default_max_len
+from .checkpoint import load_pretrained, load_snapshot, load_tokenizer, read_snapshot_index
+from .data import ASSETS, BOS, EOS, PAD, UNK, pad_to
+from .decode import HalfPrecisionDecoder, Rules, decode_batch, default_max_len
 from .instrument import KINDS, attention_name, check_heads, keep_mask, model_shape, run_with_cache
 from .model import subsequent_mask
 
@@ -24,8 +24,8 @@ from .model import subsequent_mask
 class Inspection:
     """Everything the explorer shows about one translation."""
     translation: str
-    src_tokens: list          # source pieces, <s> ... </s>                     (S)
-    tgt_tokens: list          # decoder inputs, <s> y_1 ... y_n                 (T)
+    src_tokens: list          # source pieces, <s> ... </s> (a Marian model's: ... </s>) (S)
+    tgt_tokens: list          # decoder inputs, <s> y_1 ... y_n (Marian: <pad> y_1 ... y_n) (T)
     out_tokens: list          # what each decoder position predicts, y_1 ... </s> (T)
     encoder: torch.Tensor     # encoder self-attention   (layers, heads, S, S)
     decoder: torch.Tensor     # decoder self-attention   (layers, heads, T, T)
@@ -99,15 +99,41 @@ def kept_snapshots():
         return [key[1] for key in _snapshots]
 
 
+def special_ids(config):
+    """The model's special ids from its config, the shipped model's (core.data) where it names none: pad, unk,
+    eos, bos (put before a source; None: nothing, as Marian) and the decoder's start (Marian: its pad)."""
+    get = config.get
+    return dict(pad=get("pad_id", PAD), unk=get("unk_id", UNK), eos=get("eos_id", EOS), bos=get("bos_id", BOS),
+                start=get("decoder_start_id", BOS))
+
+
+def decoding_rules(config):
+    """The Rules of the model's decoding (core.decode), from config.json's "generation" (none: the paper's)."""
+    g = config.get("generation") or {}
+    return Rules(forbidden=tuple(g.get("forbidden_ids", ())), eos_at_limit=bool(g.get("eos_at_limit", False)),
+                 beam=g.get("beam_scoring", "gnmt"), early_stopping=g.get("early_stopping", False))
+
+
 class Translator:
-    """German->English translation with the trained EncoderDecoder and its SentencePiece vocabulary."""
+    """German->English translation with the trained EncoderDecoder and its SentencePiece vocabulary.
+
+    Its special ids and rules come from the model's config (`special_ids`, `decoding_rules`): `pad_id`, `unk_id`,
+    `eos_id`, `bos_id` (put before each source, None for none), `start_id` (the decoder's first input) and `rules`;
+    the shipped model's are core.data's <pad> 0, <unk> 1, <s> 2, </s> 3, and the paper's rules. `tokenizer.encode`
+    cuts German, `encode_target` English (the same SentencePiece model for the shipped one)."""
 
     def __init__(self, model, tokenizer, config=None, device="cpu", half_rows=4):
         self.model = model.eval()
         self.tokenizer = tokenizer
+        self.encode_target = getattr(tokenizer, "encode_target", tokenizer.encode)
         self.config = config or {}
+        ids = special_ids(self.config)
+        self.pad_id, self.unk_id, self.eos_id, self.bos_id, self.start_id = (
+            ids[k] for k in ("pad", "unk", "eos", "bos", "start"))
+        self.rules = decoding_rules(self.config)
         self.device = torch.device(device)
         self.max_src_tokens = int(self.config.get("max_src_tokens", 128))
+        self.max_out_tokens = self.config.get("max_out_tokens")  # a cap on every output's length, if any
         # beam search's length penalty: the one chosen on val for this model, else the paper's 0.6
         self.alpha = float(self.config.get("length_penalty", 0.6))
         # On a CPU, batches of at most `half_rows` hypotheses (one sentence, greedy or beam 4) decode with
@@ -130,8 +156,7 @@ class Translator:
 
     @classmethod
     def _made(cls, model, config, directory, device, half_rows, snapshot=None):
-        tok = read_tokenizer(directory / config.get("tokenizer", "spm.model"), config["src_vocab"])
-        tr = cls(model, tok, config, device, half_rows)
+        tr = cls(model, load_tokenizer(directory, config), config, device, half_rows)
         tr.directory, tr.snapshot = Path(directory), snapshot
         return tr
 
@@ -146,13 +171,20 @@ class Translator:
         return self.half_model if self.half_model is not None and rows <= self.half_rows else self.model
 
     def encode_source(self, text):
-        """(<s> ids </s>, truncated?) with the source cut to the model's trained length."""
+        """(<s> ids </s>, truncated?) with the source cut to the model's trained length (a model with no bos_id:
+        ids </s>)."""
         ids = self.tokenizer.encode(text.strip())
-        truncated = len(ids) > self.max_src_tokens - 2
-        return [BOS] + ids[: self.max_src_tokens - 2] + [EOS], truncated
+        head = [] if self.bos_id is None else [self.bos_id]
+        room = self.max_src_tokens - len(head) - 1
+        return head + ids[:room] + [self.eos_id], len(ids) > room
 
     def default_max_len(self, src_len):
-        return default_max_len(src_len, self.max_src_tokens)
+        n = default_max_len(src_len, self.max_src_tokens)
+        return n if self.max_out_tokens is None else min(n, int(self.max_out_tokens))
+
+    def source_mask(self, src):
+        """(B, 1, S): True where the source ids (B, S) are not padding."""
+        return (src != self.pad_id).unsqueeze(-2)
 
     def encode_prefix(self, prefix, count):
         """English prefixes as id lists, one per text: None, one string for all, or one string per text."""
@@ -161,7 +193,7 @@ class Translator:
         prefix = [prefix] * count if isinstance(prefix, str) else list(prefix)
         if len(prefix) != count:
             raise ValueError(f"{len(prefix)} prefixes for {count} texts")
-        return [self.tokenizer.encode(p.strip()) if p and p.strip() else [] for p in prefix]
+        return [self.encode_target(p.strip()) if p and p.strip() else [] for p in prefix]
 
     @torch.no_grad()
     def translate_ids(self, texts, method="greedy", beam=4, alpha=None, max_len=None, batch_size=64,
@@ -177,15 +209,18 @@ class Translator:
         results = [None] * len(srcs)
         for i in range(0, len(order), batch_size):
             idx = order[i:i + batch_size]
-            src = pad_to([srcs[j] for j in idx]).to(self.device)
-            src_mask = (src != PAD).unsqueeze(-2)
+            src = pad_to([srcs[j] for j in idx], self.pad_id).to(self.device)
+            src_mask = self.source_mask(src)
             n = max_len or self.default_max_len(src.size(1))
+            if self.max_out_tokens is not None:  # no further than the model's positions reach
+                n = min(n, int(self.max_out_tokens))
             if prefixes:
                 n = max(n, max(len(prefixes[j]) for j in idx) + 1)
             model = self.decoding_model(len(idx) * (beam if method == "beam" else 1))
             outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
                                 temperature=temperature, top_k=top_k, seed=seed, keep=keep,
-                                prefix=[prefixes[j] for j in idx] if prefixes else None)
+                                prefix=[prefixes[j] for j in idx] if prefixes else None,
+                                bos=self.start_id, eos=self.eos_id, rules=self.rules)
             for j, out in zip(idx, outs):
                 results[j] = out
         return results
@@ -204,13 +239,14 @@ class Translator:
         """Teacher-forced natural-log probabilities of each target's tokens and </s> given its source, with
         the float32 model: a list of lists of floats."""
         srcs = [self.encode_source(t)[0] for t in sources]
-        tgts = [self.tokenizer.encode(t.strip()) + [EOS] for t in targets]
-        src = pad_to(srcs).to(self.device)
-        tgt_in = pad_to([[BOS] + t[:-1] for t in tgts]).to(self.device)
-        src_mask = (src != PAD).unsqueeze(-2)
-        tgt_mask = (tgt_in != PAD).unsqueeze(-2) & subsequent_mask(tgt_in.size(1)).to(self.device)
+        tgts = [self.encode_target(t.strip()) + [self.eos_id] for t in targets]
+        src = pad_to(srcs, self.pad_id).to(self.device)
+        tgt_in = pad_to([[self.start_id] + t[:-1] for t in tgts], self.pad_id).to(self.device)
+        src_mask = self.source_mask(src)
+        real = pad_to([[1] * len(t) for t in tgts], 0).bool().to(self.device)  # not padding (the start may be <pad>)
+        tgt_mask = real.unsqueeze(-2) & subsequent_mask(tgt_in.size(1)).to(self.device)
         logp = self.model.generator(self.model(src, tgt_in, src_mask, tgt_mask))  # (B, T, V)
-        gold = pad_to(tgts).to(self.device)
+        gold = pad_to(tgts, self.pad_id).to(self.device)
         picked = logp.gather(2, gold.unsqueeze(-1)).squeeze(-1)  # (B, T)
         return [row[:len(t)].tolist() for row, t in zip(picked, tgts)]
 
@@ -221,7 +257,7 @@ class Translator:
         sources, targets = ([sources], [targets]) if single else (list(sources), list(targets))
         out = []
         for target, values in zip(targets, self.score_ids(sources, targets)):
-            pieces = [self.tokenizer.id_to_piece(i) for i in self.tokenizer.encode(target.strip())] + ["</s>"]
+            pieces = [self.tokenizer.id_to_piece(i) for i in self.encode_target(target.strip()) + [self.eos_id]]
             out.append((sum(values), list(zip(pieces, values))))
         return out[0] if single else out
 
@@ -236,23 +272,23 @@ class Translator:
         src_ids, truncated = self.encode_source(text)
         out_ids = self.translate_ids([text], heads_off=heads_off, **decoding)[0]
         src = torch.tensor([src_ids], device=self.device)
-        tgt = torch.tensor([[BOS] + out_ids], device=self.device)
-        src_mask = (src != PAD).unsqueeze(-2)
+        tgt = torch.tensor([[self.start_id] + out_ids], device=self.device)
+        src_mask = self.source_mask(src)
         # the float32 model, whichever twin chose the tokens: the run core.analysis.inside records for the Inside
         # tab is this one with every state kept, so a sentence has one set of maps
         logp, cache = run_with_cache(self.model, src, tgt, src_mask, subsequent_mask(tgt.size(1)).to(self.device),
                                      names=["*:weights"], heads_off=heads_off)
         logp = logp[0].float()  # (T, V)
         maps = {kind: cache.stacked(attention_name(kind), "weights")[:, 0].cpu() for kind in KINDS}
-        targets = torch.tensor(out_ids + [EOS], device=self.device)
+        targets = torch.tensor(out_ids + [self.eos_id], device=self.device)
         probs = logp.exp()
         token_probs = probs.gather(1, targets.unsqueeze(1)).squeeze(1).tolist()
         top_p, top_i = probs.topk(topk, dim=-1)
         piece = self.tokenizer.id_to_piece
         return Inspection(
             translation=self.tokenizer.decode(out_ids),
-            src_tokens=[piece(i) for i in src_ids], tgt_tokens=[piece(i) for i in [BOS] + out_ids],
-            out_tokens=[piece(i) for i in out_ids + [EOS]],
+            src_tokens=[piece(i) for i in src_ids], tgt_tokens=[piece(i) for i in [self.start_id] + out_ids],
+            out_tokens=[piece(i) for i in out_ids + [self.eos_id]],
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],

@@ -74,10 +74,11 @@ def test_core_imports_neither_the_page_nor_gradio_and_the_page_no_tool():
 # lower layers, never from a higher one. The model is the paper's, and the words are the locale tables' (what core
 # says is keys and numbers); data, masks of heads and checkpoints read it;
 # decoding runs it; the Translator wraps decoding for text; evaluation scores a Translator; training evaluates as
-# it goes; the analyses and the Lab read trained models (the Lab trains its own with train's pieces); the benchmark
+# it goes; the analyses and the Lab read trained models (the Lab trains its own with train's pieces), and the
+# converter writes models of other projects in core's format (checking them with a Translator); the benchmark
 # times all of them.
 CORE_LAYERS = (("model", "words"), ("data", "instrument", "checkpoint"), ("decode",), ("translate",), ("evaluate",),
-               ("train",), ("analysis", "lab"), ("bench",))
+               ("train",), ("analysis", "lab", "convert"), ("bench",))
 
 
 def core_imports(source, parts):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..data import EOS, PAD, UNK
+from ..data import EOS, UNK
 from ..model import subsequent_mask
 
 
@@ -44,7 +44,7 @@ def _log_prob(model, src_vectors, tgt_vectors, src_mask, position, token):
 def gradient_x_input(model, src, tgt, position, token):
     """(grad_src (S,), grad_tgt (T,), log p) for one row of source ids `src` (1, S) and decoder inputs `tgt`
     (1, T): per piece, the embedding's gradient of log p(token) at `position` dotted with the embedding."""
-    src_mask = (src != PAD).unsqueeze(-2)
+    src_mask = torch.ones_like(src, dtype=torch.bool).unsqueeze(-2)  # one sentence: no padding to hide
     with torch.enable_grad():
         e_src = model.src_embed[0](src).detach().requires_grad_(True)  # (1, S, D)
         e_tgt = model.tgt_embed[0](tgt).detach().requires_grad_(True)  # (1, T, D)
@@ -61,7 +61,7 @@ def occlusion(model, src, tgt, position, token, unk=UNK):
     S, T = src.size(1), tgt.size(1)
     src_rows = src.repeat(S + 1, 1)                      # row 0 unchanged, row 1 + j with piece j occluded
     src_rows[torch.arange(1, S + 1), torch.arange(S)] = unk
-    src_mask = (src_rows != PAD).unsqueeze(-2)
+    src_mask = torch.ones_like(src_rows, dtype=torch.bool).unsqueeze(-2)  # copies of one sentence: no padding
     memory = model.encode(src_rows, src_mask)            # (S+1, S, D)
     tgt_mask = subsequent_mask(T).to(src.device)
     p_src = model.generator(model.decode(memory, src_mask, tgt.expand(S + 1, T), tgt_mask)[:, position])[:, token]
@@ -77,20 +77,20 @@ def occlusion(model, src, tgt, position, token, unk=UNK):
     return p - p_src[1:], occl_tgt, p
 
 
-def attribute(model, src_ids, tgt_ids, position, token=None):
+def attribute(model, src_ids, tgt_ids, position, token=None, eos=EOS, unk=UNK):
     """The attributions of the token output at decoder `position`: by default the next piece of `tgt_ids`
-    (</s> after the last), else `token`. `src_ids` are the source ids with <s> and </s>, `tgt_ids` the decoder
-    inputs <s> y_1 ... y_n."""
+    (`eos` after the last), else `token`. `src_ids` are the source ids with <s> and </s>, `tgt_ids` the decoder
+    inputs <s> y_1 ... y_n (a converted model's: as its Translator makes them; pass its `eos_id` and `unk_id`)."""
     device = next(model.parameters()).device
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids[:position + 1]], device=device)  # later pieces cannot matter: the mask hides them
     if token is None:
-        token = (list(tgt_ids[1:]) + [EOS])[position]
+        token = (list(tgt_ids[1:]) + [eos])[position]
     was_training = model.training
     model.eval()
     try:
         g_src, g_tgt, _ = gradient_x_input(model, src, tgt, position, token)
-        o_src, o_tgt, p = occlusion(model, src, tgt, position, token)
+        o_src, o_tgt, p = occlusion(model, src, tgt, position, token, unk)
     finally:
         model.train(was_training)
     return Attribution(position, int(token), float(p), g_src.cpu(), g_tgt.cpu(), o_src.cpu(), o_tgt.cpu())

@@ -15,7 +15,6 @@ from functools import lru_cache
 
 import torch
 
-from ..data import PAD
 from ..instrument import KINDS, attention_name, run_with_cache  # KINDS: encoder self-, decoder self-, cross-attention
 from ..model import LayerNorm, subsequent_mask
 
@@ -129,7 +128,7 @@ def record(model, src_ids, tgt_ids, heads_off=()):
     device = next(model.parameters()).device
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)
-    src_mask = (src != PAD).unsqueeze(-2)
+    src_mask = torch.ones_like(src, dtype=torch.bool).unsqueeze(-2)  # one sentence: no padding
     tgt_mask = subsequent_mask(tgt.size(1)).to(device)
     logp, cache = run_with_cache(model, src, tgt, src_mask, tgt_mask, heads_off=heads_off)
     logp = logp[0].float()
@@ -259,7 +258,7 @@ def annotated_norm_effect(model, rec):
     device = next(model.parameters()).device
     src = torch.tensor([rec.src_ids], device=device)
     tgt = torch.tensor([rec.tgt_ids], device=device)
-    src_mask = (src != PAD).unsqueeze(-2)
+    src_mask = torch.ones_like(src, dtype=torch.bool).unsqueeze(-2)  # one sentence: no padding
     try:
         out = model.decode(model.encode(src, src_mask), src_mask, tgt, subsequent_mask(tgt.size(1)).to(device))
         logp = model.generator(out)[0].float()

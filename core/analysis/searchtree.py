@@ -5,15 +5,16 @@ token, the token's log-probability, the hypothesis's cumulative log-probability 
 
 - "kept": one of the k live hypotheses that go on to the next step;
 - "pruned": looked at and dropped (outranked, or a </s> beyond the best k);
-- "finished": ended with </s> among the best k, scored by log P / lp(length) (GNMT's length penalty);
+- "finished": ended with </s> among the best k (under transformers' rule also: reached the limit), scored by
+  log P / lp(length) (GNMT's length penalty, or the model's rule: core.decode.finished_score);
 - "returned": the finished hypothesis (or, if none finished, the live one) beam search returned.
 """
 from dataclasses import dataclass, field
 
 import torch
 
-from ..data import BOS, PAD
-from ..decode import beam_search, length_penalty
+from ..data import BOS
+from ..decode import beam_search
 
 
 @dataclass
@@ -35,21 +36,24 @@ class SearchTree:
     nodes: list = field(default_factory=lambda: [Node(0, None, 0, BOS, 0.0, 0.0, "root")])
     live: list = field(default_factory=lambda: [0])  # the node of each live beam row
 
-    def record_step(self, step, scores, top, beam_idx, tok, keep, k, eos, alpha):
+    def record_step(self, step, scores, top, beam_idx, tok, keep, k, ends, normalize):
         """One step of beam search: `scores` (k,) of the live rows before it, the 2k candidates (`top` their
-        scores, `beam_idx` their rows, `tok` their tokens) and `keep` (k,), the candidates that stay live."""
+        scores, `beam_idx` their rows, `tok` their tokens, `ends` whether each ends the hypothesis: a </s>, or
+        under transformers' rule any candidate of the last step) and `keep` (k,), the candidates that stay live;
+        `normalize(score, length)` scores a finished one (core.decode.finished_score)."""
         kept = keep.tolist()
         live = [None] * k
-        for j, (total, row, token) in enumerate(zip(top.tolist(), beam_idx.tolist(), tok.tolist())):
+        for j, (total, row, token, end) in enumerate(zip(top.tolist(), beam_idx.tolist(), tok.tolist(),
+                                                         ends.tolist())):
             parent = self.live[row] if row < len(self.live) else None
             if total == float("-inf") or parent is None:
                 continue  # no hypothesis: a copy of the identical start rows, or a forced-out token
-            if token == eos:
+            if end:
                 status = "finished" if j < k else "pruned"
             else:
                 status = "kept" if j in kept else "pruned"
             node = Node(len(self.nodes), parent, step, token, total - scores[row].item(), total, status,
-                        total / length_penalty(step, alpha) if status == "finished" else None)
+                        normalize(total, step) if status == "finished" else None)
             self.nodes.append(node)
             if status == "kept":
                 live[kept.index(j)] = node.id
@@ -66,7 +70,8 @@ class SearchTree:
     def mark_returned(self, ids):
         """Mark the hypothesis beam search returned: the best finished one with these tokens (then </s>), or,
         when none finished, the live one with these tokens."""
-        finished = [n for n in self.nodes if n.status == "finished" and self.path(n.id)[:-1] == list(ids)]
+        finished = [n for n in self.nodes if n.status == "finished"  # ended by </s>, or at the limit (transformers)
+                    and list(ids) in (self.path(n.id)[:-1], self.path(n.id))]
         if finished:
             max(finished, key=lambda n: n.norm).status = "returned"
             return
@@ -87,7 +92,9 @@ def search(translator, text, beam=4, alpha=None, max_len=None):
     src_ids, _ = translator.encode_source(text)
     src = torch.tensor([src_ids], device=translator.device)
     tree = SearchTree()
-    beam_search(translator.decoding_model(beam), src, (src != PAD).unsqueeze(-2),
+    tree.nodes[0].token = translator.start_id
+    beam_search(translator.decoding_model(beam), src, translator.source_mask(src),
                 max_len or translator.default_max_len(src.size(1)), beam=beam,
-                alpha=translator.alpha if alpha is None else alpha, tree=tree)
+                alpha=translator.alpha if alpha is None else alpha, tree=tree, bos=translator.start_id,
+                eos=translator.eos_id, rules=translator.rules)
     return tree
