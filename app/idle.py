@@ -61,11 +61,13 @@ class IdleWork:
                 continue
             ref, jobs = item
             for job in jobs:
+                # wait until the model is free (the job takes the lock again for its own passes), and only then
+                # take the translation: one that went while the job waited is not kept alive by the wait
+                with MODEL_LOCK:
+                    pass
                 ins = ref()
                 if ins is None:
                     break
-                with MODEL_LOCK:  # wait until the model is free; the job takes the lock again for its own passes
-                    pass
                 try:
                     job(ins)
                     self.done += 1

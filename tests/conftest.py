@@ -98,6 +98,14 @@ needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
                                 reason=f"Multi30k not found at {SHARED_DATA} (tests on the real data skipped)")
 
 
+@pytest.fixture(scope="session")
+def history(tmp_path_factory):
+    """A model directory with a run's history beside it (tools.synthetic_history.make_history), made once for the
+    run: the Time-lapse tests read it and write nothing into it."""
+    from tools.synthetic_history import make_history
+    return make_history(tmp_path_factory.mktemp("timelapse"))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _one_thread():
     """Small tensors: one thread avoids oversubscription when the two cores are busy."""
@@ -139,22 +147,56 @@ def english():
 
 
 
-@contextlib.contextmanager
-def app_page(log, timeout_ms):
-    """`python app.py` (tools.serve.AppProcess, its output in `log`) and a page of it at 1400 x 1000 in headless
-    Chromium, each condition waited on for at most `timeout_ms`: (app, page, errors), the page's script errors
-    collected in `errors`."""
+# what the shared app is started with: the Lab's runs short (its server cap lowered), and no ZeroGPU (the app as
+# it serves locally and on a CPU Space), set for the child alone
+SERVED_ENV = {"EXPLORER_LAB_MAX_STEPS": "40", "SPACES_ZERO_GPU": None}
+
+
+@pytest.fixture(scope="session")
+def served_app(tmp_path_factory):
+    """One `python app.py` (tools.serve.AppProcess) for the whole run, started when a test first asks for it: the
+    browser tests (each in a browser context of its own, making whatever translation it reads) and the load tests
+    share it, rather than each starting a server of its own. Its output: the fixture's directory, app.log."""
+    from tools.serve import AppProcess
+    with AppProcess(log=tmp_path_factory.mktemp("served_app") / "app.log", env=SERVED_ENV) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A headless Chromium for a module's tests, each in a context of its own. Not the run's: while Playwright's
+    sync API is started it holds an event loop running in this thread, in which neither another instance nor a
+    test's asyncio.run can start."""
     from playwright.sync_api import sync_playwright
 
     from tools.bench_browser import CHROMIUM, LAUNCH_ARGS
-    from tools.serve import AppProcess
-    with AppProcess(log=log) as app, sync_playwright() as p:
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.set_default_timeout(timeout_ms)
-            yield app, page, errors
-        finally:
-            browser.close()
+        yield browser
+        browser.close()
+
+
+@contextlib.contextmanager
+def browser_page(browser, app, timeout_ms, viewport=None, **context_args):
+    """A page (at 1400 x 1000 unless told) in a context of its own of `browser`, each condition waited on for at
+    most `timeout_ms`: (page, errors), the page's script errors collected in `errors`. `app` is kept on the page."""
+    context = browser.new_context(viewport=viewport or {"width": 1400, "height": 1000}, **context_args)
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.set_default_timeout(timeout_ms)
+        page.app = app
+        yield page, errors
+    finally:
+        context.close()
+
+
+@contextlib.contextmanager
+def app_page(browser, log, timeout_ms):
+    """A `python app.py` of its own (tools.serve.AppProcess, its output in `log`; for a test that needs the app
+    started otherwise than `served_app`, as on another model) and a page of it (`browser_page`):
+    (app, page, errors)."""
+    from tools.serve import AppProcess
+    with AppProcess(log=log) as app, browser_page(browser, app, timeout_ms) as (page, errors):
+        yield app, page, errors

@@ -532,10 +532,11 @@ def test_markdown_shows_user_text_as_typed(typed):
 
 
 @pytest.mark.slow
-def test_load_of_eight_clients_without_failure_or_cross_talk():
-    """`python -m tools.loadtest` in small: 8 gradio_client sessions x 3 translations against `python app.py`, all
-    at once; every answer is its own input's (checked against one answer per sentence made in turn)."""
-    r = loadtest.main(["--clients", "8", "--requests", "3"])
+def test_load_of_eight_clients_without_failure_or_cross_talk(served_app):
+    """`python -m tools.loadtest` in small: 8 gradio_client sessions x 3 translations against `python app.py` (the
+    run's, tests/conftest.py served_app), all at once; every answer is its own input's (checked against one answer
+    per sentence made in turn)."""
+    r = loadtest.main(["--url", served_app.url, "--pid", str(served_app.proc.pid), "--clients", "8", "--requests", "3"])
     assert r["app"]["ok"] == 24 and r["app"]["failures"] == 0 and r["app"]["crossed"] == 0, r["app"]
     assert r["echo"]["ok"] == 24 and r["throughput_ratio"] > 0
     assert r["rss_after_mb"] is None or r["rss_after_mb"] - r["rss_before_mb"] < 50

@@ -1,7 +1,7 @@
 """The real app in headless Chromium: `python app.py` (started by tools.serve.AppProcess), driven by Playwright.
 
-The server and the browser are shared by the module; each test has a page of its own (in its own browser
-context), makes whatever translation it reads, and waits on conditions in the page, never for a time. After each
+The server and the browser are the run's (tests/conftest.py served_app, chromium, shared with the other browser
+tests and the load tests); each test has a page of its own (in its own browser context), makes whatever translation it reads, and waits on conditions in the page, never for a time. After each
 test its page is checked: no request left the server and the console shows no error.
 Needs Debian's chromium at /usr/bin/chromium (scripts/install.sh --dev installs it) and the shipped model.
 """
@@ -14,7 +14,6 @@ import urllib.parse
 import pytest
 
 from tests.conftest import TOP_TABS, needs_shipped
-from tools.serve import AppProcess
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -44,21 +43,14 @@ const replayStep = () => +(plotText('r-fig').match(/step (\\d+) of/) ?? [])[1];"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("EXPLORER_LAB_MAX_STEPS", "40")  # the Lab's runs, short (its server cap lowered)
-        with AppProcess(log=tmp_path_factory.mktemp("app") / "app.log") as running:
-            yield running
+def app(served_app):
+    """The run's one `python app.py` (tests/conftest.py served_app: the Lab's runs capped at 40 steps)."""
+    return served_app
 
 
 @pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"])
-        yield b
-        b.close()
+def browser(chromium):
+    return chromium
 
 
 @pytest.fixture
@@ -107,7 +99,13 @@ def diagnostics(page):
                           .map(t => t.closest('[id]')?.id + ': ' + t.innerText.slice(0, 40)),
                 steps_shown: document.body.innerText.match(/Step \\d+: next-token/g),
                 tokens: [...document.querySelectorAll('#token-probs')].map(e => e.innerText.slice(0, 60)),
-                toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200))}; }""")
+                toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200)),
+                learn: document.querySelector('#learn-head') && {
+                  head_top: Math.round(document.querySelector('#learn-head').getBoundingClientRect().top),
+                  scroll: [scrollY, document.documentElement.scrollHeight, innerHeight],
+                  placing: window.learnPlacing ?? null, path_step: document.querySelector('#learn-path .learn-path')
+                    ?.dataset.step, picked: document.querySelector('#learn-question input:checked')?.value ?? null,
+                  answer: document.querySelector('#learn-answer')?.innerText.slice(0, 80)}}; }""")
     return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nlast events sent: {page.events[-6:]}\n"
             f"app log (end):\n{page.app.tail(2500)}")
 
@@ -750,6 +748,7 @@ def watched_page(context, app):
     page.app, page.errors, page.events = app, [], []
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("request", lambda r: page.events.append(event_line(r)) if "queue/join" in r.url else None)
     return page
 
 
@@ -816,6 +815,8 @@ def walk_the_path(page, lang, phone):
         assert plot_text(page, "learn-figure") != figure, f"step {k}: the action left the figure as it was"
         # a prediction, then the computed answer
         page.locator("#learn-question label").first.click()
+        # the pick taken by the page before Check sends it (else Check answers "pick an answer first")
+        wait_until(page, "el('#learn-question input:checked')", what=f"the prediction picked at step {k}")
         page.locator("#learn-check").click()
         wait_until(page, "/^[✓✗]/.test(text('#learn-answer').trim())", what=f"the answer of step {k}")
         if phone:

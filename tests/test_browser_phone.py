@@ -1,7 +1,7 @@
 """Every tab read on a phone in Chinese, and the Translate tab on a desktop, in headless Chromium.
 
-The server and the browser are those of tests/test_browser.py (its module-scoped fixtures, imported: one server
-for this module). Readability is tests/readability.py's: no figure text under 9 px, no text over another or
+The server and the browser are those of tests/test_browser.py (its fixtures, imported: the run's one server and
+browser, tests/conftest.py). Readability is tests/readability.py's: no figure text under 9 px, no text over another or
 under a button, no number box or text cut, no number broken across lines, no escaped markup, no sideways scroll.
 """
 import os
@@ -11,7 +11,7 @@ import pytest
 from tests import readability
 from tests.conftest import TOP_TABS, needs_shipped
 
-# app and browser: test_browser's fixtures, one server and one browser for this module
+# app and browser: test_browser's fixtures, the run's one server and one browser
 from tests.test_browser import CHROMIUM, SENTENCE, app, browser, learner, translate, wait_until  # noqa: F401
 
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM),

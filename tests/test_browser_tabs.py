@@ -1,13 +1,14 @@
 """Every top-level tab opened in headless Chromium after one sentence, then after another: each shows the second
 sentence's views, draws each figure once (no resize of a plot that already has its box's size), and the page never
-fetches its own address again. The app runs as `python app.py` (tools.serve.AppProcess); the conditions are those
-of `python -m tools.bench --tabs` (tools/bench_tabs.py), waited on in the page, never for a time."""
+fetches its own address again. The app is the run's `python app.py` (tests/conftest.py served_app), in a browser
+context of its own; the conditions are those of `python -m tools.bench --tabs` (tools/bench_tabs.py), waited on in
+the page, never for a time."""
 import os
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import app_page, needs_shipped
+from tests.conftest import browser_page, needs_shipped
 from tools.bench_browser import CHROMIUM
 
 pytestmark = [pytest.mark.slow, needs_shipped,
@@ -17,14 +18,15 @@ sync_api = pytest.importorskip("playwright.sync_api")
 TIMEOUT_MS = 60_000  # the longest any one condition may take on a busy machine; a bound, never a pause
 
 
-def test_every_tab_shows_the_new_sentence(tmp_path):
+def test_every_tab_shows_the_new_sentence(served_app, chromium):
     from tools import bench_tabs
     from tools.bench_browser import expected
     a, b = expected(bench_tabs.SENTENCE_A), expected(bench_tabs.SENTENCE_B)
     # the first sentence's words, but those the model weighs for the second (the What if tree shows candidates)
     new, old = bench_tabs.new_words(b, a), [w for w in bench_tabs.new_words(a, b) if w not in b.cands]
     assert new and old
-    with app_page(tmp_path / "app.log", TIMEOUT_MS) as (app, page, errors):
+    app = served_app
+    with browser_page(chromium, app, TIMEOUT_MS) as (page, errors):
         page.goto(app.url)
         page.get_by_role("tab", name="Translate", exact=True).wait_for()
         page.evaluate(bench_tabs.TAB_HELPERS)

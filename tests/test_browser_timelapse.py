@@ -1,4 +1,4 @@
-"""The Time-lapse tab in headless Chromium, on a model with a history beside it (tests/conftest.py make_history):
+"""The Time-lapse tab in headless Chromium, on a model with a history beside it (tests/conftest.py history):
 a link opens a point, the scrubber moves to another (the address follows), and Play runs to the last point. It
 waits on what the page shows, never for a time."""
 import os
@@ -8,7 +8,6 @@ import pytest
 
 from tests.conftest import app_page, needs_shipped
 from tools.bench_browser import CHROMIUM
-from tools.synthetic_history import make_history
 
 pytestmark = [pytest.mark.slow, needs_shipped,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -28,16 +27,16 @@ def where_is(page, n):
     page.wait_for_function("n => (document.querySelector('#tl-where')?.innerText || '').startsWith(n)", arg=n)
 
 
-def test_a_link_the_scrubber_and_play(tmp_path, monkeypatch):
+def test_a_link_the_scrubber_and_play(tmp_path, monkeypatch, chromium, history):
     from app.figures import timelapse as figures
     from app.i18n import speaking
     from app.tabs import timelapse
-    model = make_history(tmp_path)
+    model = history
     monkeypatch.setenv("EXPLORER_MODEL_DIR", str(model))
     pts = timelapse.points()
     with speaking("en"):
         probe = timelapse.sentence_of(None, "probe-0")
-    with app_page(tmp_path / "app.log", TIMEOUT_MS) as (app, page, errors):
+    with app_page(chromium, tmp_path / "app.log", TIMEOUT_MS) as (app, page, errors):
         page.goto(f"{app.url}?tab=timelapse&snapshot=step-30&lang=en")
         where_is(page, "2 / 4")
         page.wait_for_selector("#tl-curves .js-plotly-plot")

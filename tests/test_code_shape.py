@@ -122,7 +122,9 @@ def test_no_tool_module_lives_in_app():
 
 # ---- tests that start something are marked slow --------------------------------------------------------
 
-STARTERS = {"subprocess", "Popen", "spawn", "launch", "AppProcess", "sync_playwright", "loadtest"}
+# (and the run's shared server and a module's browser, tests/conftest.py served_app and chromium, taken as fixtures)
+STARTERS = {"subprocess", "Popen", "spawn", "launch", "AppProcess", "sync_playwright", "loadtest", "served_app",
+            "chromium"}
 
 
 def marked_slow(nodes):
@@ -135,7 +137,8 @@ def reaches(function, defs, seen=None):
     seen.add(function.name)
     names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
     names |= {n.attr for n in ast.walk(function) if isinstance(n, ast.Attribute)}
-    for other in (names | {a.arg for a in function.args.args}) & (defs.keys() - seen):
+    names |= {a.arg for a in function.args.args}  # the fixtures it takes, conftest's among them
+    for other in names & (defs.keys() - seen):
         names |= reaches(defs[other], defs, seen)
     return names
 

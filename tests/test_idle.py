@@ -2,6 +2,7 @@
 time, once the model is free; and the Why and What if tabs' jobs, whose results their views then find kept."""
 import gc
 import threading
+import time
 
 import pytest
 
@@ -34,6 +35,12 @@ def test_the_work_of_a_translation_that_is_gone_is_skipped():
     gone, kept = Sentence(), Sentence()
     with MODEL_LOCK:  # both wait
         work.after(gone, [lambda s: ran.append("gone")])
+        # the thread has taken the first one's jobs and waits for the model with them (the race CI met: it must
+        # not hold the translation itself while it waits)
+        end = time.monotonic() + WAIT_S
+        while work._waiting:
+            assert time.monotonic() < end, "the idle thread never took the job"
+            time.sleep(0.01)
         work.after(kept, [lambda s: (ran.append("kept"), done.set())])
         del gone
         gc.collect()

@@ -104,8 +104,10 @@ def test_an_open_page_keeps_its_state(served):
         assert english == expected(app, "Ein Mann fährt Fahrrad.") and "▁woman" not in str(menu)
 
 
-def test_pages_through_the_server_in_small():
-    """`python -m tools.loadtest --pages` in small against `python app.py`: no failure."""
+def test_pages_through_the_server_in_small(served_app):
+    """`python -m tools.loadtest --pages` in small against `python app.py` (the run's, tests/conftest.py
+    served_app): no failure."""
     from tools import loadtest
-    r = loadtest.main(["--pages", "6", "--clients", "2", "--per-page", "3", "--warmup", "2"])
+    r = loadtest.main(["--url", served_app.url, "--pid", str(served_app.proc.pid),
+                       "--pages", "6", "--clients", "2", "--per-page", "3", "--warmup", "2"])
     assert r["failures"] == 0 and r["translations"] == 6 and r["pages"] == 2, r

@@ -126,14 +126,14 @@ def test_the_gpu_function_gives_the_cpu_process_result():
 
 
 @pytest.mark.slow
-def test_the_app_serves_with_spaces_installed_and_no_zerogpu(tmp_path, monkeypatch):
+def test_the_app_serves_with_spaces_installed_and_no_zerogpu(served_app):
     import spaces  # noqa: F401  (installed: a requirement)
 
-    from tools.serve import AppProcess
-    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
-    with AppProcess(log=tmp_path / "app.log") as app:
-        page = urllib.request.urlopen(app.url, timeout=30).read().decode("utf-8", "replace")
-        config = urllib.request.urlopen(app.url + "config", timeout=30).read().decode("utf-8", "replace")
+    from tests.conftest import SERVED_ENV
+    assert "SPACES_ZERO_GPU" in SERVED_ENV and SERVED_ENV["SPACES_ZERO_GPU"] is None  # the run's app: no ZeroGPU
+    app = served_app
+    page = urllib.request.urlopen(app.url, timeout=30).read().decode("utf-8", "replace")
+    config = urllib.request.urlopen(app.url + "config", timeout=30).read().decode("utf-8", "replace")
     assert "<html" in page.lower() and "lab-train" in config and "lab-progress" in config
     assert "Traceback" not in app.tail()
 

@@ -13,14 +13,9 @@ from app.i18n import speaking
 from app.tabs import timelapse as tab
 from core.translate import Translator
 from tests.conftest import needs_shipped
-from tools.synthetic_history import HISTORY, make_history
+from tools.synthetic_history import HISTORY
 
 pytestmark = needs_shipped
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory):
-    return make_history(tmp_path_factory.mktemp("timelapse"))
 
 
 @pytest.fixture

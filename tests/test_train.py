@@ -387,7 +387,11 @@ def test_a_run_killed_mid_epoch_resumes_from_its_last_whole_checkpoint(tiny_data
     child.wait()
     last = run / "last.pt"
     assert last.exists() and (run / "last.prev.pt").exists()
-    last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])  # cut short
+    # cut short, as a new file under its name: killed between TrainState.save's two renames, last.pt and
+    # last.prev.pt are one file under two names (a hard link), which a write in place would cut short both of
+    cut = run / "last.cut"
+    cut.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
+    os.replace(cut, last)
     resumed_at = torch.load(run / "last.prev.pt", weights_only=True)["step"]
     assert 0 < resumed_at < len(steps)
     logged = step_lines(log)

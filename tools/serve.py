@@ -26,10 +26,11 @@ LOCAL_URL = re.compile(r"Running on local URL:\s+(https?://[^\s,]+)")
 
 
 class AppProcess:
-    """`python app.py` as a child process; its output goes to `log` (if given) and its last lines are kept."""
+    """`python app.py` as a child process; its output goes to `log` (if given) and its last lines are kept. `env`
+    sets variables for the child alone (None removes one), this process's environment left as it is."""
 
-    def __init__(self, *args, log=None, timeout=120.0):
-        self.args, self.log, self.timeout = args, log, timeout
+    def __init__(self, *args, log=None, timeout=120.0, env=None):
+        self.args, self.log, self.timeout, self.env = args, log, timeout, dict(env or {})
         self.url = None  # the server's address, once it has printed it
         self.lines = collections.deque(maxlen=300)
         self.proc = self._reader = None
@@ -37,6 +38,11 @@ class AppProcess:
 
     def __enter__(self):
         env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+        for name, value in self.env.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         self.proc = subprocess.Popen([sys.executable, "app.py", *self.args], cwd=ROOT, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, encoding="utf-8", errors="replace")
