@@ -21,9 +21,10 @@ from core.model import make_model, subsequent_mask
 from tests.conftest import reordered_step
 
 
-def random_model(vocab=12, seed=0):
+def random_model(vocab=12, seed=0, **choices):
+    """A small random model (the config's variants in `choices`)."""
     torch.manual_seed(seed)
-    model = make_model(vocab, vocab, N=2, d_model=32, d_ff=64, h=4, dropout=0.0).eval()
+    model = make_model(vocab, vocab, N=2, d_model=32, d_ff=64, h=4, dropout=0.0, **choices).eval()
     with torch.no_grad():  # sharpen the output distribution so decoding paths differ
         model.generator.proj.bias.copy_(torch.randn(vocab) * 2)
     return model

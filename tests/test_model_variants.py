@@ -15,23 +15,17 @@ from core.decode import HalfPrecisionDecoder, Rules, beam_search, greedy_decode,
 from core.instrument import run_with_cache
 from core.model import make_model, subsequent_mask
 from tests.conftest import needs_shipped
+from tests.test_decode import random_model, src_batch
 
 VARIANT = dict(norm="post", layer_norm_eps=1e-5, activation="swish", pe_layout="halves", scale_embedding=False)
 
 
 def variant_model(seed=0, vocab=16, **choices):
-    torch.manual_seed(seed)
-    model = make_model(vocab, vocab, N=2, d_model=32, d_ff=64, h=4, dropout=0.0, **{**VARIANT, **choices}).eval()
-    with torch.no_grad():  # sharpen the output distribution so decoding paths differ
-        model.generator.proj.bias.copy_(torch.randn(vocab) * 2)
-    return model
+    return random_model(vocab, seed, **{**VARIANT, **choices})
 
 
 def batch(vocab=16, B=3, S=7, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(4, vocab, (B, S), generator=g)
-    src[0, -2:] = 0
-    return src, (src != 0).unsqueeze(-2)
+    return src_batch(vocab, B, S, seed)
 
 
 @pytest.mark.parametrize("choices", [{}, dict(activation="gelu"), dict(norm="pre", activation="relu"),
