@@ -479,7 +479,7 @@ def test_search_tree_and_what_if(page):
 
 # the Inside-the-model tab's sub-tabs and the plots each must draw
 INSIDE_VIEWS = {"Modules and weights": ("in-treemap", "in-weights", "in-dist"),
-                "LayerNorm": ("in-ln", "in-ln-forms", "in-ln-params"), "Why 1/√d_k": ("in-scale", "in-sweep"),
+                "LayerNorm": ("in-ln", "in-ln-forms", "in-ln-params"), "Why divide by √d_k": ("in-scale", "in-sweep"),
                 "Residual stream": ("in-residual",), "Feed-forward units": ("in-ffn", "in-units"),
                 "Logit lens": ("in-lens",)}
 

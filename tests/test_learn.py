@@ -379,8 +379,8 @@ def _flat(values):
 
 
 def figure_extremes(fig):
-    """The smallest and largest number of each trace's x, y and z that a reader can read off the figure: its axis
-    has tick labels, or its hover shows it."""
+    """The smallest and largest number of each trace's x, y and z that a reader can read off the figure (its axis
+    has tick labels, or its hover shows it), each as (number as read, whether it reads as a percentage)."""
     shown = []
     for trace in fig.data:
         hover = trace.hoverinfo not in ("skip", "none")
@@ -396,7 +396,9 @@ def figure_extremes(fig):
             ticks = axis is not None and axis.showticklabels is not False and not axis.ticktext
             hovered = hover and (trace.hovertemplate is None or f"%{{{letter}" in trace.hovertemplate)
             if ticks or hovered:
-                shown += [min(flat), max(flat)]
+                fmt = (axis.tickformat or "") if axis is not None else ""
+                pct = "%" in fmt or bool(re.search(rf"%{{{letter}:[^}}]*%}}", trace.hovertemplate or ""))
+                shown += [(x * 100 if pct else x, pct) for x in (min(flat), max(flat))]
     return shown
 
 
@@ -454,8 +456,8 @@ def gives_away(step, ins, lang, texts, figs):
             targets.append(((*_answer_number(value), False), []))
     for target, others in targets:
         found += [t for t in words if any(points_to(n, target, others) for n in numbers(t))]
-        found += [f"figure data {x}" for f in figs for x in figure_extremes(f)
-                  if points_to((x, 9, 9, target[2]), target, others)]
+        found += [f"figure data {x}" for f in figs for x, pct in figure_extremes(f)
+                  if points_to((x, 9, 9, pct), target, others)]
     return found
 
 
