@@ -123,6 +123,9 @@ def _columns(text):
     return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
 
 
+CLOSING = "，：；、）。！？”」"  # punctuation a line may end with, and never begin with
+
+
 def wrap_title(title, width=34):
     """A figure's title in lines of at most about `width` Latin letters (a Chinese character counts two), broken
     at a space or a dot after a letter (a module's path), after Chinese punctuation where that leaves the line a third full or more, else beside a Chinese
@@ -130,7 +133,8 @@ def wrap_title(title, width=34):
     title's 17 px fit 340 px)."""
     lines, line, cut, pause = [], "", None, None
     for ch in title:
-        if _columns(line + ch) > width and line:
+        # Chinese closing punctuation never starts a line: it stays with the character before it
+        if _columns(line + ch) > width and line and ch not in CLOSING:
             at = pause if pause and _columns(line[:pause]) * 3 >= width else cut or len(line)
             lines.append(line[:at].rstrip())
             line, cut, pause = line[at:].lstrip(), None, None

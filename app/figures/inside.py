@@ -216,13 +216,15 @@ def layernorm_figure(v, title):
     line = dict(type="scatter", mode="lines")
     t = {k: say(f"ln.{k}") for k in ("input", "normalised", "normalised_title", "output", "moved", "compare",
                                             "output_title")}
-    panels = [([dict(line, y=small(v["input"]), name=t["input"], line=dict(color=GREY))], t["input"], {}, {}),
+    # each panel's corner ticks (the first dimension, the lowest value) stand off their axes, apart
+    apart = dict(ticklabelstandoff=4), dict(ticklabelstandoff=6)
+    panels = [([dict(line, y=small(v["input"]), name=t["input"], line=dict(color=GREY))], t["input"], *apart),
               ([dict(line, y=small(v["normalised"]), name=t["normalised"], line=dict(color=BLUE))],
-               t["normalised_title"], {}, {}),
+               t["normalised_title"], *apart),
               ([dict(line, y=small(v["output"]), name=t["output"], line=dict(color=ORANGE)),
                 dict(line, y=small(v["moved"]), name=t["moved"], line=dict(color="#2a9d4b", dash="dot")),
                 dict(line, y=small(v["input"]), name=t["compare"], line=dict(color=GREY, width=1))],
-               t["output_title"], dict(title=say("dimension")), {})]
+               t["output_title"], dict(apart[0], title=say("dimension")), apart[1])]
     return grid(panels, 1, wrap_title(title), height=660, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08),
                 margin=dict(l=10, r=10, t=120, b=10))
 
@@ -283,7 +285,8 @@ def scale_figure(d, q_tokens, title):
         panels.append(([lines[0][j], lines[1][j]], say(f"scale.{name}"), axis, {}))
     # the legend under the panels and room between the rows: the top row's turned token ticks and the titles
     # of the row below stay apart
-    fig = grid(panels, 2, title, height=720, gap=(0.1, 0.3), barmode="overlay",
+    # the panels' titles in lines of half a phone's panel (a 2 x 2 grid is 390 px wide on a phone)
+    fig = grid(panels, 2, wrap_title(title), height=720, gap=(0.1, 0.3), barmode="overlay", title_width=16,
                legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=80, b=60))
     return phone_width(fig, 2 * len(q_tokens), room=120)
 
@@ -345,7 +348,8 @@ def ffn_figures(rec, ins, side, layer, top=24):
                      hovertemplate=hover + "<extra></extra>")
         panels.append(([trace], say("ffn.panel", side=say(f"side.{s}"), d_ff=d_ff),
                        token_axis(tokens, tickangle=-90), dict(autorange="reversed", type="category")))
-    firing = grid(panels, 2, say("ffn.title"), height=360, margin=dict(l=70, r=10, t=80, b=60))
+    firing = grid(panels, 2, wrap_title(say("ffn.title")), height=400, title_width=16,
+                  margin=dict(l=70, r=10, t=130, b=60))
     phone_width(firing, 2 * max(len(ins.src_tokens), len(ins.tgt_tokens)), room=200)
     tokens = ins.src_tokens if side == "encoder" else ins.tgt_tokens
     act = rec.ffn[side][layer]  # (L, d_ff)

@@ -221,8 +221,10 @@ def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, words="training", nu
     td = crit.true_dist
     if numbers:
         hover = _t("smoothing.hover", target="%{y}", token="%{x}", value="%{z:.3f}") + "<extra></extra>"
+        # the shares written in each cell (so no colour bar beside them), at a size a phone reads: the cells
+        # keep the width their numbers need
         shown = dict(text=[[f"{v:.3f}" for v in row] for row in td.tolist()], texttemplate="%{text}",
-                     hovertemplate=hover)
+                     hovertemplate=hover, textfont=dict(size=11), showscale=False)
     else:
         shown = dict(hoverinfo="skip", showscale=False)
     fig = go.Figure(go.Heatmap(z=td.numpy(), zmin=0, zmax=1, colorscale="Blues", **shown))

@@ -70,7 +70,7 @@ def reading(ins, att, position):
     src = ins.src_tokens
     avg = ins.cross[:, :, position].mean(dim=(0, 1))
     top = {m: int(np.argmax(np.asarray(v))) for m, v in zip(MEASURES, (avg, att.grad_src, att.occl_src))}
-    lines = [f"- **{_t(m)}** " + _t("ranks", token=f"`{md_literal(src[j])}`", position=j)
+    lines = [f"- **{_t(m)}** " + _t("ranks", token=f"“{md_literal(src[j])}”", position=j)
              for m, j in top.items()]
     verdict = ("same" if len(set(top.values())) == 1 else
                "disagree" if top["attention"] not in (top["gradient"], top["occlusion"]) else "one")
