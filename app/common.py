@@ -6,6 +6,7 @@ Token axes are numeric with the pieces as tick labels: a categorical axis would 
 import hashlib
 import html
 import inspect
+import math
 import re
 import tempfile
 import time
@@ -122,6 +123,9 @@ def _columns(text):
     return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
 
 
+CLOSING = "，：；、）。！？”」"  # punctuation a line may end with, and never begin with
+
+
 def wrap_title(title, width=34):
     """A figure's title in lines of at most about `width` Latin letters (a Chinese character counts two), broken
     at a space or a dot after a letter (a module's path), after Chinese punctuation where that leaves the line a third full or more, else beside a Chinese
@@ -129,7 +133,8 @@ def wrap_title(title, width=34):
     title's 17 px fit 340 px)."""
     lines, line, cut, pause = [], "", None, None
     for ch in title:
-        if _columns(line + ch) > width and line:
+        # Chinese closing punctuation never starts a line: it stays with the character before it
+        if _columns(line + ch) > width and line and ch not in CLOSING:
             at = pause if pause and _columns(line[:pause]) * 3 >= width else cut or len(line)
             lines.append(line[:at].rstrip())
             line, cut, pause = line[at:].lstrip(), None, None
@@ -139,6 +144,41 @@ def wrap_title(title, width=34):
         if ch in "，：；、）。":
             pause = len(line)
     return "<br>".join(lines + [line])
+
+
+PHONE_FITS = 350  # px: what a 390 px phone's figure holds across
+PIECE_PX = 15     # px across a sentence's piece needs on a phone: a turned tick label at 12 px, and a cell to see
+
+
+def phone_width(fig, columns, per=PIECE_PX, room=170):
+    """Asks a phone to draw `fig` at least as wide as `columns` columns of `per` px each and `room` px of labels
+    and colour bar need, where that is wider than a phone's figure: the page (app/gradio_adapter.py
+    PHONE_WIDTH_JS) then gives the plot that width in a block a finger scrolls sideways, with a line above that
+    says so (app/style.py). A desktop draws it as before. Returns `fig`."""
+    need = int(columns * per + room)
+    if need > PHONE_FITS:
+        fig.update_layout(meta=dict(phone_width=need))
+    return fig
+
+
+def log_ticks(values, most=7):
+    """Tick values and labels for a log axis over `values` (the positive ones) that a reader can read: plotly's own
+    log ticks label a short range with bare mantissas ("2, 100, 5, 2, 10, 5"). The finest of the 1-2-3-5, the
+    1-2-5 steps of each decade and the decades alone that puts at most `most` ticks over the values, each labelled
+    in full ("20", "0.05"); {} where no value is positive."""
+    positive = [float(v) for v in values if v is not None and float(v) > 0]
+    if not positive:
+        return {}
+    lo, hi = min(positive), max(positive)
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for steps in ((1, 2, 3, 5), (1, 2, 5), (1,)):
+        # the ticks over the values, and one beyond each end (plotly's autorange pads the values a little)
+        ticks = [m * 10.0 ** e for e in decades for m in steps]
+        inside = sum(lo <= t <= hi for t in ticks)
+        if inside <= most:
+            break
+    ticks = [t for t in ticks if lo / 1.6 <= t <= hi * 1.6]
+    return dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
 
 
 def token_axis(tokens, **kw):

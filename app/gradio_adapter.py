@@ -185,6 +185,27 @@ PLOTLY_LAZY_JS = """const drawWhenNear = (plotly) => {
     };
   };""".replace("__NEAR__", str(NEAR_PX))
 
+# In the page (app/i18n.py HEAD_JS), once Gradio sets window.Plotly, wrapped around drawWhenNear's react so that a
+# plot has its width before it is drawn or waits. A figure whose layout asks for a phone width (`meta.phone_width`,
+# app/common.py phone_width: a long sentence's heatmap) is given that width as its plot's least width on a screen of
+# 640 px or less, and its block the class `wide-sentence`, which scrolls sideways with a line above that says so
+# (app/style.py); another figure in the same place, or a wider screen, takes both back.
+PHONE_WIDTH_JS = """const phoneWidth = (plotly) => {
+    const react = plotly.react;
+    plotly.react = function (gd, ...args) {
+      const el = typeof gd === 'string' ? document.getElementById(gd) : gd;
+      if (el instanceof HTMLElement) {
+        const want = args[1]?.meta?.phone_width, phone = window.matchMedia('(max-width: 640px)').matches;
+        el.style.minWidth = '';
+        const base = parseFloat(getComputedStyle(el).minWidth) || 0;
+        const wide = typeof want === 'number' && phone && want > base;
+        if (wide) el.style.minWidth = `${want}px`;
+        el.closest('.block')?.classList.toggle('wide-sentence', wide);
+      }
+      return react.apply(this, arguments);
+    };
+  };"""
+
 # In the page (app/i18n.py HEAD_JS), given the statustracker module (the module's docstring: STATUS_JS). The class's
 # `update` (called once per status message, before the page applies the statuses) sees every status; anything else
 # that enumerates `current` (Gradio's update_loading_stati_state alone) sees those whose value changed since the

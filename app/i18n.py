@@ -23,7 +23,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from .gradio_adapter import LOCALE_JS, PLOTLY_LAZY_JS, PLOTLY_RESIZE_JS, STATUS_JS, status_chunk
+from .gradio_adapter import LOCALE_JS, PHONE_WIDTH_JS, PLOTLY_LAZY_JS, PLOTLY_RESIZE_JS, STATUS_JS, status_chunk
 
 LOCALES = Path(__file__).resolve().parents[1] / "locale"  # the project's tables, which core/words.py reads too
 LANGS = ("zh-CN", "en")  # the switch's order
@@ -254,6 +254,7 @@ HEAD_JS = """<script>
     plotly = p;
     sameSizeResize(p);
     drawWhenNear(p);
+    phoneWidth(p);  // around drawWhenNear's react: a plot has its width before it is drawn or waits
     for (const [name, dictionary] of Object.entries(PLOTLY)) p.register({moduleType: 'locale', name, dictionary});
     toolbar();
   };
@@ -314,7 +315,7 @@ def head_script(tab_labels):
     for name, value in (("TABS", tabs), ("WORDS", words), ("PLOTLY", plotly_locales()), ("DEFAULT", DEFAULT),
                         ("STATUS_CHUNK", status_chunk())):
         out = out.replace(f"__{name}__", js_json(value))
-    return out.replace("__LOCALE_JS__", "\n  ".join((LOCALE_JS, PLOTLY_RESIZE_JS, PLOTLY_LAZY_JS, STATUS_JS)))
+    return out.replace("__LOCALE_JS__", "\n  ".join((LOCALE_JS, PLOTLY_RESIZE_JS, PLOTLY_LAZY_JS, PHONE_WIDTH_JS, STATUS_JS)))
 
 
 def switch(demo):

@@ -9,7 +9,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from core.data import PAD
 from core.train import rate
 
 from .common import clamp, md_literal
@@ -43,6 +42,7 @@ from .figures.learn import (
     history_points,
     layernorm_vectors,
     mask_batch,
+    model_schedule,
     scale_weights,
     short_row,
     smoothed,
@@ -50,6 +50,7 @@ from .figures.learn import (
     xavier_bound,
 )
 from .figures.timelapse import run_points
+from .figures.training import shipped_log
 from .i18n import table
 
 
@@ -129,7 +130,7 @@ def quiz_scale(c):
 def quiz_masks(c):
     batch = mask_batch(c)
     row = short_row(batch)
-    pads = int((batch.src[row] == PAD).sum())
+    pads = int((batch.src[row] == batch.pad).sum())
     width = batch.src.size(1)
     choices, right = _options([0, pads, width, max(1, pads // 2)] if pads > 1 else [0, pads, width, pads + 1],
                               pads, str)
@@ -212,16 +213,13 @@ def quiz_accum(c):
 
 
 def quiz_noam(c):
-    d, warmup = c.model.src_embed[0].d_model, 4000
-    steps = range(1, 3 * warmup)
-    peak = max(steps, key=lambda s: rate(s, d, 1.0, warmup))
-    top = rate(peak, d, 1.0, warmup)
-    # the wrong ones: the paper's base model (d_model 512, or 1024 if this is it), the rate without
-    # d_model^-0.5, and the first step's
-    other = 1024 if d == 512 else 512
-    values = [top, rate(warmup, other, 1.0, warmup), warmup ** -0.5, rate(1, d, 1.0, warmup)]
+    d, factor, warmup = model_schedule()
+    top = rate(warmup, d, factor, warmup)  # where step^-0.5 meets step * warmup^-1.5: the peak
+    # the wrong ones: the factor forgotten, the paper's 4,000 warm-up steps, d_model^-0.5 forgotten
+    values = [top, rate(warmup, d, 1.0, warmup), rate(4000, d, factor, 4000), factor * warmup ** -0.5]
     choices, right = _options(values, values[0], lambda x: f"{x:.2e}")
-    return choices, right, dict(peak=f"{peak:,}", d=d, rate=f"{top:.2e}")
+    return choices, right, dict(peak=f"{warmup:,}", warmup_q=f"{warmup:,}", d=d, factor=f"{factor:g}",
+                                rate=f"{top:.2e}")
 
 
 def quiz_smoothing(c):
@@ -232,12 +230,13 @@ def quiz_smoothing(c):
     return choices, idx, dict(right=f"{right:.3f}", other=f"{float(td[3]):.1e}", vocab=vocab)
 
 
+SHIPPED_RUN_STEPS = ("noam", "history")  # steps that read a training log (the shipped model's, where the open has none)
 HISTORY_PARTS = ("fifth", "half", "late")  # where in the run half of the final BLEU was reached
 
 
 def quiz_history(c):
-    from .figures.training import shipped_log
-    epoch, bleu, final, last = half_bleu_epoch(shipped_log()[2])
+    from .figures.training import learn_log
+    epoch, bleu, final, last = half_bleu_epoch(learn_log()[2])
     share = epoch / last
     right = 0 if share <= 0.2 else 1 if share <= 0.5 else 2
     choices = [c.t(f"history.choice.{part}") for part in HISTORY_PARTS]
@@ -264,7 +263,7 @@ STEPS = (
     Step("layernorm", "inside/layernorm", Control("slider", 0.0, 1.0, 0.05, 0.0), draw_layernorm, quiz_layernorm),
     Step("scale", "inside/scale", Control("radio", choices=("scaled", "raw"), default="scaled"), draw_scale,
          quiz_scale),
-    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="both"),
+    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="padding"),
          draw_masks, quiz_masks),
     Step("buffer", "positional", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_buffer,
          quiz_buffer),
@@ -277,7 +276,8 @@ STEPS = (
     Step("greedy", "translate", Control("slider", 1, _positions, 1, 1), draw_greedy, quiz_greedy),
     Step("teacher", "masks", Control("slider", 1, _positions, 1, 1), draw_teacher, quiz_teacher),
     Step("accum", "lab", Control("radio", choices=tuple(str(k) for k in ACCUM), default="4"), draw_accum, quiz_accum),
-    Step("noam", "training", Control("slider", 100, 8000, 100, 4000), draw_noam, quiz_noam),
+    Step("noam", "training", Control("slider", 100, 8000, 100, lambda ins: model_schedule()[2]), draw_noam,
+         quiz_noam),
     Step("smoothing", "training", Control("slider", 0.0, 0.4, 0.05, 0.1), draw_smoothing, quiz_smoothing),
     Step("history", _history_tab, Control("slider", 0, _last_point, 1, 0), draw_history, quiz_history),
 )
@@ -299,6 +299,8 @@ def figure_and_fact(step, c, value):
     it kept back (`learn.<key>.seen`, where the step has one)."""
     fig, values = step.draw(c, value)
     fact = c.t(f"{step.key}.fact", **values)
+    if step.key in SHIPPED_RUN_STEPS and not shipped_log()[2]:  # the open model ships no log: these are the shipped one's
+        fact = c.t("shipped_run") + " " + fact
     if c.revealed and f"learn.{step.key}.seen" in table("en"):
         fact += ("" if fact.endswith(("。", "！", "？")) else " ") + c.t(f"{step.key}.seen", **values)  # no space after 。
     return fig, fact

@@ -16,6 +16,28 @@ def model_dir():
     return Path(os.environ.get("EXPLORER_MODEL_DIR", ASSETS))
 
 
+def is_shipped():
+    """Whether the open model is the shipped one (assets/): the views that show its training run, its time-lapse,
+    its measured figures read files that only its directory has."""
+    return model_dir().resolve() == ASSETS.resolve()
+
+
+def is_converted(config):
+    """Whether a model's config says core.convert wrote it (from a transformers model)."""
+    return bool(config.get("converted_from"))
+
+
+def model_line(config, directory):
+    """The page's line naming the open model: (its key, its values) for app.i18n.L. The directory's name is
+    escaped (Markdown and HTML): it is the user's."""
+    from .common import md_literal
+    values = dict(name=md_literal(Path(directory).resolve().name), layers=config["N"], heads=config["h"],
+                  d_model=config["d_model"], vocab=f"{config['tgt_vocab']:,}")
+    if is_shipped():
+        return "ui.model.shipped", values
+    return ("ui.model.converted" if is_converted(config) else "ui.model.other"), values
+
+
 @lru_cache(maxsize=1)
 def get_translator():
     return Translator.load(model_dir())

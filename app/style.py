@@ -30,6 +30,8 @@ button.learn-mark {font:inherit; font-size:0.85em; padding:0 4px; cursor:pointer
 button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
 .learn-count {margin-left:6px; font-size:0.85em; color:#556}
 #learn-answer {min-height:1.5em}
+.learn-english {margin:2px 0; overflow-wrap:anywhere}  /* the English under the sentence box */
+.learn-english span {color:#556; margin-right:4px}
 /* a phone: nothing wider than the screen, controls a finger can hit, figures that let a touch scroll the page
    (Gradio puts its own container's selector before each of these) */
 @media (max-width: 640px) {
@@ -42,6 +44,13 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
   .js-plotly-plot, .js-plotly-plot .main-svg {touch-action:pan-y}
   .tok-row, .mask-svg, table {max-width:100%; overflow-x:auto}
   .learn-mark {min-width:44px; min-height:44px; border-radius:22px}  /* room for a finger */
+  /* a slider in a row of several takes the row's width: beside its number box and reset button, a label in a
+     third of the row wrapped one character a line ("预热步数", "标签平滑 ε") */
+  .row > .form:has(input[type=range]) {flex-wrap:wrap !important}
+  :is(.row, .row > .form) > .block:has(input[type=range]) {flex:1 1 100% !important; min-width:100% !important}
+  /* the probe sentences' table: both columns wrap within the screen rather than cut the model's output */
+  table.probes {table-layout:fixed; width:100%}
+  table.probes td, table.probes th {white-space:normal !important; overflow-wrap:anywhere}
   /* the button that opens the full tab has a long name: a row of its own under Back and Next */
   #learn-nav {flex-wrap:wrap !important}
   #learn-nav > #learn-open {order:3; flex:1 1 100% !important}
@@ -85,11 +94,12 @@ WIDE_FIGURES = ("overview-grid", "why-target", "in-ln-params", "in-scale", "in-s
 def wide_figures_css():
     """The phone's rules for WIDE_FIGURES, the hint in each language: `:lang()` reads the page's <html lang>, which
     Gradio sets (a selector naming <html> would not match: Gradio puts its container's selector before each rule)."""
-    blocks = ", ".join(f"#{i}" for i in WIDE_FIGURES)
+    fixed = ", ".join(f"#{i}" for i in WIDE_FIGURES)
+    blocks = f"{fixed}, .wide-sentence"  # and a long sentence's figure (app/gradio_adapter.py PHONE_WIDTH_JS)
     hints = " ".join(f':is({blocks}):lang({lang[:2]})::before {{content:"{text(lang, "page.swipe")}"}}' for lang in LANGS)
     return f"""@media (max-width: 640px) {{
   :is({blocks}) {{overflow-x:auto !important}}
-  :is({blocks}) .js-plotly-plot {{min-width:640px}}
+  :is({fixed}) .js-plotly-plot {{min-width:640px}}
   :is({blocks}) :is(.js-plotly-plot, .main-svg) {{touch-action:pan-x pan-y !important}}
   :is({blocks})::before {{display:block; position:sticky; left:0; font-size:12px; color:#667; padding:2px 4px}}
   {hints}

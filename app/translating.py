@@ -61,7 +61,8 @@ def german_hint(typed, tokenizer=None):
     if not any(ch.isalpha() for ch in chars):
         return text("translate.hint.letters")
     sp = tokenizer or get_translator().tokenizer
-    unknown = sum(1 for ch in chars if sp.unk_id() in sp.encode(ch))
+    unk = sp.unk_id() if callable(sp.unk_id) else sp.unk_id  # SentencePiece's method; a converted model's id
+    unknown = sum(1 for ch in chars if unk in sp.encode(ch))
     if unknown * 2 >= len(chars):
         return text("translate.hint.unknown", n=unknown, total=len(chars))
     words = re.findall(r"[^\W\d_]+", typed.lower())

@@ -15,7 +15,7 @@ from . import idle, links, tabs
 from .bertviz_views import STATIC_FILES
 from .gradio_adapter import leave_skipped_alone
 from .i18n import L, switch
-from .shared import free_closed_sessions, get_translator
+from .shared import free_closed_sessions, get_translator, model_dir, model_line
 from .views import ROOT, language_shower, page_inputs, page_state, translation_shower, wire_ahead
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
@@ -34,6 +34,8 @@ def build_demo():
         # the tabs open at first at each level (app/views.py)
         page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules"})
         gr.Markdown(L("ui.intro"))
+        key, values = model_line(tr.config, model_dir())
+        gr.Markdown(L(key, **values), elem_id="model-line")
         lang = switch(demo)
         with gr.Tabs(overflow_behavior="wrap") as top:
             built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state, lang),

@@ -381,13 +381,14 @@ def test_why_this_word_attributes_the_chosen_token(page):
 
 
 def test_the_translation_exports_as_json_and_figures_save_themselves(page):
-    """Export gives a JSON file of the translation's Inspection; a figure saves itself as SVG; a bertviz view
-    saves its SVG from inside its sandbox, and the app writes it as one self-contained HTML file."""
+    """Export downloads, in one click, a JSON file of the translation's Inspection; a figure saves itself as SVG; a
+    bertviz view saves its SVG from inside its sandbox, and the app writes it as one self-contained HTML file."""
     english = translate(page, SENTENCE)
-    page.locator("#export-btn").click()
-    link = page.locator("#export-file a[href*='.json']").first
-    link.wait_for(state="visible")
-    body = page.request.get(link.get_attribute("href")).json()
+    wait_until(page, "el('#export-btn') && !el('#export-btn').disabled", what="the export button ready")
+    with page.expect_download() as saved:
+        page.locator("#export-btn").click()
+    assert saved.value.suggested_filename.startswith("translation-") and saved.value.suggested_filename.endswith(".json")
+    body = json.load(open(saved.value.path(), encoding="utf-8"))
     assert body["translation"] == english and body["format"] == "transformer-explorer/inspection"
     assert len(body["cross"][0][0]) == len(body["out_tokens"])
     open_tab(page, "Attention", "#heatmap")
@@ -453,23 +454,32 @@ def test_a_hostile_link_is_read_as_data(page):
 
 
 def test_search_tree_and_what_if(page):
-    """The tab draws the beam search of the translation, and the model continues after a typed prefix."""
+    """The tab draws the beam search of the translation, and the model continues after a typed prefix; each
+    what-if keeps its own result beside the others'."""
     translate(page, SENTENCE)
     open_tab(page, "What if", "#whatif-tree")
-    wait_until(page, "plotText('whatif-tree').includes('Beam search, beam size 4') && settled('whatif-tree')",
+    wait_until(page, "plotText('whatif-tree').includes('Beam search, beam 4') && settled('whatif-tree')",
                what="the search tree")
     page.locator("#whatif-prefix textarea, #whatif-prefix input").first.fill("Three cats")
     page.locator("#whatif-go-prefix").click()
-    wait_until(page, "text('#whatif-result').includes('after your prefix') && settled('whatif-result')",
+    wait_until(page, "text('#whatif-prefixed').includes('after your prefix') && settled('whatif-prefixed')",
                what="the continuation")
-    pieces = page.evaluate("[...document.querySelectorAll('#whatif-result .whatif-row')[1].querySelectorAll('.tok')]"
+    pieces = page.evaluate("[...document.querySelectorAll('#whatif-prefixed .whatif-row')[1].querySelectorAll('.tok')]"
                            ".map(t => t.firstChild.textContent).join('')")
     assert pieces.startswith("Threecats")  # the model's own translation says "Two dogs"
+    page.locator("#whatif-mine textarea, #whatif-mine input").first.fill("Two dogs play.")
+    page.locator("#whatif-go-mine").click()
+    wait_until(page, "text('#whatif-scored').includes('your translation') && settled('whatif-scored')",
+               what="the score of the typed translation")
+    page.locator("#whatif-swap").click()
+    wait_until(page, "text('#whatif-swapped').length > 0 && settled('whatif-swapped')", what="the swapped word")
+    assert "after your prefix" in page.locator("#whatif-prefixed").inner_text()  # still there, under its own box
+    assert page.locator("#whatif-scored").inner_text().strip()
 
 
 # the Inside-the-model tab's sub-tabs and the plots each must draw
 INSIDE_VIEWS = {"Modules and weights": ("in-treemap", "in-weights", "in-dist"),
-                "LayerNorm": ("in-ln", "in-ln-forms", "in-ln-params"), "Why 1/√d_k": ("in-scale", "in-sweep"),
+                "LayerNorm": ("in-ln", "in-ln-forms", "in-ln-params"), "Why divide by √d_k": ("in-scale", "in-sweep"),
                 "Residual stream": ("in-residual",), "Feed-forward units": ("in-ffn", "in-units"),
                 "Logit lens": ("in-lens",)}
 

@@ -139,3 +139,55 @@ def test_a_wide_figure_says_it_scrolls_sideways_in_the_pages_language(app, brows
         assert page.errors == [], page.errors
     finally:
         context.close()
+
+
+# a sentence of 40 pieces and more on each side: its heatmaps hold a column per piece
+LONG = ("Eine junge Frau mit einem roten Regenschirm und ein älterer Mann mit einer blauen Mütze gehen langsam über "
+        "die nasse Brücke, während hinter ihnen zwei kleine Hunde im Regen mit einem gelben Ball spielen und laut "
+        "bellen.")
+# (top tab, sub-tab or None, the figure's block, the pieces its widest panel row holds across, by side)
+SENTENCE_HEATMAPS = [("attention", "one-head", "heatmap", ("src",)), ("attention", "all-heads", "head-grid", ()),
+                     ("why", None, "why-source", ("src",)), ("heads", None, "off-maps", ()),
+                     ("inside", "scale", "in-scale", ()), ("inside", "residual", "in-residual", ("src",)),
+                     ("inside", "ffn", "in-units", ("src",)), ("learn", None, "learn-figure", ("src",))]
+# each labelled column's px across, at the least: a turned 12 px label needs about this many not to touch the next
+COLUMN_PX = 12
+COLUMNS_JS = """(id) => { const gd = document.querySelector(`#${id} .js-plotly-plot`);
+  const ax = gd._fullLayout.xaxis, n = (ax.tickvals || ax._vals || []).length;
+  return [ax._length, n, gd.closest('.block').scrollWidth > gd.closest('.block').clientWidth]; }"""
+
+
+def test_a_long_sentence_reads_in_every_sentence_heatmap_on_a_phone(app, browser):  # noqa: F811
+    """On a 390 px phone in Chinese, a sentence of 40 pieces and more: every heatmap of the sentence (Attention,
+    Why, Heads off, Inside, Learn) reads (tests/readability.py: no tick label over another, none cut, no text too
+    small) and gives each labelled piece room across, in a block a finger scrolls sideways."""
+    from app.shared import get_translator
+    ins = get_translator().inspect(LONG)
+    assert len(ins.src_tokens) >= 40, len(ins.src_tokens)
+    context, page = open_page(app, browser, PHONE, "?lang=zh-CN")
+    try:
+        translate(page, LONG)
+        found = []
+        for top, sub, block, _ in SENTENCE_HEATMAPS:
+            page.locator(f"[role=tab][data-tab-id='{top}']").click()
+            page.wait_for_function(PANEL_JS, arg=0)
+            if sub:
+                page.locator(f"{REGION} [role=tab][data-tab-id='{sub}']").click()
+                page.wait_for_function(PANEL_JS, arg=1)
+            if top == "learn":  # step 4: the scores of the sentence against itself
+                page.locator("#learn-path button.learn-mark[data-step='4']").tap()
+                wait_until(page, "settled('learn-figure') && settled('learn-head')", what="step 4")
+            where = f"{top}/{sub or ''}#{block}"
+            read(page, where)  # the panel drawn, every figure scrolled to
+            found += [f"{where}: {p}" for p in readability.problems(page, f"#{block}")]
+            length, labelled, scrolls = page.evaluate(COLUMNS_JS, block)
+            if labelled >= 40:
+                per = length / labelled
+                if per < COLUMN_PX:
+                    found.append(f"{where}: {per:.1f} px a labelled column (under {COLUMN_PX})")
+                if not scrolls:
+                    found.append(f"{where}: {labelled} labelled columns, and the block does not scroll sideways")
+        assert found == [], "\n".join(found)
+        assert page.errors == [], page.errors
+    finally:
+        context.close()

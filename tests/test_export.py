@@ -46,8 +46,9 @@ def test_other_json_is_refused():
 
 def test_the_export_file_holds_the_translation(ins):
     update = translate.export_json(ins)
-    assert update["visible"] is True
+    assert update["interactive"] is True
     with open(update["value"], encoding="utf-8") as f:
         assert Inspection.from_json(f.read()).translation == ins.translation
     assert translate.export_json(ins)["value"] == update["value"]  # the same translation is written once
-    assert translate.export_json(None)["visible"] is False
+    blank = next(v for v in translate.VIEWS if v.name == "translate/export").blank
+    assert blank["export"]["value"] is None and blank["export"]["interactive"] is False  # no file before one

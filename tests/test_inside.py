@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from app import views
+from app.common import wrap_title
 from app.figures import inside as figures
 from app.i18n import speaking
 from app.recording import recorded
@@ -18,6 +19,12 @@ from core.analysis import inside
 from core.model import LayerNorm, make_model, subsequent_mask
 from core.translate import Translator
 from tests.conftest import needs_shipped
+
+
+def unwrapped(title):
+    """A title as one line again: wrap_title's breaks (at a space it drops) read as spaces."""
+    return title.replace("<br>", " ")
+
 
 SENTENCES = ["Zwei Hunde spielen im Schnee.", "Eine Frau mit einem roten Hut liest ein Buch im Park."]
 
@@ -179,7 +186,7 @@ def test_scaled_softmax_is_the_models_attention(tr, ins, rec, english):
     q = mha.linears[0](x).view(-1, mha.h, mha.d_k).transpose(0, 1)
     torch.testing.assert_close(rec.q["cross"][1], q.detach())
     fig, note = tab.scale_view(ins, "cross", 1, 2).values()
-    assert "d_k = 32" in fig.layout.title.text and "instead of" in note
+    assert "d_k = 32" in unwrapped(fig.layout.title.text) and "instead of" in note
 
 
 def test_softmax_stats_against_autograd():
@@ -276,7 +283,8 @@ def test_before_a_translation_and_bad_controls(ins, english):
     assert "data-path" in drawn["tree"] and "class Linear" in drawn["source"]  # the modules need no translation
     # out-of-range or unreadable controls are clamped, not errors
     assert "position 0" in tab.layernorm_view(ins, "x", -3, 7, "?")["ln_note"]
-    assert "Encoder self-attention, layer 2, head 0" in tab.scale_view(ins, "bogus", 99, -1)["scale"].layout.title.text
+    assert "Encoder self-attention, layer 2, head 0" in unwrapped(
+        tab.scale_view(ins, "bogus", 99, -1)["scale"].layout.title.text)
     assert "encoder layer 2" in tab.ffn_view(ins, "side/9")["ffn_note"]
     assert "&lt;s&gt;→" in tab.lens_view(ins)["lens"].layout.yaxis.ticktext
 
@@ -371,7 +379,7 @@ def test_every_view_draws_its_words_in_chinese(ins, controls):
 def test_the_words_of_hovers_and_menus_follow_the_language(ins):
     with speaking("zh-CN"):
         fig, note = tab.scale_view(ins, "cross", 1, 2).values()
-        assert fig.layout.title.text == "交叉注意力（解码器 → 编码器），第 1 层，第 2 个头：d_k = 32" and "而不是" in note
+        assert fig.layout.title.text == wrap_title("交叉注意力（解码器 → 编码器），第 1 层，第 2 个头：d_k = 32") and "而不是" in note
         firing, units, note = tab.ffn_view(ins, "decoder/1").values()
         assert firing.data[0].y[0] == "第 0 层" and "词元 %{x}" in firing.data[0].hovertemplate
         assert note.startswith("**解码器第 1 层**：")

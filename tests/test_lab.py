@@ -427,6 +427,12 @@ def test_tab_opens_with_the_shipped_results_and_says_what_is_not_trained(english
     assert f"{run['exact_match']:.1%}" in out["result"] and READINGS["no_positional_encoding"] in out["result"]
     assert [t.name for t in out["curve"].data] == ["intact", "intact", "this run", "this run"]
     assert "<table" in out["examples"] and len(out["cross"].data) == lab.SIZE["N"] * lab.SIZE["h"]
+    # a shipped run's time is the precomputation's, and says so (a run here reports its own)
+    assert "trained ahead of time" in out["result"] and f"{run['cpu_seconds']:.1f} s of CPU" in out["result"]
+    # layers and heads counted from 0, as every other tab counts them
+    titles = [a.text for a in out["cross"].layout.annotations]
+    assert "layer 0, head 0" in titles and f"layer {lab.SIZE['N'] - 1}, head {lab.SIZE['h'] - 1}" in titles
+    assert not any(f"head {lab.SIZE['h']}" in t for t in titles)
     untrained = tab.lab_view("sort", ["no_scale", "untied"], 0.1, 2)
     assert "has not been trained yet" in untrained["result"] and untrained["examples"] == ""
 

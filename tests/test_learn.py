@@ -198,10 +198,11 @@ def test_the_training_answers_are_computed(english):
     c = learn_path.context(None)
     choices, right, values = learn_path.quiz_noam(c)
     best = choices[right]
-    assert values["peak"] == "4,000"
-    d = c.model.src_embed[0].d_model
-    assert rate(4000, d, 1.0, 4000) > max(rate(3999, d, 1.0, 4000), rate(4001, d, 1.0, 4000))
-    assert best == f"{(d * 4000) ** -0.5:.2e}"  # the peak rate: d_model^-0.5 * warmup^-0.5, where the terms meet
+    args = _logged_args()
+    d, factor, warmup = args["d_model"], args["factor"], args["warmup"]
+    assert values["peak"] == f"{warmup:,}"
+    assert rate(warmup, d, factor, warmup) > max(rate(warmup - 1, d, factor, warmup), rate(warmup + 1, d, factor, warmup))
+    assert best == f"{factor * (d * warmup) ** -0.5:.2e}"  # factor * d_model^-0.5 * warmup^-0.5, where the terms meet
     assert learn_path.quiz_smoothing(c)[0][learn_path.quiz_smoothing(c)[1]] == "0.900"
     td = learn_figures.smoothed(0.1, 10)
     assert abs(float(td.sum()) - 1.0) < 1e-6 and td[0] == 0 and abs(float(td[2]) - 0.9) < 1e-6  # not on padding
@@ -209,6 +210,60 @@ def test_the_training_answers_are_computed(english):
     assert learn_path.quiz_accum(c)[1] == 1  # the same gradient, up to rounding
     res = float(learn_path.quiz_relative(c)[2]["res"])
     assert res < 1e-4
+
+
+def _logged_args():
+    """The shipped run's arguments as its training log records them (the one source of its schedule)."""
+    from app.shared import model_dir
+    with open(model_dir() / "train_log.jsonl") as f:
+        return next(json.loads(line) for line in f if '"config"' in line)["args"]
+
+
+def _noam_traces(fig):
+    """A figure's curves by their legend names, as written before the legend cut them into lines."""
+    return {html.unescape(t.name.replace("<br>", "")).replace(" ", ""): (list(t.x), list(t.y), t) for t in fig.data}
+
+
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_the_noam_step_draws_this_models_schedule_from_its_log(lang, monkeypatch):
+    """Step 14: this model's curve peaks where its logged arguments say (factor · d_model^-0.5 · warmup^-0.5, at
+    step warmup), its legend names them, the slider starts there, and the paper's 4,000 warm-up steps is a curve
+    of its own beside it, not drawn over it; a log with other arguments moves the curve with it."""
+    from app.figures import training
+    args = _logged_args()
+
+    def peak_of(fig, model_name):
+        x, y, trace = _noam_traces(fig)[model_name]
+        return x[y.index(max(y))], max(y), trace
+
+    def check(d, factor, warmup):
+        learn_figures.draw_noam.cache_clear()
+        step = learn_path.STEPS[learn_path.KEYS.index("noam")]
+        default = learn_path._value(step.control.default, None)
+        assert default == warmup
+        fig, _ = said(learn_figures.draw_noam, learn_path.context(None), default, lang=lang)
+        name = i18n.text(lang, "learn.noam.model", d=d, factor=f"{factor:g}", warmup=warmup).replace(" ", "")
+        at, top, model = peak_of(fig, name)
+        assert at == warmup and top == pytest.approx(factor * d ** -0.5 * warmup ** -0.5, rel=1e-9)
+        assert model.visible in (None, True)
+        traces = _noam_traces(fig)
+        paper = [k for k, (x, y, _) in traces.items() if k != name and x[y.index(max(y))] == 4000]
+        assert paper, traces.keys()  # the paper's 4,000 as a comparison
+        for k in paper:
+            assert traces[k][2].visible in (None, True) and max(traces[k][1]) != pytest.approx(top, rel=1e-3)
+        slider = [t for t in fig.data if t.line.dash == "dash"]  # the slider's curve over the model's, dashed
+        assert len(slider) == 1 and max(slider[0].y) == pytest.approx(top)
+
+    check(args["d_model"], float(args["factor"]), int(args["warmup"]))
+    config, steps, epochs = training.shipped_log()
+    other = dict(config, args=dict(config["args"], warmup=2000, factor=1.3))
+    monkeypatch.setattr(training, "shipped_log", lambda: (other, steps, epochs))
+    try:
+        check(args["d_model"], 1.3, 2000)
+        _, right, values = said(learn_path.quiz_noam, learn_path.context(None), lang=lang)
+        assert values["rate"] == f"{1.3 * (args['d_model'] * 2000) ** -0.5:.2e}" and values["peak"] == "2,000"
+    finally:
+        learn_figures.draw_noam.cache_clear()
 
 
 def test_a_figure_title_is_cut_into_lines_a_phone_shows():
@@ -239,6 +294,14 @@ def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
 PIECES = {"greedy", "teacher"}
 EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), "ffn": ("share",),
             "relative": ("res",), "history": ("share",)}
+# words that say a step's answer without a number: the encoding called never learned (a buffer), the three
+# matrices called one (tied embeddings)
+SAYS = {"buffer": {"en": ("never learned", "not learned", "fixed signal"), "zh-CN": ("从不学习", "不学习", "固定信号")},
+        "embeddings": {"en": ("serve all three", "one matrix could", "are tied", "is tied"),
+                       "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵")}}
+# what the step's figure must not show as it opens: another side of the batch than the one the question asks about
+# (the masks question counts the German side's padding)
+OPENS_ON = {"masks": ("learn.masks.fig.both", "learn.masks.fig.subsequent")}
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,.]*(?:[eE][-+−]?\d+)?%?")
 TEXT_KEYS = {"text", "ticktext", "name", "texttemplate", "hovertemplate", "hovertext", "title"}
 
@@ -316,8 +379,8 @@ def _flat(values):
 
 
 def figure_extremes(fig):
-    """The smallest and largest number of each trace's x, y and z that a reader can read off the figure: its axis
-    has tick labels, or its hover shows it."""
+    """The smallest and largest number of each trace's x, y and z that a reader can read off the figure (its axis
+    has tick labels, or its hover shows it), each as (number as read, whether it reads as a percentage)."""
     shown = []
     for trace in fig.data:
         hover = trace.hoverinfo not in ("skip", "none")
@@ -333,7 +396,9 @@ def figure_extremes(fig):
             ticks = axis is not None and axis.showticklabels is not False and not axis.ticktext
             hovered = hover and (trace.hovertemplate is None or f"%{{{letter}" in trace.hovertemplate)
             if ticks or hovered:
-                shown += [min(flat), max(flat)]
+                fmt = (axis.tickformat or "") if axis is not None else ""
+                pct = "%" in fmt or bool(re.search(rf"%{{{letter}:[^}}]*%}}", trace.hovertemplate or ""))
+                shown += [(x * 100 if pct else x, pct) for x in (min(flat), max(flat))]
     return shown
 
 
@@ -361,7 +426,7 @@ def gives_away(step, ins, lang, texts, figs):
     choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
     fig_texts = [t for f in figs for t in figure_texts(f)]
     words = [*texts, *fig_texts]
-    found = []
+    found = [t for t in words for w in SAYS.get(step.key, {}).get(lang, ()) if w in t.lower()]
     if step.key in PIECES:
         piece = choices[right]
         items = [t for t in fig_texts if t.strip() == piece]
@@ -391,8 +456,8 @@ def gives_away(step, ins, lang, texts, figs):
             targets.append(((*_answer_number(value), False), []))
     for target, others in targets:
         found += [t for t in words if any(points_to(n, target, others) for n in numbers(t))]
-        found += [f"figure data {x}" for f in figs for x in figure_extremes(f)
-                  if points_to((x, 9, 9, target[2]), target, others)]
+        found += [f"figure data {x}" for f in figs for x, pct in figure_extremes(f)
+                  if points_to((x, 9, 9, pct), target, others)]
     return found
 
 
@@ -422,6 +487,9 @@ def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, 
     assert out["question"]["choices"] == choices and choices[right] in out["question"]["choices"]
     texts, fig = screen(step, lang, out)
     found = gives_away(step, ins, lang, texts, [fig])
+    flat = [t.replace("<br>", "").replace(" ", "") for t in figure_texts(fig)]
+    found += [key for key in OPENS_ON.get(step.key, ())
+              if i18n.text(lang, key).replace(" ", "") in flat]
     assert found == [], f"render: {found}"
     for value in _every_value(step, ins):
         _, _, fig, fact = said(learn.act, ins, progress, value, lang=lang).values()
@@ -503,3 +571,16 @@ def test_the_init_and_clones_steps_never_seed_the_global_generator(inspections, 
         assert -bound - 5e-5 <= lo < -0.9 * bound and 0.9 * bound < hi <= bound + 5e-5
     for how in learn_figures.CLONES:
         learn_figures.draw_clones(c, how)
+
+
+def test_the_english_under_the_learn_box_is_the_translation_escaped():
+    """The Learn tab's Translate answers under its box: the model's English, as text (escaped), in both languages;
+    nothing before a translation."""
+    from types import SimpleNamespace
+    ins = SimpleNamespace(translation='Two <b>dogs</b> & "a cat"', source="Zwei Hunde")
+    for lang, word in (("en", "English:"), ("zh-CN", "英文：")):
+        line = in_language(learn.english_line)(ins=ins, lang=lang)
+        assert word in line and html.escape(ins.translation) in line and "<b>dogs" not in line
+    assert learn.english_line(None) == ""
+    with i18n.speaking("en"):
+        assert learn.follow(ins)[2] == learn.english_line(ins)

@@ -3,12 +3,14 @@ figures whose words are escaped once and laid out where nothing collides, the Ge
 shape in step 6, one counting origin in step 12; and the notice for a sentence that does not look like German
 (app/tabs/translate.py german_hint), measured on our own sentences. The same things in the browser:
 tests/test_browser.py's Learn walks."""
+import html
 import re
 from html.parser import HTMLParser
 
 import gradio as gr
 import plotly.graph_objects as go
 import pytest
+import torch
 
 from app import i18n, learn_path
 from app.common import label
@@ -199,9 +201,11 @@ def test_the_notice_shows_in_the_status_line_and_under_the_learn_box():
         with i18n.speaking(lang):
             assert hint and hint in status_view(ins)
         assert said(learn.sentence_notice, ins.source, lang=lang) == hint
-        assert said(learn.follow, ins, lang=lang) == (ins.source, hint)  # the Learn box follows the page's sentence
+        # the Learn box follows the page's sentence, its notice and its English
+        assert said(learn.follow, ins, lang=lang)[:2] == (ins.source, hint)
+        assert html.escape(ins.translation) in said(learn.follow, ins, lang=lang)[2]
     german = translate(SENTENCE)[2]
-    assert said(learn.follow, german, lang="zh-CN") == (SENTENCE, "")
+    assert said(learn.follow, german, lang="zh-CN")[:2] == (SENTENCE, "")
     with i18n.speaking("en"):
         assert i18n.text("en", "translate.status.notice") not in status_view(german)
 
@@ -218,3 +222,17 @@ def test_a_figure_legend_is_given_room_for_its_lines():
     lines = tall.data[0].name.count("<br>") + 1
     assert learn_figures.legend_height(tall) >= learn_figures.LEGEND_LINE * lines and tall.layout.height > short
     assert learn_figures.legend_height(tall) == learn_figures.legend_height(tall)  # reading it changes nothing
+
+
+@needs_shipped
+def test_the_buffer_step_draws_the_sine_and_cosine_dimensions_apart(ins, english):
+    """Step 6: one position's encoding as two curves over the frequency index, the even (sine) dimensions and the
+    odd (cosine) ones, not one line through all 256 values, which alternates between the two at every step."""
+    c = learn_path.context(ins)
+    pe = c.model.src_embed[1].pe[0]
+    fig, _ = learn_figures.draw_buffer(c, 3)
+    assert [len(t.y) for t in fig.data] == [pe.size(1) // 2] * 2
+    for trace, k in zip(fig.data, (0, 1)):
+        assert torch.allclose(torch.tensor(trace.y, dtype=torch.float32), pe[3, k::2], atol=1e-3)
+        turns = sum((a - b) * (b - c_) < 0 for a, b, c_ in zip(trace.y, trace.y[1:], trace.y[2:]))
+        assert turns < len(trace.y) // 4, turns  # a curve, no zig-zag

@@ -281,10 +281,52 @@ def test_training_tab_draws_its_words_in_chinese(monkeypatch):
         # the Learn path asks for the same figures in its own words: the Training tab's stay
         assert noam_figure(512, 1.0, 4000).layout.xaxis.title.text == "step"
         assert noam_figure(512, 1.0, 4000, words="learn").layout.xaxis.title.text == "optimizer step"
-        assert list(smoothing_figure(0.1)[0].layout.yaxis.ticktext)[0] == "target 2"
+        assert list(smoothing_figure(0.1)[0].layout.yaxis.ticktext)[0] == "#1 → 2"
         hidden = smoothing_figure(0.1, words="learn", numbers=False)[0].data[0]
         assert hidden.text is None and hidden.hoverinfo == "skip"
         assert noam_figure(512, 1.0, 4000, scale=False).layout.yaxis.showticklabels is False
     with speaking("zh-CN"):  # a view that reads no sentence is drawn once per language and kept
         assert training.noam_view(512, 1.0, 4000) is training.noam_view(512, 1.0, 4000)
         assert training.noam_view(512, 1.0, 4000).layout.xaxis.title.text == "步数"
+
+
+def test_the_translate_tab_puts_in_use_only_the_sliders_its_method_reads():
+    from app.tabs import translate
+    def used(method):
+        return [u["interactive"] for u in translate.sliders_in_use(method)]  # beam, alpha, temperature, top-k
+    assert used("greedy") == [False] * 4
+    assert used("beam") == [True, True, False, False]
+    assert used("sample") == [False, False, True, True]
+    assert used("anything else") == [False] * 4
+
+
+def _readable_log_axis(axis, values):
+    """A log axis's ticks are set, each labelled in full by its value, 1, 2, 3 or 5 times a power of ten, and at
+    least two of them fall among the values."""
+    assert axis.type == "log" and axis.tickvals, axis
+    assert list(axis.ticktext) == [f"{t:g}" for t in axis.tickvals]
+    for t in axis.tickvals:
+        mantissa = t / 10 ** math.floor(math.log10(t) + 1e-9)
+        assert round(mantissa, 6) in (1, 2, 3, 5), t
+    assert sum(min(values) <= t <= max(values) for t in axis.tickvals) >= 2
+
+
+def test_log_ticks_read_in_full():
+    from app.common import log_ticks
+    assert log_ticks([6.5, 180])["ticktext"] == ["5", "10", "20", "30", "50", "100", "200"]
+    assert log_ticks([0.0012, 3.4])["ticktext"] == ["0.001", "0.01", "0.1", "1"]
+    assert log_ticks([0, None]) == {}
+
+
+@needs_shipped
+def test_the_log_axes_of_training_and_the_lab_tick_readably(english):
+    """Training's perplexity and the Lab's loss: ticks a reader reads ("10, 20, 50"), not plotly's bare mantissas
+    ("2, 100, 5, 2, 10, 5")."""
+    from app.figures.lab import curve_figure
+    _, steps, epochs = shipped_log()
+    fig = replay_figure(steps, epochs, len(steps))
+    _readable_log_axis(fig.layout.yaxis3, [e["val_ppl"] for e in epochs])
+    run = dict(step=list(range(1, 101)), loss=[3.0 * 0.95 ** k + 0.002 for k in range(100)],
+               lr=[1e-3] * 100)
+    fig = curve_figure(run, None, "t")
+    _readable_log_axis(fig.layout.yaxis, run["loss"])

@@ -41,7 +41,7 @@ def test_the_points_are_the_exported_ones_with_their_measures(on_history):
     with speaking("en"):
         assert [figs.point_name(p) for p in pts] == ["initialisation", "step 30", "step 200", "epoch 1"]
     with speaking("zh-CN"):
-        assert figs.point_name(pts[3]) == "第 1 个 epoch"
+        assert figs.point_name(pts[3]) == "第 1 个迭代周期"
 
 
 def test_the_curves_and_where_each_point_stands_on_the_log_step_axis(on_history):

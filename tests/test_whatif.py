@@ -44,9 +44,40 @@ def test_the_tree_is_the_search_that_chose_the_translation(ins, monkeypatch, eng
     tree = whatif.search_tree(ins, 4)
     tok = get_translator().tokenizer
     assert tok.decode(tree.path(tree.returned.id)[:-1]) == ins.translation
-    assert sum(len(t.x) for t in fig.data if t.name) == len(tree.nodes)
+    end = tree.returned.step
+    assert sum(len(t.x) for t in fig.data if t.name) == sum(n.step <= end for n in tree.nodes)
     monkeypatch.setattr(whatif.searchtree, "search", lambda *a, **k: pytest.fail("searched again"))
     whatif.tree_view(ins, 4)  # kept per translation and beam size
+
+
+LONG = "Eine Frau mit einem gelben Hut sitzt am Fluss und liest ein dickes Buch."
+
+
+def _crossings(segments):
+    """Pairs of edges (x0, y0, x1, y1) between the same two steps whose ends swap sides."""
+    return [(a, b) for i, a in enumerate(segments) for b in segments[i + 1:]
+            if a[1] == b[1] and (a[0] - b[0]) * (a[2] - b[2]) < 0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_the_tree_ends_where_the_returned_translation_ends(lang):
+    """No token is drawn after the step where the returned translation ends (what the search looked at after it
+    is counted in the title), the step axis spans the steps drawn and no more, and the edges of the hypotheses
+    the search went on with never cross."""
+    ins = translate.translate(LONG, "beam", 4)[2]
+    tree = whatif.search_tree(ins, 4)
+    end, searched = tree.returned.step, max(n.step for n in tree.nodes)
+    assert searched > end  # the search looked further than the translation it returned
+    with speaking(lang):
+        fig = whatif.tree_view(ins, 4)
+    ys = [y for t in fig.data if t.name for y in t.y]
+    assert max(ys) == end and sorted(fig.layout.yaxis.range) == [-0.5, end + 0.5]
+    later = sum(n.step > end for n in tree.nodes)
+    assert f"{later}" in fig.layout.title.text and f"{searched}" in fig.layout.title.text
+    kept = fig.data[1]  # the edges of the hypotheses that went on
+    xs, ys = list(kept.x), list(kept.y)
+    segments = [(xs[i], ys[i], xs[i + 1], ys[i + 1]) for i in range(0, len(xs), 3)]
+    assert segments and _crossings(segments) == []
 
 
 def test_another_word_is_taken_and_the_model_goes_on(ins, english):
@@ -90,7 +121,7 @@ def test_the_tree_saves_as_one_self_contained_page(ins, english):
     update = whatif.tree_file(ins, 4)
     with open(update["value"], encoding="utf-8") as f:
         page = f.read()
-    assert update["visible"] is True and "Beam search, beam size 4" in page
+    assert update["visible"] is True and "Beam search, beam 4" in page
     assert not re.search(r"<script[^>]*\ssrc=", page)  # plotly.js is inside the page: no script to fetch
     assert whatif.tree_file(None, 4)["visible"] is False
 

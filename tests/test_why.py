@@ -113,7 +113,7 @@ def test_the_tab_draws_in_the_pages_language(ins):
     src_en, _, note_en = why_view(ins, position)
     assert "occlusion: drop in p when replaced by &lt;unk&gt;" in [a.text.replace("<br>", " ") for a in src_en.layout.annotations]
     assert src_en.data[0].hovertemplate == "layer.head %{y} → %{x}<br>weight %{z:.3f}<extra></extra>"
-    assert note_en.startswith("- **attention** ranks `") and note_en.splitlines()[-1] in (
+    assert note_en.startswith("- **attention** ranks “") and note_en.splitlines()[-1] in (
         "All three point at the same piece.", "Attention agrees with one attribution but not the other.",
         "They disagree: the piece attention favours is not the one the probability depends on most.")
 

@@ -8,6 +8,8 @@
                                                        tools/bench_timelapse.py)
     python -m tools.bench --tabs [--rounds 2] [--save FILE]   (each tab opened, first visit and after a new sentence:
                                                                tools/bench_tabs.py)
+    python -m tools.bench --model DIR [--runs 3] [--save FILE]   (another model beside the shipped one: loading,
+                                                  translations, each tab's views, memory: tools/bench_model.py)
 
 1. cold start: from `python app.py` to the first page served, beside the bare `import gradio` time;
 2. a translation with every attention map captured (what the Translate tab runs), median server time,
@@ -111,6 +113,33 @@ def api_round_trip(repeat):
     return {"api_translate_ms": statistics.median(calls) * 1e3, "api_direct_ms": statistics.median(direct) * 1e3}
 
 
+def other_benchmark(args):
+    """Run the benchmark an option asks for instead of the default one; False when none does."""
+    if args.browser:
+        from tools.bench_browser import run
+        run(clicks=args.clicks, save=args.save)
+    elif args.model:
+        from tools.bench_model import run
+        run(args.model, repeat=args.runs, save=args.save)
+    elif args.tabs:
+        from tools.bench_tabs import run
+        run(rounds=args.rounds, save=args.save)
+    elif args.timelapse:
+        from tools.bench_timelapse import run
+        run(save=args.save)
+    elif args.learn:
+        from tools.bench_learn import run
+        run(clicks=max(1, args.clicks // 2))
+    elif args.inside:
+        from tools.bench_inside import measure, report
+        r = measure(args.runs)
+        report(r)
+        print(json.dumps({k: round(v, 2) for k, v in r.items()}))
+    else:
+        return False
+    return True
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
@@ -125,32 +154,14 @@ def main(argv=None):
                     help="instead: each top-level tab opened, click to drawn, in headless Chromium (tools/bench_tabs.py)")
     ap.add_argument("--timelapse", action="store_true",
                     help="instead: the Time-lapse scrubber, point to point, and the server's memory (tools/bench_timelapse.py)")
+    ap.add_argument("--model", metavar="DIR",
+                    help="instead: the model in DIR beside the shipped one, each in a process of its own (tools/bench_model.py)")
     ap.add_argument("--rounds", type=int, default=2, help="with --tabs: fresh pages measured (median)")
     ap.add_argument("--save", metavar="FILE",
                     help="with --browser, --tabs or --timelapse: merge the figures into this JSON file (keys browser_...; default: none)")
     args = ap.parse_args(argv)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    if args.browser:
-        from tools.bench_browser import run
-        run(clicks=args.clicks, save=args.save)
-        return
-    if args.tabs:
-        from tools.bench_tabs import run
-        run(rounds=args.rounds, save=args.save)
-        return
-    if args.timelapse:
-        from tools.bench_timelapse import run
-        run(save=args.save)
-        return
-    if args.learn:
-        from tools.bench_learn import run
-        run(clicks=max(1, args.clicks // 2))
-        return
-    if args.inside:
-        from tools.bench_inside import measure, report
-        r = measure(args.runs)
-        report(r)
-        print(json.dumps({k: round(v, 2) for k, v in r.items()}))
+    if other_benchmark(args):
         return
     if args.save:
         ap.error("--save goes with --browser")

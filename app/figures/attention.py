@@ -5,7 +5,7 @@ tab puts one token's cross-attention beside its attributions (rounded, positions
 import numpy as np
 import plotly.graph_objects as go
 
-from ..common import label, panel_grid, wrap_title
+from ..common import label, panel_grid, phone_width, wrap_title
 from ..i18n import text, texts
 
 _t = texts("attention")
@@ -62,7 +62,7 @@ def attention_heatmap(weights, q_tokens, k_tokens, title=""):
     fig.update_layout(title=wrap_title(title), height=max(340, 170 + 26 * len(q_tokens)),
                       margin=dict(l=110, r=10, t=60, b=110),
                       xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
-    return fig
+    return phone_width(fig, len(k_tokens), room=190)  # the query labels at the left, the colour bar at the right
 
 
 def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None, grey=()):
@@ -78,7 +78,8 @@ def head_grid(maps, q_tokens, k_tokens, title="", cols=4, off=()):
     (switched off in the model that made the maps) in grey and named so."""
     rows = (maps.size(0) + cols - 1) // cols
     names = [label(text("heads.maps.off", head=h)) if h in off else _t("head", head=h) for h in range(maps.size(0))]
-    return small_multiples(maps, q_tokens, k_tokens, names, cols, title, height=70 + 230 * rows, grey=set(off))
+    fig = small_multiples(maps, q_tokens, k_tokens, names, cols, title, height=70 + 230 * rows, grey=set(off))
+    return phone_width(fig, cols * len(k_tokens), per=4, room=60)  # unlabelled cells: 4 px each, a panel apart
 
 
 def layer_head_overview(maps, q_tokens, k_tokens, title=""):

@@ -86,8 +86,12 @@ def _caption(atlas, name):
     return _t("atlas.caption", measure=measure_text(name), sentences=f"{data['sentences']:,}", bleu=bleu)
 
 
-def atlas_html(atlas, name):
-    """The three kinds' grids of measure `name` side by side, on one colour scale, with what it measures."""
+def atlas_html(atlas, name, converted=False):
+    """The three kinds' grids of measure `name` side by side, on one colour scale, with what it measures.
+    `converted`: the open model was converted (core.convert), which core.analysis.heads does not measure."""
+    if atlas is None and converted:
+        return ('<div class="heads-note">' + _t("atlas.converted", file="<code>heads.json</code>",
+                                                command="<code>python -m core.analysis.heads</code>") + '</div>')
     if atlas is None:
         return ('<div class="heads-note">' + _t("atlas.missing", file="<code>heads.json</code>",
                                                 command="<code>python -m core.analysis.heads --data DIR</code>")

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from core.analysis import inside as core
 
-from ..common import label, panel_grid, token_axis, wrap_title
+from ..common import label, panel_grid, phone_width, token_axis, wrap_title
 from ..i18n import DEFAULT, table, text, texts
 
 MAX_CELLS = (64, 128)  # a weight heatmap's largest size sent to the browser (rows, columns)
@@ -175,19 +175,26 @@ def norm_side(path):
     return "decoder" if path.startswith("decoder") else "encoder"
 
 
-def norm_place(path):
-    """A LayerNorm's place: the key of its words (ui.inside.norm.<side>.<sub-layer> or .final) and their values."""
+def is_post_norm(model):
+    """Whether the model's LayerNorms follow their sublayers' residual sums (the config's norm "post")."""
+    return any(getattr(m, "post", False) for m in model.modules())
+
+
+def norm_place(path, post=False):
+    """A LayerNorm's place: the key of its words (ui.inside.norm.<side>.<sub-layer>[-post] or .final) and their
+    values; `post`: the model is post-norm (is_post_norm)."""
     side = norm_side(path)
     if path.endswith(f"{side}.norm"):
         return f"ui.inside.norm.{side}.final", {}
     parts = path.split(".")
     subs = ("self-attn", "ffn") if side == "encoder" else ("self-attn", "cross-attn", "ffn")
-    return f"ui.inside.norm.{side}.{subs[int(parts[4])]}", {"layer": int(parts[2])}
+    post = "-post" if post else ""  # a post-norm model's LayerNorm follows its sublayer's residual sum
+    return f"ui.inside.norm.{side}.{subs[int(parts[4])]}{post}", {"layer": int(parts[2])}
 
 
-def norm_label(path):
+def norm_label(path, post=False):
     """A LayerNorm's place in words (for figures and notes): "encoder layer 0, before self-attention"."""
-    key, values = norm_place(path)
+    key, values = norm_place(path, post)
     return text(key, **values)
 
 
@@ -209,13 +216,15 @@ def layernorm_figure(v, title):
     line = dict(type="scatter", mode="lines")
     t = {k: say(f"ln.{k}") for k in ("input", "normalised", "normalised_title", "output", "moved", "compare",
                                             "output_title")}
-    panels = [([dict(line, y=small(v["input"]), name=t["input"], line=dict(color=GREY))], t["input"], {}, {}),
+    # each panel's corner ticks (the first dimension, the lowest value) stand off their axes, apart
+    apart = dict(ticklabelstandoff=4), dict(ticklabelstandoff=6)
+    panels = [([dict(line, y=small(v["input"]), name=t["input"], line=dict(color=GREY))], t["input"], *apart),
               ([dict(line, y=small(v["normalised"]), name=t["normalised"], line=dict(color=BLUE))],
-               t["normalised_title"], {}, {}),
+               t["normalised_title"], *apart),
               ([dict(line, y=small(v["output"]), name=t["output"], line=dict(color=ORANGE)),
                 dict(line, y=small(v["moved"]), name=t["moved"], line=dict(color="#2a9d4b", dash="dot")),
                 dict(line, y=small(v["input"]), name=t["compare"], line=dict(color=GREY, width=1))],
-               t["output_title"], dict(title=say("dimension")), {})]
+               t["output_title"], dict(apart[0], title=say("dimension")), apart[1])]
     return grid(panels, 1, wrap_title(title), height=660, gap=(0, 0.09), legend=dict(orientation="h", y=-0.08),
                 margin=dict(l=10, r=10, t=120, b=10))
 
@@ -228,9 +237,10 @@ def forms_figure(v, title):
                                    yaxis=dict(title=say("ln.difference")), margin=dict(l=10, r=10, t=50, b=10)))
 
 
-def ln_params_figure(norms):
-    """Every LayerNorm's trained gain a_2 and bias b_2 ({path: LayerNorm}), dimension by dimension."""
-    names = [norm_label(p) for p in norms]
+def ln_params_figure(norms, post=False):
+    """Every LayerNorm's trained gain a_2 and bias b_2 ({path: LayerNorm}), dimension by dimension (`post`: the
+    model's norms follow their sublayers, Marian's post-norm)."""
+    names = [norm_label(p, post) for p in norms]
     gains = torch.stack([m.a_2.detach().float() for m in norms.values()])
     biases = torch.stack([m.b_2.detach().float() for m in norms.values()])
     ticks = dict(type="category", autorange="reversed")
@@ -275,8 +285,10 @@ def scale_figure(d, q_tokens, title):
         panels.append(([lines[0][j], lines[1][j]], say(f"scale.{name}"), axis, {}))
     # the legend under the panels and room between the rows: the top row's turned token ticks and the titles
     # of the row below stay apart
-    return grid(panels, 2, title, height=720, gap=(0.1, 0.3), barmode="overlay",
-                legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=80, b=60))
+    # the panels' titles in lines of half a phone's panel (a 2 x 2 grid is 390 px wide on a phone)
+    fig = grid(panels, 2, wrap_title(title), height=720, gap=(0.1, 0.3), barmode="overlay", title_width=16,
+               legend=dict(orientation="h", y=-0.12, x=0, yanchor="top"), margin=dict(l=10, r=10, t=80, b=60))
+    return phone_width(fig, 2 * len(q_tokens), room=120)
 
 
 def sweep_figure(r):
@@ -318,9 +330,10 @@ def residual_figure(rec, ins):
                          colorscale="Viridis" if what == "norm" else "Magma",
                          hovertemplate=hover + "<extra></extra>", showscale=False)
             panels.append(([trace], say(f"res.{what}", side=say(f"side.{side}")),
-                           token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
-    return grid(panels, 2, wrap_title(say("res.title")), height=850, gap=(0.18, 0.16),
-                margin=dict(l=180, r=10, t=110, b=60))
+                           token_axis(tokens, tickangle=-90), dict(autorange="reversed", type="category")))
+    fig = grid(panels, 2, wrap_title(say("res.title")), height=850, gap=(0.18, 0.16),
+               margin=dict(l=180, r=10, t=110, b=60))
+    return phone_width(fig, 2 * max(len(ins.src_tokens), len(ins.tgt_tokens)), room=300)
 
 
 def ffn_figures(rec, ins, side, layer, top=24):
@@ -334,8 +347,10 @@ def ffn_figures(rec, ins, side, layer, top=24):
                      zmin=0, zmax=d_ff, colorscale="Blues", showscale=s == "decoder",
                      hovertemplate=hover + "<extra></extra>")
         panels.append(([trace], say("ffn.panel", side=say(f"side.{s}"), d_ff=d_ff),
-                       token_axis(tokens, tickangle=-60), dict(autorange="reversed", type="category")))
-    firing = grid(panels, 2, say("ffn.title"), height=360, margin=dict(l=70, r=10, t=80, b=60))
+                       token_axis(tokens, tickangle=-90), dict(autorange="reversed", type="category")))
+    firing = grid(panels, 2, wrap_title(say("ffn.title")), height=400, title_width=16,
+                  margin=dict(l=70, r=10, t=130, b=60))
+    phone_width(firing, 2 * max(len(ins.src_tokens), len(ins.tgt_tokens)), room=200)
     tokens = ins.src_tokens if side == "encoder" else ins.tgt_tokens
     act = rec.ffn[side][layer]  # (L, d_ff)
     fires = (act > 0).sum(0)
@@ -346,9 +361,9 @@ def ffn_figures(rec, ins, side, layer, top=24):
                                    value="%{z:.3f}") + "<extra></extra>")
     units = go.Figure([trace], dict(
         title=wrap_title(say("ffn.units", where=text(f"ui.inside.layer.{side}", layer=layer), top=top)),
-        height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-60),
+        height=max(360, 120 + 18 * top), xaxis=token_axis(tokens, tickangle=-90),
         yaxis=dict(autorange="reversed", type="category"), margin=dict(l=80, r=10, t=50, b=60)))
-    return firing, units, fires
+    return firing, phone_width(units, len(tokens), room=170), fires
 
 
 def lens_figure(top_i, top_p, p_chosen, ins, piece):

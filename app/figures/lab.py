@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from core.data import BOS, PAD, UNK
 from core.lab import BREAKS, DEEP, DEEP_RUNS, EXTRA, FIRST, row_name, run_name
 
-from ..common import panel_grid, token_axis, wrap_title
+from ..common import log_ticks, panel_grid, token_axis, wrap_title
 from ..i18n import text, texts
 
 _t = texts("lab")
@@ -45,7 +45,8 @@ def curve_figure(curve, intact, title):
             x, y = _thin(run["step"], run[field])
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line=style, showlegend=col == 1,
                                      legendgroup=name), row=1, col=col)
-    fig.update_yaxes(type="log", exponentformat="e", row=1, col=1)
+    losses = [v for run in (intact, curve) if run is not None for v in run["loss"]]
+    fig.update_yaxes(type="log", row=1, col=1, **log_ticks(losses))
     fig.update_yaxes(exponentformat="e", row=1, col=2)
     fig.update_xaxes(title_text=_t("curve.step"))
     fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=60, b=10),
@@ -69,7 +70,7 @@ def attention_figure(att, kind):
     cols = [str(t) for t in att["input"]] if kind == "cross" else rows
     axis = dict(tickfont=dict(size=9))
     panels = [([dict(type="heatmap", z=head, zmin=0, zmax=100, colorscale="Blues", showscale=False,
-                     hovertemplate="%{z}%<extra></extra>")], _t("attention.panel", layer=i + 1, head=j + 1),
+                     hovertemplate="%{z}%<extra></extra>")], _t("attention.panel", layer=i, head=j),
                token_axis(cols, **axis), token_axis(rows, autorange="reversed", **axis))
               for i, layer in enumerate(maps) for j, head in enumerate(layer)]
     what = _t(f"attention.{'cross' if kind == 'cross' else 'decoder'}")
@@ -110,11 +111,17 @@ def _row(key, a, b):
     return f"| {_t(f'result.{key}')} | {a} | {b} |"
 
 
-def result_markdown(run, intact, cfg):
-    """Exact match, losses and parameter counts beside the intact model's, and what the break shows."""
-    cpu = _t("result.cpu", s=f"{run['cpu_seconds']:.1f}") if "cpu_seconds" in run else ""
-    lines = [_t("result.head", name=html.escape(run_name(cfg)), layers=cfg.layers, eps=f"{cfg.smoothing:g}",
-                accum=cfg.accum, steps=run["steps"], seconds=f"{run['seconds']:.1f}", cpu=cpu),
+def result_markdown(run, intact, cfg, ahead=False):
+    """Exact match, losses and parameter counts beside the intact model's, and what the break shows. A run
+    trained `ahead` (assets/lab.json) says where its time was measured: the precomputation, on a shared machine."""
+    head = dict(name=html.escape(run_name(cfg)), layers=cfg.layers, eps=f"{cfg.smoothing:g}", accum=cfg.accum,
+                steps=run["steps"], seconds=f"{run['seconds']:.1f}")
+    if ahead and "cpu_seconds" in run:
+        head = _t("result.ahead", cpu=f"{run['cpu_seconds']:.1f}", **head)
+    else:
+        head = _t("result.head", cpu=_t("result.cpu", s=f"{run['cpu_seconds']:.1f}") if "cpu_seconds" in run else "",
+                  **head)
+    lines = [head,
              "", f"| | {_t('this')} | {_t('result.intact', layers=cfg.layers)} |", "|---|---|---|",
              _row("exact", _pct(run), _pct(intact)),
              _row("train", f"{run['train_loss']:.4f}", f"{intact['train_loss']:.4f}"),

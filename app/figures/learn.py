@@ -15,12 +15,11 @@ import torch.nn as nn
 
 from core import lab
 from core.analysis import inside as core_inside
-from core.data import PAD
 from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..cache import per_language
-from ..common import clamp, label, md_literal, token_axis
+from ..common import clamp, label, md_literal, phone_width, token_axis
 from ..common import wrap_title as common_wrap_title
 from ..i18n import texts
 from ..recording import recorded
@@ -29,7 +28,7 @@ from . import positional
 from .inside import ln_vectors, small
 from .masks import make_batch
 from .timelapse import curves_figure, log_points, point_name, run_points
-from .training import noam_figure, probe_sentences, shipped_log, smoothing_figure
+from .training import bleu_summary, learn_log, noam_figure, probe_sentences, shipped_schedule, smoothing_figure
 
 BLUE, ORANGE, GREY, GREEN = "#2f6db5", "#e4572e", "#9aa3ad", "#2a9d4b"
 FIGURE_HEIGHT = 340  # fits a phone's screen beside the step's text
@@ -41,7 +40,7 @@ def context(ins, revealed=False):
     themselves)."""
     tr = get_translator()
     return SimpleNamespace(ins=ins, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer, revealed=revealed,
-                           t=texts("learn"))
+                           t=texts("learn"), translator=tr, pad=tr.pad_id)
 
 
 def sentence_free(draw):
@@ -126,7 +125,7 @@ def draw_generator(c, pos):
                            orientation="h", marker_color=[ORANGE if w == chosen else BLUE for w, _ in cands][::-1],
                            hovertemplate="%{y}: p = %{x:.3f}<extra></extra>"))
     fig.update_xaxes(range=[0, 1], title="p")
-    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
+    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or c.ins.tgt_tokens[0]  # the start: <s>, or <pad>
     return (_compact(fig, c.t("generator.fig", pos=t + 1)),
             dict(pos=t + 1, prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)),
                  p=f"{c.ins.token_probs[t]:.3f}", vocab=c.model.generator.proj.out_features))
@@ -155,9 +154,10 @@ def draw_clones(c, how):
     hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
     reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
     fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
-                            text=[wrap_title(c.t("clones.hidden"), width=8) if hide and h == "plain" else ""
-                                  for h in CLONES],  # in short lines at 11 px: plotly shrinks a wide one to fit
-                            textposition="outside", textfont=dict(size=11), constraintext="none",
+                            # one mark, narrower than its bar: a phrase would run under the grey bar beside it
+                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in CLONES],
+                            textposition="outside", textfont=dict(size=18), constraintext="none",
+                            cliponaxis=False,  # the hidden bar's label above the plot's top is drawn, not cut
                             hoverinfo="skip" if hide else None,
                             marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
                      go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
@@ -212,9 +212,10 @@ def draw_scale(c, how):
     fig = go.Figure(go.Heatmap(z=small(w, 3), colorscale="Blues", zmin=0, zmax=1, showscale=False,
                                # the weights' values wait for Check (the question averages them); colours show
                                hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
-    fig.update_layout(xaxis=token_axis(tokens, tickangle=-60), yaxis=dict(token_axis(tokens), autorange="reversed"))
+    fig.update_layout(xaxis=token_axis(tokens, tickangle=-90), yaxis=dict(token_axis(tokens), autorange="reversed"))
     largest = float(w.max(-1).values.mean())
-    return (_compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk)),
+    fig = _compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk), height=table_height(len(tokens)))
+    return (phone_width(fig, len(tokens)),
             dict(dk=dk, sqrt=f"{math.sqrt(dk):.1f}", largest=f"{largest:.2f}"))
 
 
@@ -231,15 +232,15 @@ def mask_batch(c):
     of another length, so that one of the two gets padding."""
     mine = (c.ins.source or " ".join(c.ins.src_tokens[1:-1]), c.ins.translation or ".")
     for other in (SHORT_PAIR, LONG_PAIR):
-        batch, _ = make_batch(c.tokenizer, [mine, other])
-        if (batch.src == PAD).any() and (batch.tgt == PAD).any():
+        batch, _ = make_batch(c.tokenizer, [mine, other], model=c.translator)
+        if (batch.src == c.pad).any() and (~batch.tgt_keep).any():
             break
     return batch
 
 
 def short_row(batch):
     """The row of the batch with the more source padding."""
-    return int((batch.src == PAD).sum(1).argmax())
+    return int((batch.src == batch.pad).sum(1).argmax())
 
 
 def cell_table(columns, names, marked):
@@ -267,14 +268,14 @@ def draw_masks(c, which):
     batch = mask_batch(c)
     piece = lambda i: c.tokenizer.id_to_piece(int(i))  # raw pieces: the axis escapes them, once
     if which == "padding":  # the German side: each sentence of the batch, its padding greyed (named after Check)
-        columns = [[piece(i) if c.revealed or i != PAD else "" for i in row] for row in batch.src]
+        columns = [[piece(i) if c.revealed or i != c.pad else "" for i in row] for row in batch.src]
         fig, rows = cell_table(columns, [c.t("masks.yours"), c.t("masks.ours")],
                                lambda i, j: bool(batch.src_mask[j, 0, i]))
         fig.update_yaxes(title=c.t("masks.position"))
         allowed, cells = int(batch.src_mask.sum()), batch.src.numel()
         fig = _compact(fig, c.t("masks.fig.padding"), height=table_height(rows))
     else:
-        row = int((batch.tgt == PAD).sum(1).argmax())  # the row whose English is padded
+        row = int((~batch.tgt_keep).sum(1).argmax())  # the row whose English is padded
         T = batch.tgt.size(1)
         m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
         pieces = [piece(i) for i in batch.tgt[row]]
@@ -283,10 +284,11 @@ def draw_masks(c, which):
         fig.update_layout(xaxis=token_axis(pieces, tickangle=-90),
                           yaxis=dict(token_axis(pieces), autorange="reversed"))
         allowed, cells = int(m.sum()), T * T
-        fig = _compact(fig, c.t(f"masks.fig.{which}"))
-    pads = int((batch.tgt == PAD).sum(1).max())
+        fig = phone_width(_compact(fig, c.t(f"masks.fig.{which}"), height=table_height(T)), T)
+    pads = int((~batch.tgt_keep).sum(1).max())
+    src_pads = int((batch.src == c.pad).sum(1).max())
     shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
-    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, shown=shown)
+    return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, src_pads=src_pads, shown=shown)
 
 
 # ---- 6. the positional encoding is a buffer -----------------------------------------------------------
@@ -294,8 +296,12 @@ def draw_masks(c, which):
 def draw_buffer(c, pos):
     pe = c.model.src_embed[1].pe[0]  # (max_len, d_model), the registered buffer
     pos = clamp(pos, 0, len(c.ins.src_tokens) - 1)
-    fig = go.Figure(go.Scatter(y=small(pe[pos], 3), mode="lines", line=dict(color=BLUE)))
-    fig.update_xaxes(title=c.t("layernorm.dimension"))
+    # the sine dimensions (even) and the cosine ones (odd) apart, each over its frequency index i: drawn as one line
+    # in dimension order, the two alternate at every step and the line fills the plot
+    fig = go.Figure([go.Scatter(y=small(pe[pos, k::2], 3), mode="lines+markers", name=c.t(f"buffer.{name}"),
+                                line=dict(color=color, width=1.5), marker=dict(size=3))
+                     for k, name, color in ((0, "sin", BLUE), (1, "cos", ORANGE))])
+    fig.update_xaxes(title=c.t("buffer.pair"))
     return (_compact(fig, c.t("buffer.fig", pos=pos, word=_piece(c.ins.src_tokens[pos]))),
             dict(pos=pos, shape=" × ".join(map(str, c.model.src_embed[1].pe.shape)), word=md_literal(_piece(c.ins.src_tokens[pos]))))
 
@@ -337,8 +343,9 @@ def draw_embeddings(c, how):
                             name=c.t("embeddings.word")),
                      go.Scatter(y=[pe_norm] * len(ids), mode="lines", line=dict(color=BLUE, dash="dash"),
                                 name=c.t("embeddings.position"))])
-    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-60))
-    return (_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)),
+    fig.update_layout(xaxis=token_axis(c.ins.src_tokens, tickangle=-90))
+    return (phone_width(_compact(fig, c.t(f"embeddings.fig.{'scaled' if scaled else 'raw'}", d=emb.d_model)), len(ids),
+                        room=80),
             dict(median=f"{float(norms.median()):.2f}", pe=f"{pe_norm:.1f}", factor=f"{math.sqrt(emb.d_model):.0f}"))
 
 
@@ -401,6 +408,8 @@ def draw_init(c, how):
             dict(bound=f"{b:.4f}", lo=f"{float(w.min()):.4f}", hi=f"{float(w.max()):.4f}", d=d, d_ff=d_ff))
 
 
+GREEDY_CELLS = 8  # the decoding step's mask is drawn in a grid of at least this many cells a side
+
 # ---- 11. greedy decoding --------------------------------------------------------------------------------
 
 def draw_greedy(c, step):
@@ -411,9 +420,15 @@ def draw_greedy(c, step):
     m = subsequent_mask(t + 1)[0].int()
     fig = go.Figure(go.Heatmap(z=m.tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
                                hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
-    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-60),
-                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, autorange="reversed"))
-    return (_compact(fig, c.t("greedy.fig", step=t + 1)),
+    # square cells, the first steps' few of them in a corner of a grid of GREEDY_CELLS rather than one filling the
+    # figure; the labels turned upright, one line a piece
+    n = max(t + 1, GREEDY_CELLS)
+    fig.update_layout(xaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, tickangle=-90,
+                                 range=[-0.5, n - 0.5], showgrid=False, zeroline=False, side="top"),
+                      yaxis=dict(tickmode="array", tickvals=list(range(t + 1)), ticktext=seen, range=[n - 0.5, -0.5],
+                                 scaleanchor="x", showgrid=False, zeroline=False),
+                      plot_bgcolor="white")
+    return (phone_width(_compact(fig, c.t("greedy.fig", step=t + 1), height=table_height(n)), n),
             dict(step=t + 1, prefix=md_literal(" ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"),
                  chosen=md_literal(_piece(c.ins.out_tokens[t]))))
 
@@ -466,14 +481,26 @@ def draw_accum(c, k):
 
 # ---- 14. the Noam schedule --------------------------------------------------------------------------------
 
+LEARN_EXAMPLES = ((512, 1.0, 4000), (256, 1.0, 4000))  # the paper's warm-up, at its d_model and at this model's
+
+
+def model_schedule():
+    """(d_model, factor, warmup) the shipped model was trained with: its training log's arguments, else the
+    model's d_model with the paper's factor and warm-up."""
+    return shipped_schedule() or (get_translator().model.src_embed[0].d_model, 1.0, 4000)
+
+
 @sentence_free
 def draw_noam(c, warmup):
-    d = c.model.src_embed[0].d_model
+    """The slider's warm-up (with the model's d_model and factor) over the shipped model's own schedule, its
+    arguments read from the training log (`model`), beside the paper's 4,000 warm-up steps."""
+    d, factor, trained = model_schedule()
     warmup = clamp(warmup, 100, 8000)
     # the Training tab's figure in the step's words; how high the rate climbs is the question: the curves'
     # shapes show, their scale waits for Check
-    fig = noam_figure(d, 1.0, warmup, words="learn", scale=c.revealed)
-    peak = rate(warmup, d, 1.0, warmup)
+    fig = noam_figure(d, factor, warmup, words="learn", scale=c.revealed, model=(d, factor, trained),
+                      examples=LEARN_EXAMPLES, steps=12000)
+    peak = rate(warmup, d, factor, warmup)
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 
 
@@ -503,7 +530,7 @@ def history_points():
     (app/figures/timelapse.py), else the ends of the epochs its log records."""
     from ..shared import model_dir
     points = run_points(model_dir())
-    return points if points else log_points(shipped_log()[2])
+    return points if points else log_points(learn_log()[2])
 
 
 @sentence_free
@@ -512,7 +539,7 @@ def draw_history(c, i):
     points = history_points()
     i = clamp(i, 0, len(points) - 1)
     p = points[i]
-    fig = curves_figure(points, shipped_log()[1], i, lr=False, bleu=c.revealed, note=False)  # the title names it
+    fig = curves_figure(points, learn_log()[1], i, lr=False, bleu=c.revealed, note=False)  # the title names it
     probes = p.get("probes") or []
     said = probes[0] if probes else ""
     name = point_name(p)
@@ -524,7 +551,7 @@ def draw_history(c, i):
 def half_bleu_epoch(epochs):
     """(the first epoch whose val BLEU reached half of the last one's, that BLEU, the last BLEU, the last epoch)
     from a log's epoch records."""
-    scored = [e for e in epochs if e.get("val_bleu") is not None]
-    final = scored[-1]["val_bleu"]
-    first = next(e for e in scored if e["val_bleu"] >= final / 2)
-    return first["epoch"], first["val_bleu"], final, scored[-1]["epoch"]
+    scores = bleu_summary(epochs)
+    final = scores["last"]
+    first = next(e for e in epochs if e.get("val_bleu") is not None and e["val_bleu"] >= final / 2)
+    return first["epoch"], first["val_bleu"], final, scores["last_epoch"]

@@ -8,45 +8,59 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from core.data import PAD, Batch, encode_pairs, pad_to, padding_stats
+from core.data import PAD, Batch, encode_pairs, pad_to, padding_stats, subsequent_mask
 
-from ..common import MASK_SCALE, token_axis, wrap_title
+from ..common import MASK_SCALE, phone_width, token_axis, wrap_title
 from ..i18n import texts
 from ..shared import model_dir
 
 _t = texts("masks")
 
 
-def make_batch(tokenizer, pairs, max_len=64):
-    """The Batch the trainer would build for these pairs, and their id lists."""
-    examples = encode_pairs(tokenizer, pairs, max_len)
-    src = pad_to([e[0] for e in examples])
-    tgt = pad_to([e[1] for e in examples])
-    return Batch(src, tgt, PAD), examples
+def make_batch(tokenizer, pairs, max_len=64, model=None):
+    """The Batch the trainer would build for these pairs, and their id lists. `model`: the Translator whose ids
+    to use (its <pad>, source head, </s>, decoder start and target pieces: a converted model's differ from
+    core.data's), else the shipped model's. The batch keeps its padding id as `pad`."""
+    if model is None:
+        examples, pad = encode_pairs(tokenizer, pairs, max_len), PAD
+    else:
+        head, end, pad = [] if model.bos_id is None else [model.bos_id], [model.eos_id], model.pad_id
+        examples = [(head + tokenizer.encode(de)[:max_len - 2] + end,
+                     [model.start_id] + model.encode_target(en)[:max_len - 2] + end) for de, en in pairs]
+    src = pad_to([e[0] for e in examples], pad)
+    tgt = pad_to([e[1] for e in examples], pad)
+    batch = Batch(src, tgt, pad)
+    # the decoder positions the target padding mask keeps: a Marian model's decoder starts from <pad> itself
+    # (transformers masks no decoder position but the future), which is a real position, not padding
+    batch.pad, batch.tgt_keep = pad, batch.tgt != pad
+    if model is not None and model.start_id == pad:
+        batch.tgt_keep[:, 0] = True
+        batch.tgt_mask = batch.tgt_keep.unsqueeze(-2) & subsequent_mask(batch.tgt.size(-1)).bool()
+    return batch, examples
 
 
-def _cell(piece, tid):
-    cls = "pad" if tid == PAD else ""
+def _cell(piece, tid, pad=PAD):
+    cls = "pad" if tid == pad else ""
     return f'<td class="{cls}" title="id {tid}">{html.escape(piece)}<br><small>{tid}</small></td>'
 
 
-def ids_table_html(tokenizer, ids, title):
+def ids_table_html(tokenizer, ids, title, pad=PAD):
     """A padded id matrix as an HTML table: each cell the piece and its id, padding greyed (escaped)."""
     rows = []
     for i, row in enumerate(ids.tolist()):
-        cells = "".join(_cell(tokenizer.id_to_piece(t), t) for t in row)
+        cells = "".join(_cell(tokenizer.id_to_piece(t), t, pad) for t in row)
         rows.append(f"<tr><th>{i}</th>{cells}</tr>")
     return (f'<div class="mtable"><b>{html.escape(title)}</b> ({ids.size(0)} × {ids.size(1)})'
             f'<table>{"".join(rows)}</table></div>')
 
 
-def shift_table_html(tokenizer, batch, i):
+def shift_table_html(tokenizer, batch, i, pad=PAD):
     """Teacher forcing for sentence i: the decoder input tgt[:, :-1] above the target tgt[:, 1:]."""
     inp = batch.tgt[i].tolist()
     out = batch.tgt_y[i].tolist()
     head = "".join(f"<th>{t}</th>" for t in range(len(inp)))
-    row_in = "".join(_cell(tokenizer.id_to_piece(t), t) for t in inp)
-    row_out = "".join(_cell(tokenizer.id_to_piece(t), t) for t in out)
+    row_in = "".join(_cell(tokenizer.id_to_piece(t), t, pad) for t in inp)
+    row_out = "".join(_cell(tokenizer.id_to_piece(t), t, pad) for t in out)
     words = {k: html.escape(_t(f"shift.{k}", i=i)) for k in ("title", "note", "input", "target")}
     return (f'<div class="mtable"><b>{words["title"]}</b>{words["note"]}<table><tr><th>t</th>{head}</tr>'
             f'<tr><th>{words["input"]} tgt[:, :-1]</th>{row_in}</tr>'
@@ -56,7 +70,8 @@ def shift_table_html(tokenizer, batch, i):
 def mask_panels(batch, i, src_pieces, tgt_pieces):
     """The four masks of sentence i: source padding, subsequent, target padding, and their & ."""
     T = batch.tgt.size(1)
-    tgt_pad = (batch.tgt[i] != PAD).unsqueeze(0).expand(T, T)
+    keep = batch.tgt_keep[i] if hasattr(batch, "tgt_keep") else batch.tgt[i] != PAD
+    tgt_pad = keep.unsqueeze(0).expand(T, T)
     sub = torch.tril(torch.ones(T, T, dtype=torch.bool))
     panels = [(_t("panel.source"), batch.src_mask[i].float(), [_t("panel.query")], src_pieces),
               (_t("panel.subsequent"), sub.float(), tgt_pieces, tgt_pieces),
@@ -74,7 +89,7 @@ def mask_panels(batch, i, src_pieces, tgt_pieces):
         fig.update_yaxes(token_axis(rows, autorange="reversed", automargin=False), row=r + 1, col=c + 1)
     fig.update_layout(height=2 * 22 * T + 130 + 160, margin=dict(l=90, r=10, t=70, b=90),
                       title=wrap_title(_t("panel.title", i=i)))
-    return fig
+    return phone_width(fig, 2 * max(T, len(src_pieces)), room=220)
 
 
 def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
@@ -94,7 +109,7 @@ def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
     # the title hangs from the top, above the panels' titles (two lines each where they wrap)
     fig.update_layout(title=dict(text=wrap_title(title), yref="container", y=1, yanchor="top", pad=dict(t=20)),
                       height=max(390, 200 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=130, b=90))
-    return fig
+    return phone_width(fig, 3 * len(k_pieces), room=200)
 
 
 def load_batching_stats():

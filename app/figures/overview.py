@@ -30,7 +30,7 @@ def _arrow(x1, y1, x2, y2, label="", dx=8, marker="arrow"):
             f'marker-end="url(#{marker})"/>{lab}')
 
 
-def architecture_svg(config, src_len=None, tgt_len=None):
+def architecture_svg(config, src_len=None, tgt_len=None, start="<s>"):
     """SVG of the encoder-decoder; shapes use the current sentence's lengths (S, T) when
     given."""
     N, D, H, F, V = config["N"], config["d_model"], config["h"], config["d_ff"], config["tgt_vocab"]
@@ -57,7 +57,7 @@ def architecture_svg(config, src_len=None, tgt_len=None):
     p.append('<path d="M200,210 L200,195 L470,195" fill="none" stroke="#333" stroke-width="1.5" '
              'marker-end="url(#arrow)"/>')
     # decoder column (right)
-    p.append(box(520, 560, 340, 60, t("decoder-input"), [t("decoder-input-line", bos="<s>", T=T)], TAB_MASKS, "#fff"))
+    p.append(box(520, 560, 340, 60, t("decoder-input"), [t("decoder-input-line", bos=start, T=T)], TAB_MASKS, "#fff"))
     p.append(_arrow(690, 560, 690, 522, f"1 × {T}"))
     p.append(box(520, 440, 340, 80, t("embedding"), [t("embedding-same"), t("embedding-positions")], TAB_PE,
                  "#fdf1d6"))
@@ -69,12 +69,13 @@ def architecture_svg(config, src_len=None, tgt_len=None):
     p.append(box(470, 70, 390, 50, t("generator"), [], TAB_TRAIN, "#f3e1f3"))
     p.append(_arrow(665, 70, 665, 32, f"1 × {T} × {V}"))
     p.append(f'<text x="665" y="22" text-anchor="middle" font-size="13" fill="#444">{escape(t("next-token"))}</text>')
-    p.append(f'<text x="40" y="30" font-size="12" fill="#666">{escape(t("trained"))}</text>')
+    if not config.get("converted_from"):  # how the shipped model was trained; a converted one's is not known here
+        p.append(f'<text x="40" y="30" font-size="12" fill="#666">{escape(t("trained"))}</text>')
     p.append("</svg>")
     return "".join(p)
 
 
-def _column_blocks(config, S, T, t):
+def _column_blocks(config, S, T, t, start="<s>"):
     """The blocks of the diagram from the source up to the output, as (title, lines, tab, fill, the shape on
     the arrow above it), for the phone's one-column drawing."""
     N, D, H, F, V = config["N"], config["d_model"], config["h"], config["d_ff"], config["tgt_vocab"]
@@ -84,7 +85,7 @@ def _column_blocks(config, S, T, t):
                (t("encoder", N=N), [t("encoder-attention", H=H, S=S), f"d_k = {D} / {H} = {D // H}",
                                     t("encoder-mask", S=S), t("ffn", D=D, F=F), t("residual")], TAB_ATTENTION,
                 "#dbe9f8", None)]
-    decoder = [(t("decoder-input"), [t("decoder-input-line", bos="<s>", T=T)], TAB_MASKS, "#fff", f"1 × {T}"),
+    decoder = [(t("decoder-input"), [t("decoder-input-line", bos=start, T=T)], TAB_MASKS, "#fff", f"1 × {T}"),
                (t("embedding"), [t("embedding-same"), t("embedding-positions")], TAB_PE, "#fdf1d6",
                 f"1 × {T} × {D}"),
                (t("decoder", N=N), [t("decoder-attention", H=H, T=T), t("decoder-mask", T=T), t("cross", H=H, T=T, S=S),
@@ -94,14 +95,14 @@ def _column_blocks(config, S, T, t):
     return encoder, decoder
 
 
-def architecture_column_svg(config, src_len=None, tgt_len=None):
+def architecture_column_svg(config, src_len=None, tgt_len=None, start="<s>"):
     """The same architecture in one column, 360 units wide, for a phone: the encoder from the source down, its
     memory carried on the right into the decoder, then the decoder from its input down to the next-token
     probabilities. Its text keeps 11 px or more on a 390 px screen, where the wide drawing's falls to 4-6."""
     S, T = src_len or "S", tgt_len or "T"
 
     t = _t
-    encoder, decoder = _column_blocks(config, S, T, t)
+    encoder, decoder = _column_blocks(config, S, T, t, start)
     p, y, x, w = [], 40, 10, 305
     mid = x + w / 2
     tops = {}
@@ -129,12 +130,13 @@ def architecture_column_svg(config, src_len=None, tgt_len=None):
             'role="img" aria-label="{aria}"><defs><marker id="arrow-column" viewBox="0 0 10 10" refX="9" refY="5" '
             'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/>'
             '</marker></defs>').format(h=y + 30, aria=escape(t("aria")))
-    trained = f'<text x="{x}" y="22" font-size="12" fill="#666">{escape(t("trained"))}</text>'
+    trained = ("" if config.get("converted_from") else
+               f'<text x="{x}" y="22" font-size="12" fill="#666">{escape(t("trained"))}</text>')
     return head + trained + "".join(p) + "</svg>"
 
 
-def diagram_html(config, src_len=None, tgt_len=None):
+def diagram_html(config, src_len=None, tgt_len=None, start="<s>"):
     """Both drawings, the shapes those of a sentence of `src_len` source and `tgt_len` target pieces (S and T
     where not given); the page's stylesheet shows the column on a phone and the wide one elsewhere."""
-    return (f'<div class="diagram-wide">{architecture_svg(config, src_len, tgt_len)}</div>'
-            f'<div class="diagram-column">{architecture_column_svg(config, src_len, tgt_len)}</div>')
+    return (f'<div class="diagram-wide">{architecture_svg(config, src_len, tgt_len, start)}</div>'
+            f'<div class="diagram-column">{architecture_column_svg(config, src_len, tgt_len, start)}</div>')

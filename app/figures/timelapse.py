@@ -160,7 +160,7 @@ def curves_figure(points, steps, i=None, lr=True, bleu=True, height=470, note=Tr
         fig.add_trace(go.Scatter(x=xs, y=[p["bleu"] for p in points], name=_t("curves.bleu"), mode="lines+markers",
                                  text=names, line=dict(color="#2a9d55"), hovertemplate="%{text}: %{y:.1f}"),
                       row=1, col=1, secondary_y=True)
-        fig.update_yaxes(title_text="BLEU", row=1, col=1, secondary_y=True, rangemode="tozero", showgrid=False)
+        fig.update_yaxes(title_text=_t("curves.bleu-axis"), row=1, col=1, secondary_y=True, rangemode="tozero", showgrid=False)
     if i is not None:
         # on a log axis the page's plotly places a shape by its value and a note by the value's exponent
         fig.add_vline(x=xs[i], line=dict(color="#e4572e", width=2))

@@ -14,11 +14,12 @@ from plotly.subplots import make_subplots
 from core.data import ASSETS, nonblank_lines
 from core.train import LabelSmoothing, rate
 
-from ..common import wrap_title
+from ..common import log_ticks, wrap_title
 from ..i18n import texts
 from ..shared import model_dir
 
 ANNOTATED_CONFIGS = ((512, 1.0, 4000), (512, 1.0, 8000), (256, 1.0, 4000))
+EXAMPLE_COLORS = ("#4a7dc9", "#9467bd", "#8c8c8c")  # the examples' dotted lines: none red or green like the user's and the model's
 ABLATION = {"ε = 0": ASSETS / "ablation_eps0.jsonl", "ε = 0.1": ASSETS / "ablation_eps0.1.jsonl"}
 
 _t = texts("training")
@@ -40,8 +41,45 @@ def read_log(path):
 
 @lru_cache(maxsize=1)
 def shipped_log():
-    """The log of the run that made the shipped model (beside its weights)."""
-    return read_log(model_dir() / "train_log.jsonl")
+    """The log of the run that made the open model (beside its weights); (None, [], []) where it has none (a
+    converted model)."""
+    path = model_dir() / "train_log.jsonl"
+    return read_log(path) if path.exists() else (None, [], [])
+
+
+@lru_cache(maxsize=1)
+def assets_log():
+    """The log of the run that made the shipped model (assets/), whichever model is open."""
+    path = ASSETS / "train_log.jsonl"
+    return read_log(path) if path.exists() else (None, [], [])
+
+
+def learn_log():
+    """The log the Learn path's steps on training read: the open model's, else (a converted model, which ships
+    none) the shipped model's, which those steps then say they describe."""
+    log = shipped_log()
+    return log if log[2] else assets_log()
+
+
+def shipped_schedule():
+    """(d_model, factor, warmup) of the Noam schedule the model the Learn path describes was trained with, read
+    from its log's arguments (learn_log); None where no log names them."""
+    config = learn_log()[0]
+    args = (config or {}).get("args") or {}
+    if not all(k in args for k in ("d_model", "factor", "warmup")):
+        return None
+    return int(args["d_model"]), float(args["factor"]), int(args["warmup"])
+
+
+def bleu_summary(epochs):
+    """What a run's log says of its validation BLEU (greedy): after its last epoch, and at its best. Every page
+    that states either reads it here."""
+    scored = [e for e in epochs if e.get("val_bleu") is not None]
+    if not scored:
+        return None
+    best = max(scored, key=lambda e: e["val_bleu"])
+    return dict(last_epoch=scored[-1]["epoch"], last=scored[-1]["val_bleu"], best_epoch=best["epoch"],
+                best=best["val_bleu"])
 
 
 def _smooth(values, window=25):
@@ -107,7 +145,7 @@ def replay_figure(steps, epochs, step):
     last = all_x[-1]
     for r, c in ((1, 1), (1, 2), (2, 1), (2, 2)):
         fig.update_xaxes(range=[0, last * 1.02], row=r, col=c)
-    fig.update_yaxes(type="log", row=2, col=1)
+    fig.update_yaxes(type="log", row=2, col=1, **log_ticks([e["val_ppl"] for e in done]))
     fig.update_yaxes(ticklabelstandoff=6)  # each axis's 0 clear of the step axis's 0 at the corner
     fig.update_layout(height=560, margin=dict(l=10, r=10, t=50, b=10),
                       title=_t("replay.title", step=step, n=len(steps), epoch=shown[-1]["epoch"] + 1))
@@ -136,20 +174,32 @@ def probes_html(epochs, step, probes_de):
             f'<table class="probes"><tr><th>{german}</th><th>{output}</th></tr>{rows}</table>')
 
 
-def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training", scale=True):
-    """The user's schedule, the Annotated Transformer's three example schedules, and the shipped run (`run`:
-    its arguments and steps). `words`: the table of its curve's and axes' words (training, or learn); without
-    `scale`, the curves' shapes show but not their heights (no rate on the axis or in a hover)."""
+def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training", scale=True, model=None,
+                examples=ANNOTATED_CONFIGS):
+    """The user's schedule, the Annotated Transformer's example schedules (`examples`: d_model, factor, warmup),
+    the shipped run (`run`: its arguments and steps, the rate it logged) and the shipped model's schedule computed
+    from its arguments (`model`: d_model, factor, warmup). `words`: the table of its curve's and axes' words
+    (training, or learn); without `scale`, the curves' shapes show but not their heights (no rate on the axis or
+    in a hover)."""
     w = texts(words)
-    xs = compact(range(1, steps + 1, 50))
+    peaks = {wu for _, _, wu in examples} | {warmup} | ({model[2]} if model else set())
+    xs = sorted(set(compact(range(1, steps + 1, 50))) | {p for p in peaks if p <= steps})  # every peak drawn at its step
     hover = {} if scale else dict(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
     fig = go.Figure()
-    for d, f, wu in ANNOTATED_CONFIGS:
-        fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d, f, wu) for s in xs]), mode="lines", name=f"{d}:{wu}",
-                                 line=dict(dash="dot"), **hover))
+    for (d, f, wu), color in zip(examples, EXAMPLE_COLORS):
+        fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d, f, wu) for s in xs]), mode="lines",
+                                 name=w("noam.example", d=d, warmup=wu, factor=f"{f:g}"),
+                                 line=dict(dash="dot", width=1.5, color=color), **hover))
+    if model:
+        md, mf, mw = model
+        fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, md, mf, mw) for s in xs]), mode="lines",
+                                 name=w("noam.model", d=md, warmup=mw, factor=f"{mf:g}"),
+                                 line=dict(width=5, color="#2e9c57"), **hover))
+    # the user's curve over the model's (dashed where the model's is drawn: where they are one, both show)
     fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d_model, factor, warmup) for s in xs]), mode="lines",
                              name=w("noam.yours", d=d_model, warmup=warmup, factor=f"{factor:g}"),
-                             line=dict(width=3, color="#e4572e"), **hover))
+                             line=dict(width=2.5 if model else 3, color="#e4572e", dash="dash" if model else None),
+                             **hover))
     if run:
         args, run_steps = run
         run_x, run_lr = thin([r["step"] for r in run_steps], [r["lr"] for r in run_steps])
@@ -171,8 +221,10 @@ def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, words="training", nu
     td = crit.true_dist
     if numbers:
         hover = _t("smoothing.hover", target="%{y}", token="%{x}", value="%{z:.3f}") + "<extra></extra>"
+        # the shares written in each cell (so no colour bar beside them), at a size a phone reads: the cells
+        # keep the width their numbers need
         shown = dict(text=[[f"{v:.3f}" for v in row] for row in td.tolist()], texttemplate="%{text}",
-                     hovertemplate=hover)
+                     hovertemplate=hover, textfont=dict(size=11), showscale=False)
     else:
         shown = dict(hoverinfo="skip", showscale=False)
     fig = go.Figure(go.Heatmap(z=td.numpy(), zmin=0, zmax=1, colorscale="Blues", **shown))
@@ -180,7 +232,8 @@ def smoothing_figure(eps, targets=(2, 1, 0, 3, 3), vocab=5, words="training", nu
                       xaxis=dict(title=w("smoothing.token"), tickmode="array", tickvals=list(range(vocab))),
                       yaxis=dict(title=w("smoothing.example"), tickmode="array",
                                  tickvals=list(range(len(targets))), autorange="reversed",
-                                 ticktext=[w("smoothing.target", t=t) for t in targets]),
+                                 ticktext=[w("smoothing.padding" if t == 0 else "smoothing.target", i=i, t=t)
+                                           for i, t in enumerate(targets, 1)]),
                       height=330, margin=dict(l=10, r=10, t=50, b=10))
     return fig, td
 

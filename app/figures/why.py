@@ -4,7 +4,7 @@ Inspection, the attributions and the position in, a figure (or Markdown) out, it
 (app.i18n)."""
 import numpy as np
 
-from ..common import label, md_literal, panel_grid, wrap_title
+from ..common import label, md_literal, panel_grid, phone_width, wrap_title
 from ..figures.attention import positions, rounded
 from ..i18n import texts
 
@@ -45,10 +45,11 @@ def source_figure(ins, att, position):
             (dict(matches="x"), {})]
     title = _t("source.title", token=label(ins.out_tokens[position]), n=position + 1, p=f"{att.probability:.3f}")
     # the rows apart so that a panel's title of two lines clears the panel above
-    return panel_grid([([t], name, x, y) for t, name, (x, y) in zip(traces, titles, axes)], 1,
-                      dict(text=wrap_title(title, 40), font=dict(size=14)), 620, gap=(0, 0.075),
-                      title_font=dict(size=16), row_heights=(2, 1, 1, 1), title_width=36,
-                      margin=dict(l=50, r=10, t=60, b=60))
+    fig = panel_grid([([t], name, x, y) for t, name, (x, y) in zip(traces, titles, axes)], 1,
+                     dict(text=wrap_title(title, 40), font=dict(size=14)), 620, gap=(0, 0.075),
+                     title_font=dict(size=16), row_heights=(2, 1, 1, 1), title_width=36,
+                     margin=dict(l=50, r=10, t=60, b=60))
+    return phone_width(fig, S, room=80)
 
 
 def target_figure(ins, att, position):
@@ -59,8 +60,9 @@ def target_figure(ins, att, position):
     panels = [([_bars(self_avg, tgt, "#4a7dc9", _hover("hover.mean-weight", 3))], _t("target.average"), {}, {}),
               ([_bars(att.grad_tgt, tgt, "#55a868", _hover("gradient", 4))], _t("gradient"), {}, {}),
               ([_bars(att.occl_tgt, tgt, "#8172b2", _hover("hover.drop", 4))], _t("occlusion"), {}, {})]
-    return panel_grid(panels, 3, dict(text=_t("target.title"), font=dict(size=14)), 300, gap=(0.06, 0),
-                      title_font=dict(size=16), title_width=36, margin=dict(l=40, r=10, t=50, b=80))
+    fig = panel_grid(panels, 3, dict(text=_t("target.title"), font=dict(size=14)), 300, gap=(0.06, 0),
+                     title_font=dict(size=16), title_width=36, margin=dict(l=40, r=10, t=50, b=80))
+    return phone_width(fig, 3 * len(tgt), room=180)  # three panels side by side, their axes and gaps
 
 
 def reading(ins, att, position):
@@ -68,7 +70,7 @@ def reading(ins, att, position):
     src = ins.src_tokens
     avg = ins.cross[:, :, position].mean(dim=(0, 1))
     top = {m: int(np.argmax(np.asarray(v))) for m, v in zip(MEASURES, (avg, att.grad_src, att.occl_src))}
-    lines = [f"- **{_t(m)}** " + _t("ranks", token=f"`{md_literal(src[j])}`", position=j)
+    lines = [f"- **{_t(m)}** " + _t("ranks", token=f"“{md_literal(src[j])}”", position=j)
              for m, j in top.items()]
     verdict = ("same" if len(set(top.values())) == 1 else
                "disagree" if top["attention"] not in (top["gradient"], top["occlusion"]) else "one")

@@ -10,9 +10,9 @@ from core import model as core_model
 from core.bench import table_rows
 
 from ..common import code_panel
-from ..figures.training import shipped_log
+from ..figures.training import bleu_summary, shipped_log
 from ..i18n import DEFAULT, LANGS, L, speaking, table, text, written
-from ..shared import get_translator, model_dir
+from ..shared import get_translator, is_converted, is_shipped, model_dir
 
 
 def _speed_section(b):
@@ -47,6 +47,8 @@ def _model_md(tr):
     n_params = sum(p.numel() for p in tr.model.parameters())
     values = dict(layers=cfg["N"], d_model=cfg["d_model"], heads=cfg["h"], d_k=cfg["d_model"] // cfg["h"],
                   d_ff=cfg["d_ff"], dropout=cfg["dropout"], vocab=cfg["src_vocab"], params=f"{n_params / 1e6:.2f}")
+    if is_converted(cfg):
+        return "ui.engineering.model-converted", values
     kept = cfg.get("averaged_checkpoints")
     if kept:
         return "ui.engineering.model-averaged", dict(values, checkpoints=len(kept), names=", ".join(kept))
@@ -65,13 +67,15 @@ def _training_md():
     if not (config and epochs):
         return None
     a = config["args"]
-    best = max(epochs, key=lambda e: e.get("val_bleu", 0))
+    scores = bleu_summary(epochs) or dict(last_epoch=epochs[-1]["epoch"], last=float("nan"),
+                                          best_epoch=epochs[-1]["epoch"], best=float("nan"))
     processes = ".processes" if config["world_size"] > 1 else ""  # "1 process", "2 processes"
     autocast = ".bf16" if a.get("bf16") else ""
     return f"ui.engineering.training{processes}{autocast}", dict(epochs=len(epochs), steps=len(steps), minutes=f"{epochs[-1]['minutes']:.0f}",
                      device=_named("device", config["device"]), processes=config["world_size"], max_tokens=a["max_tokens"],
                      accum=a["accum_iter"], factor=a["factor"], warmup=a["warmup"], smoothing=a["smoothing"],
-                     bleu=f"{best['val_bleu']:.1f}", epoch=best["epoch"])
+                     bleu=f"{scores['best']:.2f}", epoch=scores["best_epoch"], final=f"{scores['last']:.2f}",
+                     last=scores["last_epoch"])
 
 
 def _decoding(beam):
@@ -101,8 +105,9 @@ def _speed_md():
 def sections():
     """The tab's text as (key, values) pairs, one Markdown each: how the shipped model was built and how well it
     does, from the files beside it (the tables' words in the event's language)."""
-    parts = [_model_md(get_translator()), _training_md(), _quality_md(), *_speed_md(),
-             ("ui.engineering.decoding", {})]
+    measured = [_training_md(), _quality_md(), *_speed_md()]
+    none = None if is_shipped() or any(measured) else ("ui.engineering.none", {})
+    parts = [_model_md(get_translator()), *measured, none, ("ui.engineering.decoding", {})]
     return [p for p in parts if p]
 
 

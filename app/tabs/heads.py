@@ -23,7 +23,7 @@ from ..common import clamp, empty_figure, fitted_plot, kind_choices, kind_name, 
 from ..figures.attention import attention_maps, head_grid
 from ..figures.heads import atlas_html, comparison_html, measure_key, pieces, prompt_html
 from ..i18n import LANGS, L, in_language, text, texts, written
-from ..shared import MODEL_LOCK, get_translator, model_dir
+from ..shared import MODEL_LOCK, get_translator, is_converted, model_dir
 from ..views import Tab, View, by_component, open_tab
 
 _t = texts("heads")
@@ -180,7 +180,7 @@ def maps_view(ins, switched, map_kind, map_layer):
 
 
 def atlas_view(measure):
-    return atlas_html(load_atlas(), measure)
+    return atlas_html(load_atlas(), measure, is_converted(get_translator().config))
 
 
 # the views of the tab, each reading the controls named in `uses`: the atlas (no translation needed), and the

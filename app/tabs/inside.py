@@ -22,6 +22,7 @@ from ..figures.inside import (
     distribution_figure,
     ffn_figures,
     forms_figure,
+    is_post_norm,
     layernorm_figure,
     lens_figure,
     ln_params_figure,
@@ -105,7 +106,8 @@ def _module_view(path):
 
 def norm_choices(model):
     """The LayerNorm menu: each LayerNorm's place in both languages, by path."""
-    return [(L(key, **values), p) for p in core.layer_norms(model) for key, values in (norm_place(p),)]
+    post = is_post_norm(model)
+    return [(L(key, **values), p) for p in core.layer_norms(model) for key, values in (norm_place(p, post),)]
 
 
 def layernorm_view(ins, norm, token, gain, bias):
@@ -120,7 +122,7 @@ def layernorm_view(ins, norm, token, gain, bias):
     g, b = clamp(gain, 0.0, 1.0, float), clamp(bias, 0.0, 1.0, float)
     x = rec.norms[path][0][pos]
     v = ln_vectors(x, ln.a_2.detach().float(), ln.b_2.detach().float(), ln.eps, g, b)
-    place = norm_label(path)
+    place = norm_label(path, is_post_norm(model))
     where = say("ln.where", place=place, pos=pos, token=label(tokens[pos]))  # plotly text: the token escaped
     fig = layernorm_figure(v, say("ln.title", where=where, gain=f"{g:.2f}", bias=f"{b:.2f}"))
     delta, changed = derived(ins, "annotated", core.annotated_norm_effect)
@@ -137,7 +139,8 @@ def layernorm_view(ins, norm, token, gain, bias):
 @per_language()
 def ln_params_view():
     """Every LayerNorm's trained gain and bias (no sentence needed; drawn once per language)."""
-    return ln_params_figure(core.layer_norms(get_translator().model))
+    model = get_translator().model
+    return ln_params_figure(core.layer_norms(model), is_post_norm(model))
 
 
 # ---- why 1/sqrt(d_k) ---------------------------------------------------------------------------------

@@ -24,9 +24,10 @@ from core.model import make_model
 from core.words import write
 
 from .. import hosting
-from ..common import clamp, code_panel, empty_figure, fitted_plot
+from ..common import clamp, code_panel, empty_figure, fitted_plot, md_literal
 from ..figures.lab import attention_figure, curve_figure, examples_html, result_markdown
 from ..i18n import LANGS, L, choices, in_language, spoken, text, texts, written
+from ..shared import is_shipped, model_dir
 from ..views import Tab, View
 
 _t = texts("lab")  # the tab's words drawn at run time (lab.<key>) in the event's language
@@ -100,7 +101,7 @@ def outputs_for(run, cfg):
     intact = intact_of(cfg)
     title = _t("title.done", name=run_name(cfg), run=f"{run['exact_match']:.1%}",
                intact=f"{intact['exact_match']:.1%}")
-    return dict(curve=curve_figure(run["curve"], intact["curve"], title), result=result_markdown(run, intact, cfg),
+    return dict(curve=curve_figure(run["curve"], intact["curve"], title), result=result_markdown(run, intact, cfg, ahead=run is shipped().get(run_name(cfg))),
                 examples=examples_html(run["examples"]), cross=attention_figure(run["attention"], "cross"),
                 decoder=attention_figure(run["attention"], "decoder"))
 
@@ -313,6 +314,8 @@ def _layout():
     """The controls, then the outputs; returns (the view's outputs by name, controls by name, Train button, the
     progress line beside it)."""
     gr.Markdown(L("ui.lab.intro", N=SIZE["N"], d_model=SIZE["d_model"], h=SIZE["h"], deep=DEEP))
+    if not is_shipped():  # another model is open: the toy runs are not it
+        gr.Markdown(L("ui.lab.other", name=md_literal(model_dir().resolve().name)), elem_id="lab-other")
     with gr.Row():
         task = gr.Radio(choices("ui.lab.task", TASKS), value="copy", label=L("ui.lab.task"), elem_id="lab-task", scale=1)
         smoothing = gr.Slider(0.0, 0.3, value=0.0, step=0.05, label=L("ui.lab.smoothing"), elem_id="lab-eps", scale=1)

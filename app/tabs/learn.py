@@ -155,11 +155,21 @@ def sentence_notice(typed):
     return input_problem(typed) or german_hint(typed) or ""
 
 
-def follow(ins):
-    """The tab's box and its notice for the page's sentence (the Inspection's), once another tab translated it."""
+def english_line(ins):
+    """Under the tab's sentence box: the English the model gave for the page's sentence (escaped: the model's
+    words are no markup), so that Translate answers beside the box it was pressed under; nothing before one."""
     if ins is None:
-        return gr.skip(), gr.skip()
-    return ins.source, german_hint(ins.source) or ""
+        return ""
+    return (f'<p class="learn-english"><span>{html.escape(text("learn.english"))}</span> '
+            f'<b lang="en">{html.escape(ins.translation)}</b></p>')
+
+
+def follow(ins):
+    """The tab's box, its notice and its English for the page's sentence (the Inspection's), once another tab
+    translated it."""
+    if ins is None:
+        return gr.skip(), gr.skip(), gr.skip()
+    return ins.source, german_hint(ins.source) or "", english_line(ins)
 
 
 # the tab's view: the step on screen, drawn for the translation when the tab is shown
@@ -233,6 +243,7 @@ def _layout():
     with gr.Row(equal_height=True, elem_id="learn-sentence"):
         src = gr.Textbox(label=L("ui.learn.sentence"), lines=1, max_lines=3, scale=4, elem_id="learn-src")
         go_btn = gr.Button(L("ui.learn.translate"), variant="secondary", scale=1, min_width=88, elem_id="learn-go")
+    english = gr.HTML(elem_id="learn-english")  # the English of the sentence the steps are drawn on
     notice = gr.Markdown(elem_id="learn-notice")  # what is wrong with the sentence typed, if anything
     path = gr.HTML(elem_id="learn-path", js_on_load=PICK_JS)
     head = gr.Markdown(elem_id="learn-head")
@@ -257,7 +268,7 @@ def _layout():
                    question=question, answer=answer, open=open_btn, where=where)
     parts = SimpleNamespace(src=src, go=go_btn, slider=slider, choice=choice, question=question, answer=answer,
                             check=check_btn, back=back_btn, open=open_btn, next=next_btn, fact=fact, figure=figure,
-                            path=path, where=where, notice=notice)
+                            path=path, where=where, notice=notice, english=english)
     return outputs, parts
 
 
@@ -296,7 +307,10 @@ def _wire_step(view, p):
     p.open.click(None, p.where, None, js=OPEN_JS)
     lang.change(by_component(in_language(render), outputs), None, list(outputs.values()), inputs_kwargs=named,
                 api_visibility="private").then(in_language(sentence_notice), None, p.notice,
-                                               inputs_kwargs=dict(typed=p.src, lang=lang), api_visibility="private")
+                                               inputs_kwargs=dict(typed=p.src, lang=lang), api_visibility="private"
+                                               ).then(in_language(english_line), None, p.english,
+                                                      inputs_kwargs=dict(ins=state, lang=lang),
+                                                      api_visibility="private")
 
 
 def translates(learn, translation, state, lang, linked=None):
@@ -311,8 +325,11 @@ def translates(learn, translation, state, lang, linked=None):
     event.then(lambda s: s, p.src, translation.form[0], api_visibility="private")
     event.then(in_language(sentence_notice), None, p.notice, inputs_kwargs=dict(typed=p.src, lang=lang),
                api_visibility="private")
+    # the English under the box (the last good translation's, after a sentence refused)
+    event.then(in_language(english_line), None, p.english, inputs_kwargs=dict(ins=state, lang=lang),
+               api_visibility="private")
     for other in (translation.translated, linked):
         if other is not None:
-            other.then(in_language(follow), None, [p.src, p.notice], inputs_kwargs=dict(ins=state, lang=lang),
+            other.then(in_language(follow), None, [p.src, p.notice, p.english], inputs_kwargs=dict(ins=state, lang=lang),
                        api_visibility="private")
     return event

@@ -78,13 +78,13 @@ def masks_view(de, en, sentence, kind, layer, head):
         msg = str(e)
         return dict(summary=f"**{md_literal(msg)}**", ids="", panels=empty_figure(msg), shift="",
                     scores=empty_figure(msg), batching=empty_figure(msg))
-    batch, examples = make_batch(tr.tokenizer, pairs)
+    batch, examples = make_batch(tr.tokenizer, pairs, model=tr)
     i = clamp(sentence, 0, len(pairs) - 1)
     piece = tr.tokenizer.id_to_piece
     src_p = [piece(t) for t in batch.src[i].tolist()]
     tgt_p = [piece(t) for t in batch.tgt[i].tolist()]
-    ids = (ids_table_html(tr.tokenizer, batch.src, _t("ids.source")) +
-           ids_table_html(tr.tokenizer, batch.tgt, _t("ids.target")))
+    ids = (ids_table_html(tr.tokenizer, batch.src, _t("ids.source"), tr.pad_id) +
+           ids_table_html(tr.tokenizer, batch.tgt, _t("ids.target"), tr.pad_id))
     kind = kind if kind in ("encoder", "decoder") else "decoder"
     layer = clamp(layer, 0, tr.config["N"] - 1)
     head = clamp(head, 0, tr.config["h"] - 1)
@@ -92,10 +92,10 @@ def masks_view(de, en, sentence, kind, layer, head):
         raw, masked, weights, m = scores_at_work(tr.model, batch, i, kind, layer, head)
     q = src_p if kind == "encoder" else tgt_p
     title = _t("scores.title", kind=kind_name(kind), layer=layer, head=head, i=i)
-    n_pad = int((batch.src == 0).sum() + (batch.tgt == 0).sum())
+    n_pad = int((batch.src == tr.pad_id).sum() + (batch.tgt == tr.pad_id).sum())
     summary = _t("summary", n=len(pairs), src=tuple(batch.src.shape), tgt=tuple(batch.tgt.shape), pads=n_pad, i=i)
     return dict(summary=summary, ids=ids, panels=mask_panels(batch, i, src_p, tgt_p),
-                shift=shift_table_html(tr.tokenizer, batch, i), scores=scores_figure(raw, masked, weights, m, q, q, title),
+                shift=shift_table_html(tr.tokenizer, batch, i, tr.pad_id), scores=scores_figure(raw, masked, weights, m, q, q, title),
                 batching=batching_figure(load_batching_stats(), examples))
 
 

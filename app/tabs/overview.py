@@ -18,8 +18,9 @@ element.addEventListener('click', (event) => {
 
 def overview_svg(ins):
     """The architecture diagram with the shapes of the last translation (S and T before the first)."""
+    tr = get_translator()
     lengths = (None, None) if ins is None else (len(ins.src_tokens), len(ins.tgt_tokens))
-    return diagram_html(get_translator().config, *lengths)
+    return diagram_html(tr.config, *lengths, start=tr.tokenizer.id_to_piece(tr.start_id))  # <s>, or Marian's <pad>
 
 
 def placeholder():

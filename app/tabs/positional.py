@@ -65,6 +65,8 @@ def positional_view(d_model, positions, dims, k):
     pe = encoding(d_model, positions)
     rel, res32, res64 = relative_figure(pe, k)
     note = _t("relative.note", k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}")
+    if get_translator().config.get("pe_layout") == "halves":  # the open model's table is not the paper's layout
+        note += "\n\n" + _t("halves")
     return dict(curves=curves_figure(pe, dims), heat=heatmap_figure(pe), sim=similarity_figure(pe), rel=rel,
                 note=note)
 

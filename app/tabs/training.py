@@ -22,6 +22,7 @@ from ..figures.training import (
     smoothing_figure,
 )
 from ..i18n import L, texts
+from ..shared import is_shipped
 from ..views import Tab, View
 
 _t = texts("training")  # the tab's words drawn at run time (training.<key>) in the event's language
@@ -30,7 +31,8 @@ _t = texts("training")  # the tab's words drawn at run time (training.<key>) in 
 # ---- callbacks -------------------------------------------------------------------------------------
 
 def replay_length():
-    return len(shipped_log()[1])
+    """The replay's optimizer steps; 1 where the open model ships no training log."""
+    return max(1, len(shipped_log()[1]))
 
 
 @per_language(maxsize=256)
@@ -40,7 +42,10 @@ def _replay(step):
 
 
 def replay_view(step):
-    """The shipped run up to `step`, and its probe sentences then (drawn once per step and language)."""
+    """The run that made the open model up to `step`, and its probe sentences then (drawn once per step and
+    language); where the open model ships no training log (a converted model), a note that says so."""
+    if not shipped_log()[1]:
+        return dict(replay=empty_figure(_t("replay.none")), probes=f"<p>{_t('replay.none_note')}</p>")
     return _replay(clamp(step, 1, replay_length()))
 
 
@@ -98,6 +103,8 @@ def ablation_view():
               bleu0=f"{a.get('val_bleu', float('nan')):.1f}", conf0=f"{a['val_confidence']:.2f}",
               ppl1=f"{b['val_ppl']:.2f}", bleu1=f"{b.get('val_bleu', float('nan')):.1f}",
               conf1=f"{b['val_confidence']:.2f}")
+    if not is_shipped():
+        note += " " + _t("ablation.shipped")
     return dict(ablation=ablation_figure(runs), ablation_note=note)
 
 
@@ -122,7 +129,7 @@ def _replay_panel():
     n_steps = replay_length()
     with gr.Row():
         play = gr.Button(L("ui.training.play"), elem_id="play", scale=0)
-        step = gr.Slider(1, n_steps, value=n_steps, step=1, label=L("ui.training.step"), elem_id="r-step")
+        step = gr.Slider(1, max(2, n_steps), value=n_steps, step=1, label=L("ui.training.step"), elem_id="r-step")
     playing = gr.State(False)
     timer = gr.Timer(0.6, active=False)
     fig = fitted_plot(elem_id="r-fig")

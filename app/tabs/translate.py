@@ -23,11 +23,9 @@ from ..views import Tab, View, by_component
 # ---- callbacks -------------------------------------------------------------------------------------
 
 def export_json(ins):
-    """The Inspection of the last translation as a JSON file to download (core Inspection.to_json: reload it
-    with Inspection.from_json, or read it with any JSON reader)."""
-    if ins is None:
-        return gr.update(value=None, visible=False)
-    return gr.update(value=export_file(ins.to_json(), "translation", ".json"), visible=True)
+    """The Inspection of the last translation as a JSON file, which the export button downloads in one click
+    (core Inspection.to_json: reload it with Inspection.from_json, or read it with any JSON reader)."""
+    return gr.update(value=export_file(ins.to_json(), "translation", ".json"), interactive=True)
 
 
 def token_probs(ins):
@@ -92,7 +90,10 @@ CLEARED = dict(step=gr.update(minimum=1, maximum=2, value=1, interactive=False),
 # English), the step replay when the tab is on screen; all in the page's language
 VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dict(probs="")),
          View("translate/status", (), status_view, outputs=("status",), blank=dict(status="")),
-         View("translate/replay", WHERE, replay_start, outputs=REPLAY, blank=CLEARED)]
+         View("translate/replay", WHERE, replay_start, outputs=REPLAY, blank=CLEARED),
+         # the export button's file, written when the tab shows the translation (its click only downloads it)
+         View("translate/export", WHERE, export_json, outputs=("export",),
+              blank=dict(export=gr.update(value=None, interactive=False)))]
 
 
 def relabel(tab, page, lang, ins, step):
@@ -114,6 +115,18 @@ def input_notice(typed):
     return gr.skip() if problem is None else problem
 
 
+# the sliders each decoding method reads (the length, every method's); the others are out of use under it
+USED_BY = {"greedy": (), "beam": ("beam", "alpha"), "sample": ("temperature", "top_k")}
+METHOD_SLIDERS = ("beam", "alpha", "temperature", "top_k")
+
+
+def sliders_in_use(method):
+    """The beam and sampling sliders for decoding `method`: those it reads in use, the others disabled (their
+    values still sent, and clamped by translate())."""
+    used = USED_BY.get(method, ())
+    return [gr.update(interactive=name in used) for name in METHOD_SLIDERS]
+
+
 # ---- layout and events -----------------------------------------------------------------------------
 
 def _settings(default_alpha):
@@ -121,9 +134,12 @@ def _settings(default_alpha):
     and first value from DECODING_LIMITS."""
     def slider(name, label):
         limit = DECODING_LIMITS[name]
-        return gr.Slider(limit.lo, limit.hi, value=first_value(name, default_alpha), step=limit.step, label=label)
+        used = name not in METHOD_SLIDERS or name in USED_BY[DEFAULT_METHOD]
+        return gr.Slider(limit.lo, limit.hi, value=first_value(name, default_alpha), step=limit.step, label=label,
+                         interactive=used, elem_id=f"set-{name.replace('_', '-')}")
 
-    method = gr.Radio(choices("ui.translate.method", METHODS), value=DEFAULT_METHOD, label=L("ui.translate.decoding"))
+    method = gr.Radio(choices("ui.translate.method", METHODS), value=DEFAULT_METHOD, label=L("ui.translate.decoding"),
+                      elem_id="set-method")
     with gr.Row():
         beam = slider("beam", L("ui.translate.beam"))
         alpha = slider("alpha", L("ui.translate.alpha"))
@@ -131,6 +147,9 @@ def _settings(default_alpha):
         temperature = slider("temperature", L("ui.translate.temperature"))
         top_k = slider("top_k", L("ui.translate.top-k"))
     max_len = slider("max_len", L("ui.translate.max-len"))
+    # a method's change (a click, or a link's settings) puts its own sliders in use and the others out
+    method.change(sliders_in_use, method, [beam, alpha, temperature, top_k], api_visibility="private",
+                  show_progress="hidden")
     return [method, beam, alpha, temperature, top_k, max_len]
 
 
@@ -165,11 +184,9 @@ def _layout(default_alpha):
             # the public API's status line (English), kept out of sight: the page shows its own, in its language
             api_status = gr.Markdown(visible=False)
             probs = gr.HTML(elem_id="token-probs")
-            with gr.Row():
-                export = gr.Button(L("ui.translate.export"), size="sm", elem_id="export-btn")
-                exported = gr.File(label=L("ui.translate.export-file"),
-                                   visible=False, interactive=False, elem_id="export-file")
-    return src, settings, go_btn, out, (status, api_status), probs, (export, exported)
+            # one click downloads the translation's file, which its view writes (gr.DownloadButton)
+            export = gr.DownloadButton(L("ui.translate.export"), size="sm", interactive=False, elem_id="export-btn")
+    return src, settings, go_btn, out, (status, api_status), probs, export
 
 
 RESULT_IN_VIEW_JS = """() => {
@@ -204,7 +221,7 @@ def build(demo, page, state, default_alpha, lang):
     text box; the page load translates through app/links.py), its `form` (the box and the settings, in the order
     translate() takes them) and its `results` (the English and the API's status line), which a link fills in."""
     with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
-        src, settings, go_btn, out, (status, api_status), probs, (export, exported) = _layout(default_alpha)
+        src, settings, go_btn, out, (status, api_status), probs, export = _layout(default_alpha)
         step, buttons, step_views = _step_replay()
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, api_status, state], api_name="translate", show_progress_on=[out],
@@ -215,9 +232,8 @@ def build(demo, page, state, default_alpha, lang):
     # said in the page's language (a translation's status line is, by its view)
     translated.then(in_language(input_notice), None, status, inputs_kwargs=dict(typed=src, lang=lang),
                     api_visibility="private")
-    export.click(export_json, [state], exported, api_visibility="private")
     # the token strip first: a translation's progress shows on it (app/ui.py)
-    outputs = dict(probs=probs, status=status, step=step, **step_views)
+    outputs = dict(probs=probs, status=status, step=step, export=export, **step_views)
     view = Tab(WHERE, VIEWS, {}, outputs, page, lang, state,
                more=dict(translated=translated, form=[src, *settings], results=[out, api_status])).wire(tab)
     _wire_replay(view, step, buttons, lang)

@@ -43,8 +43,9 @@ def source_text(ins):
     """The German sentence as given (or, for an Inspection without it, from its pieces)."""
     if ins.source:
         return ins.source
-    tok = get_translator().tokenizer
-    return tok.decode([tok.piece_to_id(p) for p in ins.src_tokens[1:-1]])
+    tr = get_translator()
+    head = 0 if tr.bos_id is None else 1  # a converted (Marian) model puts nothing before the source
+    return tr.tokenizer.decode([tr.tokenizer.piece_to_id(p) for p in ins.src_tokens[head:-1]])
 
 
 # ---- what-if -------------------------------------------------------------------------------------------
@@ -125,10 +126,14 @@ def tree_file(ins, beam):
     return gr.update(value=export_file(page, "beam-search", ".html"), visible=True)
 
 
+RESULTS = ("swapped", "prefixed", "scored")  # each what-if's own result, under its own controls
+
+
 def positions_view(ins):
-    """The position menu for this translation, and the candidates of its first position."""
+    """The position menu for this translation, the candidates of its first position, and each what-if's result
+    emptied (it read the last sentence)."""
     return dict(position=gr.update(choices=[(f"{i + 1} {t}", i) for i, t in enumerate(ins.out_tokens)], value=0),
-                candidate=candidates_update(ins, 0), result="")
+                candidate=candidates_update(ins, 0), **dict.fromkeys(RESULTS, ""))
 
 
 def candidates_update(ins, position):
@@ -147,9 +152,9 @@ def placeholder(beam):
 # the tree (searched when the tab is shown, per beam size) and the what-if menus of this translation
 WHERE = ("whatif",)
 VIEWS = [View("whatif/tree", WHERE, tree_view, outputs=("tree",), uses=("beam",), blank=placeholder),
-         View("whatif/positions", WHERE, positions_view, outputs=("position", "candidate", "result"),
+         View("whatif/positions", WHERE, positions_view, outputs=("position", "candidate", *RESULTS),
               blank=dict(position=gr.update(choices=[], value=None), candidate=gr.update(choices=[], value=None),
-                         result=""))]
+                         **dict.fromkeys(RESULTS, "")))]
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -169,31 +174,34 @@ def _layout():
         position = gr.Dropdown(choices=[], label=L("ui.whatif.position"), elem_id="whatif-position")
         candidate = gr.Dropdown(choices=[], label=L("ui.whatif.candidate"), elem_id="whatif-candidate")
         swap = gr.Button(L("ui.whatif.swap"), elem_id="whatif-swap")
+    swapped = gr.HTML(elem_id="whatif-swapped")
     with gr.Row():
         prefix = gr.Textbox(label=L("ui.whatif.prefix"), placeholder=L("ui.whatif.prefix-example"), max_lines=1,
                              elem_id="whatif-prefix")
         go_prefix = gr.Button(L("ui.whatif.go-prefix"), elem_id="whatif-go-prefix")
+    prefixed = gr.HTML(elem_id="whatif-prefixed")
     with gr.Row():
         mine = gr.Textbox(label=L("ui.whatif.mine"), max_lines=2, elem_id="whatif-mine")
         go_mine = gr.Button(L("ui.whatif.go-mine"), elem_id="whatif-go-mine")
-    result = gr.HTML(elem_id="whatif-result")
+    scored = gr.HTML(elem_id="whatif-scored")
     parts = dict(save_tree=save_tree, tree_html=tree_html, swap=swap, prefix=prefix, go_prefix=go_prefix, mine=mine,
                  go_mine=go_mine)
-    return dict(beam=beam), dict(tree=tree, position=position, candidate=candidate, result=result), parts
+    return dict(beam=beam), dict(tree=tree, position=position, candidate=candidate, swapped=swapped,
+                                 prefixed=prefixed, scored=scored), parts
 
 
 def _wire_whatifs(tab, p, lang):
-    """The tree's download and the three what-ifs: each runs the model once, in the page's language."""
+    """The tree's download and the three what-ifs: each runs the model once, in the page's language, and writes
+    its own result (one what-if leaves the others' results as they are)."""
     o, state, model = tab.outputs, tab.state, dict(api_visibility="private", concurrency_id="model")
     p["save_tree"].click(in_language(tree_file), None, p["tree_html"],
                          inputs_kwargs=dict(ins=state, beam=tab.controls["beam"], lang=lang), **model)
     o["position"].input(candidates_update, [state, o["position"]], o["candidate"], api_visibility="private")
-    o_result = o["result"]
-    p["swap"].click(in_language(swap_word), None, o_result,
+    p["swap"].click(in_language(swap_word), None, o["swapped"],
                     inputs_kwargs=dict(ins=state, position=o["position"], candidate=o["candidate"], lang=lang), **model)
-    gr.on([p["go_prefix"].click, p["prefix"].submit], in_language(force_prefix), None, o_result,
+    gr.on([p["go_prefix"].click, p["prefix"].submit], in_language(force_prefix), None, o["prefixed"],
           inputs_kwargs=dict(ins=state, prefix=p["prefix"], lang=lang), **model)
-    gr.on([p["go_mine"].click, p["mine"].submit], in_language(score_mine), None, o_result,
+    gr.on([p["go_mine"].click, p["mine"].submit], in_language(score_mine), None, o["scored"],
           inputs_kwargs=dict(ins=state, english=p["mine"], lang=lang), **model)
 
 

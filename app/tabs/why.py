@@ -38,7 +38,7 @@ def attribution(ins, position):
         tr = get_translator()
         src, tgt = ([tr.tokenizer.piece_to_id(p) for p in tokens] for tokens in (ins.src_tokens, ins.tgt_tokens))
         with MODEL_LOCK:  # the model's modules are shared: one caller at a time
-            return attribute(tr.model, src, tgt, position)
+            return attribute(tr.model, src, tgt, position, eos=tr.eos_id, unk=tr.unk_id)
     return _KEPT.get(ins, position, compute)
 
 

@@ -93,8 +93,10 @@ def search(translator, text, beam=4, alpha=None, max_len=None):
     src = torch.tensor([src_ids], device=translator.device)
     tree = SearchTree()
     tree.nodes[0].token = translator.start_id
-    beam_search(translator.decoding_model(beam), src, translator.source_mask(src),
-                max_len or translator.default_max_len(src.size(1)), beam=beam,
+    max_len = max_len or translator.default_max_len(src.size(1))
+    if translator.max_out_tokens is not None:  # no further than the model's positions reach, as translate does
+        max_len = min(max_len, int(translator.max_out_tokens))
+    beam_search(translator.decoding_model(beam), src, translator.source_mask(src), max_len, beam=beam,
                 alpha=translator.alpha if alpha is None else alpha, tree=tree, bos=translator.start_id,
                 eos=translator.eos_id, rules=translator.rules)
     return tree

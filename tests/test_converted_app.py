@@ -1,0 +1,129 @@
+"""The app on a converted model (issue 40): a tiny Marian model (seeded random weights, tokenizers trained here, no
+download) converted by core.convert and opened as EXPLORER_MODEL_DIR. Every tab's views draw for it in both
+languages; the page names it; the views that describe the shipped model's run say so or step aside, and none shows
+the shipped run's figures as the open model's; the Masks tab and the search tree use the open model's ids."""
+import sys
+import warnings
+
+import pytest
+
+from app.i18n import speaking, text
+from core.convert import convert
+from core.convert.random_opus import made_up_pairs, write_marian
+
+pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers)")
+pytestmark = pytest.mark.slow  # a Marian model is built, saved, given trained tokenizers and converted: seconds
+
+SMALL = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+             encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64, scale_embedding=True,
+             activation_function="swish")
+NAME = "tiny*marian_[x]"  # a directory name with Markdown in it: the page shows it as typed
+SENTENCE = "Ein Mann läuft auf der Straße."
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("converted-app")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source = write_marian(root / "hf", SMALL, dict(num_beams=4, max_length=64), made_up_pairs(300, seed=3), 150,
+                              seed=3, scale=3.0)
+        convert(source, root / NAME)
+    return root / NAME
+
+
+def clear_app_caches():
+    """Forget every model, log, atlas and figure the app's modules keep (functools caches): they are the open
+    model's, and another is opened."""
+    for name, module in list(sys.modules.items()):
+        if name == "app" or name.startswith("app."):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
+@pytest.fixture
+def on_converted(converted, monkeypatch):
+    import app.ui  # noqa: F401 (every tab's module imported, so that its caches are cleared)
+    monkeypatch.setenv("EXPLORER_MODEL_DIR", str(converted))
+    clear_app_caches()
+    yield converted
+    monkeypatch.undo()
+    clear_app_caches()
+
+
+def drawn_words(demo, ins, lang):
+    """{tab: all the text its views draw for `ins` in `lang`, joined}."""
+    from tools.i18n_report import value_strings, view_values
+    return {tab.where[0]: "\n".join(s for _, v in view_values(tab, ins, lang) for s in value_strings(v))
+            for tab in demo.tab_views}
+
+
+def test_every_tab_draws_for_a_converted_model_and_says_what_it_lacks(on_converted):
+    from app.shared import get_translator
+    from app.translating import translate
+    from app.ui import build_demo
+    from tools.i18n_report import value_strings
+
+    tr = get_translator()
+    assert tr.config["norm"] == "post" and tr.bos_id is None and tr.start_id == tr.pad_id  # Marian's choices
+    demo = build_demo()
+    assert not any(t.where == ("timelapse",) for t in demo.tab_views)  # no snapshots beside it: no tab
+    ins = translate(SENTENCE, "beam")[2]
+    for lang in ("en", "zh-CN"):
+        words = drawn_words(demo, ins, lang)  # no view raises
+        with speaking(lang):
+            assert text("training.replay.none_note") in words["training"]
+            assert text("training.ablation.shipped") in words["training"]
+            assert text("learn.shipped_run") in words["learn"]
+            assert value_strings(text("heads.atlas.converted", file="<code>heads.json</code>",
+                                      command="<code>python -m core.analysis.heads</code>"))[0] in words["heads"]
+        # the shipped run's probes and measures are nowhere: no probe table, no atlas grid
+        assert "heads-grid" not in words["heads"]
+    shipped_probe_title = text("en", "training.probes.title", epoch=1)
+    assert shipped_probe_title not in drawn_words(demo, ins, "en")["training"]
+
+
+def test_the_page_names_the_open_model_escaped(on_converted):
+    from app.shared import get_translator, model_dir, model_line
+    key, values = model_line(get_translator().config, model_dir())
+    assert key == "ui.model.converted"
+    line = text("en", key, **values)
+    assert r"tiny\*marian\_\[x\]" in line and "2+2 layers, 4 heads, d_model 32" in line
+    assert "converted from transformers" in line
+    assert text("zh-CN", key, **values).count(r"tiny\*marian\_\[x\]") == 1
+
+
+def test_engineering_describes_the_converted_model_and_leaves_the_shipped_runs_figures_out(on_converted):
+    from app.tabs import engineering
+    keys = [key for key, _ in engineering.sections()]
+    assert keys[0] == "ui.engineering.model-converted" and "ui.engineering.none" in keys
+    assert not any(k.startswith(("ui.engineering.training", "ui.engineering.quality", "ui.engineering.speed"))
+                   for k in keys)
+
+
+def test_the_masks_batch_uses_the_open_models_ids(on_converted):
+    from app.figures.masks import make_batch
+    from app.shared import get_translator
+    tr = get_translator()
+    batch, examples = make_batch(tr.tokenizer, [("Ein Hund.", "A dog."), (SENTENCE, "A man runs on the street.")],
+                                 model=tr)
+    for src, tgt in examples:
+        assert src[-1] == tr.eos_id and src[0] != tr.pad_id  # no <s> before a Marian source
+        assert tgt[0] == tr.start_id == tr.pad_id and tgt[-1] == tr.eos_id
+    assert batch.pad == tr.pad_id
+    assert batch.tgt_keep[:, 0].all()  # the decoder's start is <pad> itself, a position the mask keeps
+    assert batch.tgt_mask[:, :, 0].all()
+    short = min(range(2), key=lambda i: len(examples[i][1]))
+    n = len(examples[short][1])  # the shorter pair's pieces, its </s> too, are decoder inputs; the rest is padding
+    assert not batch.tgt_keep[short, n:].any() and batch.tgt_keep[short, :n].all()
+
+
+def test_the_search_tree_stops_where_the_models_positions_end(on_converted):
+    from app.shared import get_translator
+    from core.analysis import searchtree
+    tr = get_translator()
+    tree = searchtree.search(tr, SENTENCE, beam=4, max_len=100)  # the app's longest setting, past 64 positions
+    assert tree.returned is not None  # (it ran out of positions before the fix)
+    ours = tr.translate_ids([SENTENCE], method="beam", beam=4, max_len=100)[0]
+    assert tr.tokenizer.decode(tree.path(tree.returned.id)) == tr.tokenizer.decode(ours)  # translate's cap too
