@@ -171,7 +171,7 @@ PLOTLY_LAZY_JS = """const drawWhenNear = (plotly) => {
       const el = typeof gd === 'string' ? document.getElementById(gd) : gd;
       if (!(el instanceof HTMLElement) || near(el)) {
         if (el?.__waiting) done(el);
-        return react.apply(this, arguments);
+        return react.call(this, gd, ...args);
       }
       el.__waiting = args;
       if (!el._fullLayout) {  // never drawn: it holds the figure's height (a drawn one keeps its drawing meanwhile)
@@ -189,7 +189,8 @@ PLOTLY_LAZY_JS = """const drawWhenNear = (plotly) => {
 # plot has its width before it is drawn or waits. A figure whose layout asks for a phone width (`meta.phone_width`,
 # app/common.py phone_width: a long sentence's heatmap) is given that width as its plot's least width on a screen of
 # 640 px or less, and its block the class `wide-sentence`, which scrolls sideways with a line above that says so
-# (app/style.py); another figure in the same place, or a wider screen, takes both back.
+# (app/style.py); another figure in the same place, or a wider screen, takes both back. A figure with
+# `meta.phone_hover` false (its text says what its hover would) shows no hover label on such a screen.
 PHONE_WIDTH_JS = """const phoneWidth = (plotly) => {
     const react = plotly.react;
     plotly.react = function (gd, ...args) {
@@ -201,8 +202,11 @@ PHONE_WIDTH_JS = """const phoneWidth = (plotly) => {
         const wide = typeof want === 'number' && phone && want > base;
         if (wide) el.style.minWidth = `${want}px`;
         el.closest('.block')?.classList.toggle('wide-sentence', wide);
+        // a figure that writes what its hover says (meta.phone_hover false): no hover label on a phone
+        if (phone && args[1]?.meta?.phone_hover === false && Array.isArray(args[0]))
+          args[0] = args[0].map((t) => ({...t, hoverinfo: 'none'}));
       }
-      return react.apply(this, arguments);
+      return react.call(this, gd, ...args);
     };
   };"""
 

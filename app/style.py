@@ -87,7 +87,7 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
 # figures of panels side by side: on a phone drawn 640 px wide, as on a desktop, in a block that a finger scrolls
 # sideways (at 390 px their tick labels and panel titles would run into each other), with a line above that says so
 WIDE_FIGURES = ("overview-grid", "why-target", "in-ln-params", "in-scale", "in-sweep", "in-residual", "in-ffn",
-                "m-masks", "m-scores", "pe-rel", "pe-scale", "r-fig", "n-fig", "t-ablation", "lab-curve", "whatif-tree",
+                "m-masks", "m-scores", "pe-rel", "pe-scale", "r-fig", "t-ablation", "lab-curve", "whatif-tree",
                 "m-batching")
 
 

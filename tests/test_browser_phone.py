@@ -141,6 +141,23 @@ def test_a_wide_figure_says_it_scrolls_sideways_in_the_pages_language(app, brows
         context.close()
 
 
+def test_the_treemap_writes_its_counts_and_shows_no_hover_label_on_a_phone(app, browser):  # noqa: F811
+    """The Inside tab's treemap writes each module's count and share in its rectangle; a phone, where a tap zooms,
+    shows no hover label over those words, and a desktop keeps its hover."""
+    for device, lang, hover in ((PHONE, "zh-CN", "none"), (DESKTOP, "en", "text")):
+        context, page = open_page(app, browser, device, "?lang=" + lang)
+        try:
+            page.locator("[role=tab][data-tab-id=inside]").click()
+            wait_until(page, "plot('in-treemap') && settled('in-treemap')", what="the treemap")
+            drawn = page.evaluate("""() => { const g = document.querySelector('#in-treemap .js-plotly-plot');
+              return [g.data[0].hoverinfo, [...g.querySelectorAll('.slicetext')].map(t => t.textContent)]; }""")
+            assert drawn[0] == hover, (lang, drawn[0])
+            assert any("%" in t and any(c.isdigit() for c in t) for t in drawn[1]), drawn[1]
+            assert page.errors == [], page.errors
+        finally:
+            context.close()
+
+
 # a sentence of 40 pieces and more on each side: its heatmaps hold a column per piece
 LONG = ("Eine junge Frau mit einem roten Regenschirm und ein älterer Mann mit einer blauen Mütze gehen langsam über "
         "die nasse Brücke, während hinter ihnen zwei kleine Hunde im Regen mit einem gelben Ball spielen und laut "

@@ -78,10 +78,14 @@ def treemap_figure(nodes, total):
     count = say("treemap.hover")  # formatted per module below
     hover = [f"{label(n.name or root)}<br>{n.cls}<br>"
              + label(count.format(count=f"{n.params:,}", share=f"{n.params / total:.1%}")) for n in nodes]
+    # each rectangle writes its count and share, so that a phone needs no hover: a tap there zooms, and a hover
+    # label would cover the labels it is about (meta.phone_hover, app/gradio_adapter.py PHONE_WIDTH_JS)
     fig = go.Figure(go.Treemap(ids=ids, parents=parents, labels=labels, values=[n.params for n in nodes],
-                               branchvalues="total", hovertext=hover, hoverinfo="text", maxdepth=3))
+                               branchvalues="total", hovertext=hover, hoverinfo="text", maxdepth=3,
+                               textinfo="label+value+percent root"))
     fig.update_layout(title=f"{label(say('treemap.title'))}<br><sup>{label(say('treemap.hint'))}</sup>",
-                      height=520, margin=dict(l=10, r=10, t=50, b=10))
+                      height=520, margin=dict(l=10, r=10, t=50, b=10), meta=dict(phone_hover=False),
+                      separators=".,")
     return fig
 
 

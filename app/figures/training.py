@@ -206,8 +206,11 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training"
         fig.add_trace(go.Scatter(x=run_x, y=run_lr, mode="lines",
                                  name=_t("noam.shipped", d=args["d_model"], warmup=args["warmup"],
                                          factor=f"{args['factor']:g}"), line=dict(width=3, color="#2e9c57"), **hover))
+    # the legend under the plot, its long names in as many rows as they need: beside it, it took half a phone's
+    # width and still cut them
     fig.update_layout(title=wrap_title(_t("noam.title")), xaxis_title=w("noam.step"), yaxis_title=w("noam.rate"),
-                      yaxis_showticklabels=scale, height=400, margin=dict(l=10, r=10, t=50, b=10))
+                      yaxis_showticklabels=scale, height=480, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", x=0, y=-0.18, yanchor="top"))
     return fig
 
 
