@@ -499,7 +499,7 @@ def draw_noam(c, warmup):
     # the Training tab's figure in the step's words; how high the rate climbs is the question: the curves'
     # shapes show, their scale waits for Check
     fig = noam_figure(d, factor, warmup, words="learn", scale=c.revealed, model=(d, factor, trained),
-                      examples=LEARN_EXAMPLES, steps=12000)
+                      examples=LEARN_EXAMPLES, steps=12000, legend_columns=None)  # _compact wraps
     peak = rate(warmup, d, factor, warmup)
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 

@@ -174,14 +174,22 @@ def probes_html(epochs, step, probes_de):
             f'<table class="probes"><tr><th>{german}</th><th>{output}</th></tr>{rows}</table>')
 
 
+LEGEND_COLUMNS = 40  # a legend name's line at 12 px beside its swatch within a phone's 350 px (wrap_title's columns)
+
+
 def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training", scale=True, model=None,
-                examples=ANNOTATED_CONFIGS):
+                examples=ANNOTATED_CONFIGS, legend_columns=LEGEND_COLUMNS):
     """The user's schedule, the Annotated Transformer's example schedules (`examples`: d_model, factor, warmup),
     the shipped run (`run`: its arguments and steps, the rate it logged) and the shipped model's schedule computed
     from its arguments (`model`: d_model, factor, warmup). `words`: the table of its curve's and axes' words
     (training, or learn); without `scale`, the curves' shapes show but not their heights (no rate on the axis or
-    in a hover)."""
+    in a hover). `legend_columns`: the width its long legend names are wrapped to (None: left whole, for a
+    caller that wraps them itself)."""
     w = texts(words)
+
+    def wrap(name):
+        return wrap_title(name, legend_columns) if legend_columns else name
+
     peaks = {wu for _, _, wu in examples} | {warmup} | ({model[2]} if model else set())
     xs = sorted(set(compact(range(1, steps + 1, 50))) | {p for p in peaks if p <= steps})  # every peak drawn at its step
     hover = {} if scale else dict(hovertemplate="%{x}<extra>%{fullData.name}</extra>")
@@ -193,19 +201,20 @@ def noam_figure(d_model, factor, warmup, run=None, steps=20000, words="training"
     if model:
         md, mf, mw = model
         fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, md, mf, mw) for s in xs]), mode="lines",
-                                 name=w("noam.model", d=md, warmup=mw, factor=f"{mf:g}"),
+                                 name=wrap(w("noam.model", d=md, warmup=mw, factor=f"{mf:g}")),
                                  line=dict(width=5, color="#2e9c57"), **hover))
     # the user's curve over the model's (dashed where the model's is drawn: where they are one, both show)
     fig.add_trace(go.Scatter(x=xs, y=compact([rate(s, d_model, factor, warmup) for s in xs]), mode="lines",
-                             name=w("noam.yours", d=d_model, warmup=warmup, factor=f"{factor:g}"),
+                             name=wrap(w("noam.yours", d=d_model, warmup=warmup, factor=f"{factor:g}")),
                              line=dict(width=2.5 if model else 3, color="#e4572e", dash="dash" if model else None),
                              **hover))
     if run:
         args, run_steps = run
         run_x, run_lr = thin([r["step"] for r in run_steps], [r["lr"] for r in run_steps])
         fig.add_trace(go.Scatter(x=run_x, y=run_lr, mode="lines",
-                                 name=_t("noam.shipped", d=args["d_model"], warmup=args["warmup"],
-                                         factor=f"{args['factor']:g}"), line=dict(width=3, color="#2e9c57"), **hover))
+                                 name=wrap(_t("noam.shipped", d=args["d_model"], warmup=args["warmup"],
+                                              factor=f"{args['factor']:g}")),
+                                 line=dict(width=3, color="#2e9c57"), **hover))
     # the legend under the plot, its long names in as many rows as they need: beside it, it took half a phone's
     # width and still cut them
     fig.update_layout(title=wrap_title(_t("noam.title")), xaxis_title=w("noam.step"), yaxis_title=w("noam.rate"),
