@@ -16,10 +16,12 @@ import warnings
 import pytest
 import torch
 
+from core.analysis.heads import Frame, compute_atlas
 from core.convert import ConvertError, convert
 from core.convert.__main__ import main
 from core.convert.random_opus import made_up_pairs, write_marian
 from core.translate import Translator
+from tests.test_heads import zeroed
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers)")
 pytestmark = pytest.mark.slow  # each model is built, saved, trained a tokenizer for and converted: seconds
@@ -127,6 +129,44 @@ def test_the_lengths_cover_early_ends_and_the_limit(pair):
         assert any(0 < n < LIMIT - 1 for n in ends) and LIMIT - 1 in ends
     else:
         assert ends == {LIMIT - 1}  # every output cut at the limit, with the </s> forced there
+
+
+def test_the_head_atlas_of_a_converted_model_measures_its_own_loss_and_outputs(pair):
+    """core.analysis.heads on a converted model, in its own frame (no <s>, the decoder started by <pad>, </s>
+    forced at the limit): the baseline loss is transformers' teacher-forced loss of the same pairs; each head's
+    change in loss and in greedy BLEU is that of a Translator over a copy of the model with the head's W^O columns
+    zeroed (no hook, no mask)."""
+    from sacrebleu.metrics import BLEU
+
+    hf, tok, tr = pair
+    sources = SENTENCES[:12]
+    # references: the model's own outputs, cut short, so that BLEU moves when a head's loss changes what it says
+    refs = [tr.tokenizer.decode(tr.translate_ids([s])[0][:8]) or "Ein" for s in sources]
+    atlas = compute_atlas(tr.model, tr.tokenizer, list(zip(sources, refs)), max_tokens=120, frame=Frame.of(tr.config))
+
+    batch = tok(sources, text_target=refs, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        logp = hf(**batch).logits.float().log_softmax(-1)
+    labels = batch["labels"]
+    real = labels != hf.config.pad_token_id
+    theirs = -logp.gather(2, labels.unsqueeze(-1))[..., 0][real].sum().item() / real.sum().item()
+    assert atlas["baseline"]["loss"] == pytest.approx(theirs, abs=1e-4)
+
+    def measured(model):
+        t = Translator(model, tr.tokenizer, tr.config, half_rows=0)
+        scores = t.score_ids(sources, refs)
+        loss = -sum(sum(row) for row in scores) / sum(len(row) for row in scores)
+        # one sentence at a time: its length limit its own, as the atlas sets it (a batch's is its longest source's)
+        return loss, BLEU().corpus_score([t.translate(s) for s in sources], [refs]).score
+
+    base_loss, base_bleu = measured(tr.model)
+    assert atlas["baseline"]["bleu"] == pytest.approx(base_bleu, abs=0.01)
+    for kind, layer, head in [("encoder", 1, 2), ("decoder", 0, 1), ("cross", 1, 3), ("cross", 0, 0)]:
+        loss, bleu = measured(zeroed(tr.model, [(kind, layer, head)]))
+        assert atlas["heads"][kind]["delta_loss"][layer][head] == pytest.approx(loss - base_loss, abs=2e-4)
+        assert atlas["heads"][kind]["delta_bleu"][layer][head] == pytest.approx(bleu - base_bleu, abs=0.01)
+    moved = [v for k in ("encoder", "decoder", "cross") for row in atlas["heads"][k]["delta_bleu"] for v in row if v]
+    assert len(moved) >= 3  # switching heads off did change what the model says
 
 
 # ---- bad input -------------------------------------------------------------------------------------------

@@ -24,16 +24,19 @@ import argparse
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from sacrebleu.metrics import BLEU
 
-from ..checkpoint import load_pretrained, read_tokenizer
+from ..checkpoint import load_pretrained, load_tokenizer
 from ..data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to
 from ..decode import IncrementalDecoder, _strip, default_max_len
 from ..instrument import KINDS, attention_name, model_shape, run_with_cache, switched_off
+from ..model import subsequent_mask
+from ..translate import decoding_rules, special_ids
 from ..words import listing, said, say
 
 SELF_MEASURES = ("entropy", "distance", "same", "previous", "next", "first", "eos", "stop")
@@ -45,6 +48,65 @@ MEASURES = {"entropy": "nats", "distance": "positions", "same": "share", "previo
             "agreement": "share", "delta_loss": "nats per token", "delta_bleu": "BLEU"}
 EPS = 1e-12
 BLEU_CHUNK = 256  # sentences per stage of the BLEU part
+
+
+@dataclass(frozen=True)
+class Frame:
+    """How a model frames its sentences: its special ids (core/translate.py special_ids; the shipped model's
+    <pad> 0, <unk> 1, <s> 2, </s> 3 by default), the ids its decoding never produces, and its length limits. A
+    model converted from Marian puts no <s> before a source (`bos` None) and starts the decoder with its <pad>
+    (`start`), so a target's padding is told by its length, never by its ids."""
+    pad: int = PAD
+    unk: int = UNK
+    eos: int = EOS
+    bos: int | None = BOS
+    start: int = BOS
+    forbidden: tuple = ()
+    eos_at_limit: bool = False  # the last step allowed gives </s> (core/decode.py Rules)
+    max_src_tokens: int = 128
+    max_out_tokens: int | None = None
+
+    @classmethod
+    def of(cls, config):
+        ids = special_ids(config)
+        rules = decoding_rules(config)
+        return cls(pad=ids["pad"], unk=ids["unk"], eos=ids["eos"], bos=ids["bos"], start=ids["start"],
+                   forbidden=tuple(rules.forbidden), eos_at_limit=rules.eos_at_limit,
+                   max_src_tokens=int(config.get("max_src_tokens", 128)), max_out_tokens=config.get("max_out_tokens"))
+
+    def max_len(self, src_len):
+        """The longest output decoding allows for a source of `src_len` ids (as core.translate.Translator)."""
+        n = default_max_len(src_len, self.max_src_tokens)
+        return n if self.max_out_tokens is None else min(n, int(self.max_out_tokens))
+
+
+SHIPPED = Frame()
+
+
+def encode_examples(tokenizer, pairs, frame=SHIPPED, max_len=128):
+    """(source ids, target ids) of each (German, English) pair as the model reads them: the source framed as
+    Translator.encode_source frames it (<s> ... </s>, or ... </s>), the target as <start> ... </s>; each side cut
+    to `max_len` ids."""
+    if frame == SHIPPED:
+        return encode_pairs(tokenizer, pairs, max_len=max_len)
+    encode_target = getattr(tokenizer, "encode_target", tokenizer.encode)
+    head = [] if frame.bos is None else [frame.bos]
+    out = []
+    for de, en in pairs:
+        s, t = tokenizer.encode(de.strip()), encode_target(en.strip())
+        out.append((head + s[:max_len - 1 - len(head)] + [frame.eos], [frame.start] + t[:max_len - 2] + [frame.eos]))
+    return out
+
+
+def teacher_batch(examples, idx, frame=SHIPPED):
+    """A Batch of the examples `idx` fed teacher-forced, its target mask built from each target's length (a
+    decoder's start may be its padding id, as Marian's is)."""
+    tgts = [examples[i][1] for i in idx]
+    b = Batch(pad_to([examples[i][0] for i in idx], frame.pad), pad_to(tgts, frame.pad), frame.pad)
+    if frame.start == frame.pad:
+        real = pad_to([[1] * (len(t) - 1) for t in tgts], 0).bool()  # (B, T): positions that are not padding
+        b.tgt_mask = real.unsqueeze(-2) & subsequent_mask(b.tgt.size(1))
+    return b
 
 
 # ---- attention statistics -----------------------------------------------------------------------------
@@ -119,16 +181,16 @@ def stop_positions(seqs, lengths, stop_ids, offset):
 
 
 @torch.inference_mode()
-def attention_statistics(model, examples, batches, stop_ids):
+def attention_statistics(model, examples, batches, stop_ids, frame=SHIPPED):
     """{kind: {measure: (L, H) mean}} over the examples fed teacher-forced to the model, in `batches`."""
     sums, counts = {}, {}
     for idx in batches:
-        b = Batch(pad_to([examples[i][0] for i in idx]), pad_to([examples[i][1] for i in idx]))
+        b = teacher_batch(examples, idx, frame)
         _, cache = run_with_cache(model, b.src, b.tgt, b.src_mask, b.tgt_mask, names=["*:weights"], output=False)
         maps = {kind: cache.stacked(attention_name(kind), "weights") for kind in KINDS}
         # the decoder's input proper: <s> y_1 ... y_n, one position per target token (not the </s> that
         # a shorter row of the batch keeps in place of padding)
-        s_len, t_len = (b.src != PAD).sum(1), (b.tgt_y != PAD).sum(1)
+        s_len, t_len = (b.src != frame.pad).sum(1), (b.tgt_y != frame.pad).sum(1)
         s_stop, t_stop = stop_positions(b.src, s_len, stop_ids, 1), stop_positions(b.tgt, t_len, stop_ids, 0)
         for kind, (q, k, stop) in {"encoder": (s_len, s_len, s_stop), "decoder": (t_len, t_len, t_stop),
                                    "cross": (t_len, s_len, s_stop)}.items():
@@ -245,13 +307,13 @@ def _valid_logits(model, h, y, keep, rows=2048):
 # ---- importance: loss -----------------------------------------------------------------------------------
 
 @torch.inference_mode()
-def variant_nll(model, batch, variants, max_rows_tokens=8192):
+def variant_nll(model, batch, variants, max_rows_tokens=8192, pad=PAD):
     """Summed negative log-likelihood of the batch's targets under each variant (a list of keep dicts): the
     cross-entropy of the output projection's log-softmax at each target position that is not padding."""
     B, T = batch.tgt.shape
     out = [0.0] * len(variants)
     y = batch.tgt_y
-    valid = y != PAD
+    valid = y != pad
     for ks, h in variant_states(model, batch.src, batch.src_mask, batch.tgt, batch.tgt_mask, variants,
                                 max_rows_tokens):
         h = h.view(len(ks), B, T, -1)
@@ -273,12 +335,12 @@ def target_batches(examples, max_tokens):
     return batches + [cur] * bool(cur)
 
 
-def variant_losses(model, examples, batches, variants):
+def variant_losses(model, examples, batches, variants, frame=SHIPPED):
     """Validation loss (nats per target token) of each variant."""
     total, tokens = [0.0] * len(variants), 0
     for idx in batches:
-        b = Batch(pad_to([examples[i][0] for i in idx]), pad_to([examples[i][1] for i in idx]))
-        for k, v in enumerate(variant_nll(model, b, variants)):
+        b = teacher_batch(examples, idx, frame)
+        for k, v in enumerate(variant_nll(model, b, variants, pad=frame.pad)):
             total[k] += v
         tokens += b.ntokens
     return [t / tokens for t in total]
@@ -287,42 +349,49 @@ def variant_losses(model, examples, batches, variants):
 # ---- importance: greedy BLEU ----------------------------------------------------------------------------
 
 @torch.inference_mode()
-def greedy_rows(model, memory, src_mask, max_len, copies=1, keep=None):
+def greedy_rows(model, memory, src_mask, max_len, copies=1, keep=None, frame=SHIPPED):
     """Greedy decoding of every row with the cached decoder, each row dropped from the batch once it has
     produced </s> or `max_len` tokens (an int, or one per row); returns id lists without <s> and </s> (what
     greedy_decode returns). `copies`: the memory's rows stand for that many batches of rows (IncrementalDecoder);
-    `keep`: heads switched off in the decoder, per row."""
+    `keep`: heads switched off in the decoder, per row; `frame`: the start and end ids, and its decoding's rules
+    (ids never produced, </s> at the limit)."""
     R = memory.size(0) * copies
     limit = torch.as_tensor(max_len).expand(R)
     steps = int(limit.max())
     dec = IncrementalDecoder(model, memory, src_mask, steps, copies, keep=keep)
-    out = torch.full((R, steps), EOS, dtype=torch.long)
+    out = torch.full((R, steps), frame.eos, dtype=torch.long)
     live = torch.arange(R)
-    tok = torch.full((R,), BOS, dtype=torch.long)
+    tok = torch.full((R,), frame.start, dtype=torch.long)
+    never = torch.tensor(frame.forbidden, dtype=torch.long)
     for t in range(steps):
-        tok = model.generator.proj(dec.step(tok)).float().argmax(dim=-1)
+        logits = model.generator.proj(dec.step(tok)).float()
+        if frame.forbidden:
+            logits = logits.index_fill(1, never, float("-inf"))
+        tok = logits.argmax(dim=-1)
+        if frame.eos_at_limit:
+            tok = torch.where(limit[live] == t + 1, frame.eos, tok)
         out[live, t] = tok
-        going = (tok != EOS) & (limit[live] > t + 1)
+        going = (tok != frame.eos) & (limit[live] > t + 1)
         if not bool(going.all()):
             keep = going.nonzero()[:, 0]
             if keep.numel() == 0:
                 break
             dec.reorder(keep)
             live, tok = live[keep], tok[keep]
-    return [_strip(r) for r in out.tolist()]
+    return [_strip(r, frame.eos) for r in out.tolist()]
 
 
 @torch.inference_mode()
-def variant_translations(model, examples, batches, variants, max_rows=1536):
+def variant_translations(model, examples, batches, variants, max_rows=1536, frame=SHIPPED):
     """Greedy output ids of every example under each variant: a list (per variant) of lists (per example)."""
     L, H = model_shape(model)
     out = [[None] * len(examples) for _ in variants]
     for idx in batches:
-        src = pad_to([examples[i][0] for i in idx])
-        src_mask = (src != PAD).unsqueeze(-2)
+        src = pad_to([examples[i][0] for i in idx], frame.pad)
+        src_mask = (src != frame.pad).unsqueeze(-2)
         memory = None if all("encoder" in v for v in variants) else model.encode(src, src_mask)
         # each sentence's own limit, as Translator sets it for the sentence alone: batching changes nothing
-        limits = torch.tensor([default_max_len(len(examples[i][0])) for i in idx])
+        limits = torch.tensor([frame.max_len(len(examples[i][0])) for i in idx])
         B, chunk = len(idx), max(1, max_rows // len(idx))
         for a in range(0, len(variants), chunk):
             vs = variants[a:a + chunk]
@@ -330,19 +399,19 @@ def variant_translations(model, examples, batches, variants, max_rows=1536):
             mem, mask = (memory, src_mask) if shared else (_encode_rows(model, src, src_mask, vs),
                                                            _repeat(src_mask, len(vs)))
             ids = greedy_rows(model, mem, mask, _repeat(limits, len(vs)), len(vs) if shared else 1,
-                              keep=row_masks(vs, B, L, H))
+                              keep=row_masks(vs, B, L, H), frame=frame)
             for k in range(len(vs)):
                 for r, i in enumerate(idx):
                     out[a + k][i] = ids[k * B + r]
     return out
 
 
-def variant_bleu_stats(model, tokenizer, examples, refs, batches, variants):
+def variant_bleu_stats(model, tokenizer, examples, refs, batches, variants, frame=SHIPPED):
     """Each variant's greedy BLEU statistics against the references: [n-gram matches (4), n-gram totals (4),
     output length, reference length], which add up over sentences (`bleu_score` turns them into BLEU)."""
     bleu = BLEU()
     out = []
-    for hyps in variant_translations(model, examples, batches, variants):
+    for hyps in variant_translations(model, examples, batches, variants, frame=frame):
         idx = [i for i, h in enumerate(hyps) if h is not None]
         s = bleu.corpus_score([tokenizer.decode(hyps[i]) for i in idx], [[refs[i] for i in idx]])
         out.append([*s.counts, *s.totals, s.sys_len, s.ref_len])
@@ -360,8 +429,9 @@ class Stages:
     """Finished stages kept in a JSON file, keyed by what they were computed from: a rerun skips them. Two
     processes may share the file (`only` splits the work between them): each write merges what is there."""
 
-    def __init__(self, path, key, only=None):
+    def __init__(self, path, key, only=None, progress=None, total=None):
         self.path, self.key, self.only = Path(path) if path else None, key, only
+        self.progress, self.total, self.passed = progress, total, 0  # `progress(passed, total)` after each stage
         self.done = {}
         self._merge()
 
@@ -388,6 +458,9 @@ class Stages:
                 tmp.write_text(json.dumps({"key": self.key, "stages": self.done}), encoding="utf-8")
                 tmp.replace(self.path)
             print(f"{time.strftime('%X')} {name}: {self.done[name]['seconds']:.1f} s", flush=True)
+        self.passed += 1
+        if self.progress is not None:
+            self.progress(self.passed, self.total)
         return self.done[name]["value"]
 
     def seconds(self):
@@ -398,7 +471,7 @@ def _nested(t, digits=4):
     return [[round(float(x), digits) for x in row] for row in t]
 
 
-def _importance(stages, model, tokenizer, examples, refs, batches, layers, heads):
+def _importance(stages, model, tokenizer, examples, refs, batches, layers, heads, frame=SHIPPED):
     """Base and single-head-off loss and BLEU, and the per-layer variants: {name: (loss, bleu)}. The losses
     come first, a stage per layer of each kind; then BLEU, a stage per layer and chunk of sentences (its
     statistics add up, so that a chunk done is never redone)."""
@@ -409,7 +482,7 @@ def _importance(stages, model, tokenizer, examples, refs, batches, layers, heads
     loss = {}
     for group, named in groups:
         values = stages.run(f"loss:{group}", lambda: variant_losses(model, examples, loss_batches,
-                                                                    [v for _, v in named]))
+                                                                    [v for _, v in named], frame))
         loss.update(zip([n for n, _ in named], values or []))
     extra = []
     for kind in KINDS:
@@ -419,13 +492,13 @@ def _importance(stages, model, tokenizer, examples, refs, batches, layers, heads
                 extra += layer_variants(kind, layer, best, layers, heads)
     values = stages.run("loss:layers", lambda: [  # a kind at a time: its variants share what is below them
         x for kind in KINDS for x in variant_losses(model, examples, loss_batches, [v for v in (v for _, v in extra)
-                                                                                   if kind in v])])
+                                                                                   if kind in v], frame)])
     result = {n: (lo, None) for (n, _), lo in zip(extra, values or [])}
     stats = {}
     for (a, b), chunk_batches in bleu_chunks:
         for group, named in groups:
             values = stages.run(f"bleu:{a}-{b}:{group}", lambda: variant_bleu_stats(
-                model, tokenizer, examples, refs, chunk_batches, [v for _, v in named]))
+                model, tokenizer, examples, refs, chunk_batches, [v for _, v in named], frame))
             for (n, _), st in zip(named, values or []):
                 stats[n] = [x + y for x, y in zip(stats.get(n, [0] * 10), st)]
     result.update({n: (loss.get(n), bleu_score(st)) for n, st in stats.items()})
@@ -444,13 +517,16 @@ def _layers_summary(result, layers, heads):
     return out
 
 
-def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000, bleu_sentences=0, only=None):
+def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000, bleu_sentences=0, only=None,
+                  frame=SHIPPED, progress=None):
     """The atlas as a JSON-ready dict, from the (German, English) validation pairs; greedy BLEU over the
     first `bleu_sentences` of them (0: all). With `only` ("loss", "bleu" or "statistics"), only the stages
-    of that part are computed (the others left to another process sharing the cache), and None returned."""
+    of that part are computed (the others left to another process sharing the cache), and None returned.
+    `frame`: the model's special ids and limits (Frame.of(config); the shipped model's by default);
+    `progress(done, total)`, if given, is called as each stage ends."""
     model.eval()
     layers, heads = model_shape(model)
-    examples = encode_pairs(tokenizer, pairs, max_len=128)
+    examples = encode_examples(tokenizer, pairs, frame, max_len=128)
     refs = [p[1] for p in pairs]
     loss_batches = target_batches(examples, max_tokens)
     n_bleu = min(bleu_sentences or len(pairs), len(pairs))
@@ -460,11 +536,15 @@ def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000
         b = min(a + BLEU_CHUNK, n_bleu)
         run = [i for i in order if a <= i < b]
         bleu_chunks.append(((a, b), [run[i:i + 64] for i in range(0, len(run), 64)]))
-    stop_ids = [i for i in (tokenizer.piece_to_id(p) for p in (".", "▁.")) if i != UNK]
-    stages = Stages(cache, key, only)
+    stop_ids = [i for i in (tokenizer.piece_to_id(p) for p in (".", "▁.")) if i != frame.unk]
+    # the stages: the statistics, the base and one per kind and layer for the loss, the layers' variants, then the
+    # base and one per kind and layer for each chunk of BLEU
+    groups = 1 + len(KINDS) * layers
+    stages = Stages(cache, key, only, progress=progress, total=1 + groups + 1 + groups * len(bleu_chunks))
     stats = stages.run("statistics", lambda: {k: {n: _nested(v) for n, v in d.items()} for k, d in
-                                              attention_statistics(model, examples, loss_batches, stop_ids).items()})
-    result = _importance(stages, model, tokenizer, examples, refs, (loss_batches, bleu_chunks), layers, heads)
+                                              attention_statistics(model, examples, loss_batches, stop_ids,
+                                                                   frame).items()})
+    result = _importance(stages, model, tokenizer, examples, refs, (loss_batches, bleu_chunks), layers, heads, frame)
     if only:
         return None
     base_loss, base_bleu = result["none"]
@@ -602,14 +682,14 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     directory = Path(args.model or ASSETS)
     model, config = load_pretrained(directory)
-    tokenizer = read_tokenizer(directory / config.get("tokenizer", "spm.model"), config["src_vocab"])
+    tokenizer = load_tokenizer(directory, config)
     pairs = load_split(args.data or default_data_dir(), args.split)
     if args.limit:
         pairs = pairs[:args.limit]
     t0 = time.perf_counter()
     key = model_key(directory, pairs, args.limit)
     atlas = compute_atlas(model, tokenizer, pairs, cache=args.cache or None, key=key,
-                          bleu_sentences=args.bleu_sentences, only=args.only)
+                          bleu_sentences=args.bleu_sentences, only=args.only, frame=Frame.of(config))
     if atlas is None:
         print(f"the stages {args.only}* are done; run without --only to write the atlas")
         return
