@@ -8,6 +8,7 @@ import warnings
 import pytest
 
 from app.i18n import speaking, text
+from core.analysis.heads import SAMPLE
 from core.convert import convert
 from core.convert.random_opus import made_up_pairs, write_marian
 
@@ -76,8 +77,9 @@ def test_every_tab_draws_for_a_converted_model_and_says_what_it_lacks(on_convert
             assert text("training.replay.none_note") in words["training"]
             assert text("training.ablation.shipped") in words["training"]
             assert text("learn.shipped_run") in words["learn"]
-            assert value_strings(text("heads.atlas.converted", file="<code>heads.json</code>",
-                                      command="<code>python -m core.analysis.heads</code>"))[0] in words["heads"]
+            assert value_strings(text("heads.atlas.missing", file="<code>heads.json</code>", sentences=SAMPLE,
+                                      command="<code>python -m core.analysis.heads --model DIR</code>"))[0] \
+                in words["heads"]
         # the shipped run's probes and measures are nowhere: no probe table, no atlas grid
         assert "heads-grid" not in words["heads"]
     shipped_probe_title = text("en", "training.probes.title", epoch=1)
@@ -127,3 +129,70 @@ def test_the_search_tree_stops_where_the_models_positions_end(on_converted):
     assert tree.returned is not None  # (it ran out of positions before the fix)
     ours = tr.translate_ids([SENTENCE], method="beam", beam=4, max_len=100)[0]
     assert tr.tokenizer.decode(tree.path(tree.returned.id)) == tr.tokenizer.decode(ours)  # translate's cap too
+
+
+def test_the_heads_atlas_of_a_converted_model_is_measured_on_request(converted, tmp_path, monkeypatch):
+    """A model with no atlas is measured when the reader asks (the Heads tab's button), on the project's example
+    sentences where Multi30k is not at hand: progress stage by stage, the atlas kept beside the model, the grids and
+    the reading drawn from it in both languages, its baseline loss the Translator's own over the same pairs; a second
+    request while one runs is told so; a directory that cannot be written keeps the atlas in memory."""
+    import shutil
+
+    import torch
+
+    from app.shared import get_translator
+    from app.tabs import heads
+    from core.analysis.heads import sample_pairs
+    from core.model import subsequent_mask
+
+    model = tmp_path / "model"
+    shutil.copytree(converted, model)  # the module's model stays without an atlas
+    monkeypatch.setenv("EXPLORER_MODEL_DIR", str(model))
+    monkeypatch.setenv("MULTI30K_DIR", str(tmp_path / "no-data"))  # no Multi30k here: the examples serve
+    clear_app_caches()
+    try:
+        assert heads.load_atlas() is None
+        steps = []
+        with speaking("en"):
+            out = heads.measure_heads(0, progress=lambda share, desc: steps.append((share, desc)))
+        assert out["version"] == 1 and out["button"]["visible"] is False and "Kept beside the model" in out["status"]
+        assert (model / "heads.json").is_file()
+        shares = [s for s, _ in steps]
+        assert shares == sorted(shares) and shares[-1] == 1.0 and len(steps) == 1 + 7 + 1 + 7  # 3 kinds x 2 layers
+        assert steps[0][1] == f"Measuring the heads: stage 1 of {len(steps)}"
+
+        atlas = heads.load_atlas()
+        tr = get_translator()
+        pairs, source = sample_pairs(tr)
+        assert source == "examples" == atlas["data"]["split"] and atlas["data"]["sentences"] == len(pairs) >= 12
+        # the loss one sentence at a time (no padding, no batch), each target cut where the model's positions end
+        nll = tokens = 0
+        for de, en in pairs:
+            src = torch.tensor([tr.encode_source(de)[0]])
+            gold = torch.tensor(tr.encode_target(en)[:tr.max_out_tokens - 1] + [tr.eos_id])
+            tgt = torch.cat([torch.tensor([tr.start_id]), gold[:-1]]).unsqueeze(0)
+            with torch.no_grad():
+                logp = tr.model.generator(tr.model(src, tgt, tr.source_mask(src), subsequent_mask(tgt.size(1))))[0]
+            nll -= logp.gather(1, gold.unsqueeze(1)).sum().item()
+            tokens += len(gold)
+        assert atlas["baseline"]["loss"] == pytest.approx(nll / tokens, abs=1e-3)
+        for lang, title in (("en", "**What the numbers say**"), ("zh-CN", "**数字告诉我们什么**")):
+            with speaking(lang):
+                view = heads.atlas_view("delta_loss", 1)
+            assert view["atlas"].count('class="hcell"') == 3 * 2 * 4
+            assert view["reading"].startswith(title) and str(len(pairs)) in view["reading"].split("\n")[0]
+            assert text(lang, "heads.atlas.caption-examples", measure="", sentences=len(pairs), bleu="")[2:12] \
+                in view["atlas"]
+
+        with heads._MEASURING:  # another session's measurement is running
+            (model / "heads.json").unlink()
+            heads.load_atlas.cache_clear()
+            with speaking("en"):
+                busy = heads.measure_heads(1, progress=lambda *a, **k: None)
+        assert busy["status"] == text("en", "heads.measure.busy") and busy["version"] == 1
+
+        monkeypatch.setattr(heads, "model_dir", lambda: tmp_path / "read-only" / "model")  # cannot be written
+        assert heads.keep_atlas(atlas) is False and heads.load_atlas() == atlas
+    finally:
+        heads._MEASURED.clear()
+        clear_app_caches()

@@ -6,7 +6,6 @@ import re
 
 import gradio as gr
 import pytest
-from gradio.i18n import I18nData
 
 from app import i18n
 from app.common import kind_choices, kind_name
@@ -65,11 +64,7 @@ def test_the_reading_says_the_same_in_both_languages():
             assert not re.search(r"\b(heads?|the|of|loss)\b", z), z
     md = heads.reading_md(full_atlas(), "zh-CN")
     assert md.startswith("**数字告诉我们什么**") and md.count("\n- ") == heads.reading_md(full_atlas(), "en").count("\n- ")
-    label = heads.reading_label(full_atlas())
-    assert isinstance(label, I18nData)
-    assert {lang: i18n.i18n().translations[lang][label.key] for lang in i18n.LANGS} == \
-        {lang: heads.reading_md(full_atlas(), lang) for lang in i18n.LANGS}
-    assert heads.reading_label(None) == ""
+    assert heads.reading_md(None, "en") == ""
 
 
 def test_menus_are_labelled_in_both_languages():
@@ -196,7 +191,8 @@ def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins, built):
 
 def shows(tab, page, ins, lang, **controls):
     """What the Heads tab's show sends, by output name ({} when nothing)."""
-    out = tab.show(page, lang, ins, **dict(dict(measure="delta_loss", map_kind="cross", map_layer=0, switched=None),
+    out = tab.show(page, lang, ins, **dict(dict(measure="delta_loss", map_kind="cross", map_layer=0, switched=None,
+                                                version=0),
                                            **controls))
     return {} if out == gr.skip() else {name: out[c] for name, c in tab.outputs.items() if c in out}
 
@@ -205,9 +201,10 @@ def test_views_blank_before_a_translation_and_atlas_draws_without_one(built):
     tab = built[-1]
     page = {"open": {ROOT: "heads"}, "drawn": {}}
     out = shows(tab, page, None, "en")
-    assert list(out) == ["atlas"]  # the comparison and the maps wait for a translation
+    assert list(out) == ["atlas", "reading"]  # the comparison and the maps wait for a translation
     with speaking("en"):
         assert out["atlas"] == figures.atlas_html(heads.load_atlas(), "delta_loss")  # the shipped atlas, or how
+        assert out["reading"] == heads.reading_md(heads.load_atlas(), "en")
     if heads.load_atlas() is not None:  # to make one
         assert len(re.findall(r"data-head=", out["atlas"])) == 3 * 3 * 8  # every head of the shipped model
     assert [v for _, v in kind_choices()] == list(KINDS)
@@ -249,7 +246,8 @@ def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks(built):
     # the tab's views are drawn in the page's language (the page redraws them when it changes: tests/test_views.py)
     redraws = [d for d in fns if getattr(d.fn, "__name__", "") in ("open_heads", "show") and tab.outputs["atlas"]
                in d.outputs]
-    assert len(redraws) == 3 and all(lang in d.inputs for d in redraws)  # opened, a control moved, heads switched off
-    for name in ("switch_off", "open_head_clicked"):
+    # opened, a control moved, heads switched off, the atlas measured
+    assert len(redraws) == 4 and all(lang in d.inputs for d in redraws)
+    for name in ("switch_off", "open_head_clicked", "measure_heads"):
         events = [d for d in fns if getattr(d.fn, "__name__", "") == name]
         assert events and all(lang in d.inputs for d in events), name

@@ -83,19 +83,19 @@ def _caption(atlas, name):
     data = atlas["data"]
     bleu = (_t("atlas.caption-bleu", count=f"{data['bleu_sentences']:,}")
             if data.get("bleu_sentences", data["sentences"]) < data["sentences"] else "")
-    return _t("atlas.caption", measure=measure_text(name), sentences=f"{data['sentences']:,}", bleu=bleu)
+    # a model measured in the app without Multi30k at hand: the project's examples, on its own translations
+    key = "atlas.caption-examples" if data.get("split") == "examples" else "atlas.caption"
+    return _t(key, measure=measure_text(name), sentences=f"{data['sentences']:,}", bleu=bleu)
 
 
-def atlas_html(atlas, name, converted=False):
-    """The three kinds' grids of measure `name` side by side, on one colour scale, with what it measures.
-    `converted`: the open model was converted (core.convert), which core.analysis.heads does not measure."""
-    if atlas is None and converted:
-        return ('<div class="heads-note">' + _t("atlas.converted", file="<code>heads.json</code>",
-                                                command="<code>python -m core.analysis.heads</code>") + '</div>')
+def atlas_html(atlas, name, converted=False, sample=100):
+    """The three kinds' grids of measure `name` side by side, on one colour scale, with what it measures. With no
+    atlas, what measures one: the tab's button (over `sample` sentences) or the command line. `converted`: the
+    open model was converted (core.convert): its command names the model's directory."""
     if atlas is None:
-        return ('<div class="heads-note">' + _t("atlas.missing", file="<code>heads.json</code>",
-                                                command="<code>python -m core.analysis.heads --data DIR</code>")
-                + '</div>')
+        command = "python -m core.analysis.heads --model DIR" if converted else "python -m core.analysis.heads --data DIR"
+        return ('<div class="heads-note">' + _t("atlas.missing", file="<code>heads.json</code>", sentences=sample,
+                                                command=f"<code>{command}</code>") + '</div>')
     name = name if name in MEASURES else "delta_loss"
     grids = {k: atlas["heads"][k].get(name) for k in KINDS}
     values = [v for g in grids.values() if g for row in g for v in row]

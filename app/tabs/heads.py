@@ -9,20 +9,22 @@ shown in grey. The figures are app/figures/heads.py's and app/figures/attention.
 """
 import html
 import json
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 
 import gradio as gr
 
-from core.analysis.heads import MEASURES, findings
+from core.analysis.heads import MEASURES, SAMPLE, findings
+from core.analysis.heads import measure as measure_model
 from core.instrument import KINDS
 from core.words import write
 
 from ..common import clamp, empty_figure, fitted_plot, kind_choices, kind_name, md_literal
 from ..figures.attention import attention_maps, head_grid
 from ..figures.heads import atlas_html, comparison_html, measure_key, pieces, prompt_html
-from ..i18n import LANGS, L, in_language, text, texts, written
+from ..i18n import L, in_language, spoken, text, texts
 from ..shared import MODEL_LOCK, get_translator, is_converted, model_dir
 from ..views import Tab, View, by_component, open_tab
 
@@ -40,11 +42,57 @@ class Switched:
 
 # ---- the atlas ---------------------------------------------------------------------------------------
 
+_MEASURED = {}  # an atlas measured here that could not be written beside its model (a read-only directory)
+_MEASURING = threading.Lock()  # one measurement at a time on the server, whichever session asks for it
+
+
 @lru_cache(maxsize=1)
 def load_atlas():
-    """The shipped atlas (a dict), or None when it has not been computed for this model."""
+    """The model's atlas (a dict): its heads.json, else one measured on this server, else None."""
     path = model_dir() / "heads.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else _MEASURED.get("atlas")
+
+
+def keep_atlas(atlas):
+    """Keep a measured atlas: written beside the model (heads.json, as `python -m core.analysis.heads --model DIR`
+    writes it), else in memory until the server stops. Returns whether it was written."""
+    path = model_dir() / "heads.json"
+    try:
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(atlas, separators=(",", ":")) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        written_out = True
+    except OSError:
+        _MEASURED["atlas"] = atlas
+        written_out = False
+    load_atlas.cache_clear()
+    return written_out
+
+
+def measure_heads(version, progress=gr.Progress()):
+    """The Measure button of a model with no atlas: every head switched off in turn over a sample of sentences
+    (core.analysis.heads.measure), one stage at a time under the model's lock, so that translations go on between
+    them; one measurement at a time on the server. Returns {name: value}: the status line, the atlas' version (its
+    view's control: a new one redraws it) and the button (hidden once there is an atlas)."""
+    if load_atlas() is not None:
+        return dict(status="", version=version + 1, button=gr.update(visible=False))
+    if not _MEASURING.acquire(blocking=False):
+        return dict(status=_t("measure.busy"), version=version, button=gr.update())
+    try:
+        lang, t0 = spoken(), time.perf_counter()
+
+        def step(done, total):
+            progress(done / total, desc=text(lang, "heads.measure.progress", done=done, total=total))
+        atlas = measure_model(get_translator(), SAMPLE, progress=step, lock=MODEL_LOCK)
+        kept = keep_atlas(atlas)
+    except Exception as e:  # noqa: BLE001 (said on the page; the tab stays as it was)
+        return dict(status=_t("measure.failed", error=md_literal(str(e) or type(e).__name__)), version=version,
+                    button=gr.update())
+    finally:
+        _MEASURING.release()
+    said = _t("measure.done", sentences=atlas["data"]["sentences"], seconds=f"{time.perf_counter() - t0:.0f}")
+    where = _t("measure.kept" if kept else "measure.memory", file="heads.json")
+    return dict(status=f"{said} {where}", version=version + 1, button=gr.update(visible=False))
 
 
 def measure_choices():
@@ -65,16 +113,12 @@ def reading_md(atlas, lang):
     if atlas is None:
         return ""
     base = atlas["baseline"]
-    head = text(lang, "ui.heads.reading.title", loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}")
+    # the shipped atlas is over the validation set; one measured here, over its sample (data.split)
+    key = "ui.heads.reading.title" if atlas["data"].get("split", "val") == "val" and not is_converted(
+        get_translator().config) else "ui.heads.reading.title-sample"
+    head = text(lang, key, loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}",
+                sentences=atlas["data"]["sentences"])
     return head + "\n\n" + "\n".join(f"- {md_literal(line)}" for line in findings_in(lang, atlas))
-
-
-def reading_label(atlas):
-    """reading_md as a static label the browser switches with the page's language: its Markdown in every
-    language (app.i18n.written). Its sentences come and go with the numbers, so no one string of a table holds it."""
-    if atlas is None:
-        return ""
-    return written("ui.heads.reading.title", {lang: reading_md(atlas, lang) for lang in LANGS})
 
 
 # ---- heads switched off -------------------------------------------------------------------------------
@@ -179,14 +223,19 @@ def maps_view(ins, switched, map_kind, map_layer):
     return head_grid(maps[layer], q, k, html.escape(title, quote=False), off=off)
 
 
-def atlas_view(measure):
-    return atlas_html(load_atlas(), measure, is_converted(get_translator().config))
+def atlas_view(measure, version):
+    """The atlas for the measure chosen, and what its numbers say, in the page's language. `version`: how many
+    times this session has measured the model (a new value draws the view again)."""
+    atlas = load_atlas()
+    return dict(atlas=atlas_html(atlas, measure, is_converted(get_translator().config), SAMPLE),
+                reading=reading_md(atlas, spoken()))
 
 
 # the views of the tab, each reading the controls named in `uses`: the atlas (no translation needed), and the
 # translation made with heads off beside the session's, with its maps
 WHERE = ("heads",)
-VIEWS = [View("heads/atlas", WHERE, atlas_view, outputs=("atlas",), uses=("measure",), reads_translation=False),
+VIEWS = [View("heads/atlas", WHERE, atlas_view, outputs=("atlas", "reading"), uses=("measure", "version"),
+              reads_translation=False),
          View("heads/compare", WHERE, compare_view, outputs=("compare",), uses=("switched",), blank=dict(compare="")),
          View("heads/maps", WHERE, maps_view, outputs=("maps",), uses=("switched", "map_kind", "map_layer"),
               blank=dict(maps=None))]
@@ -260,8 +309,13 @@ def build(cfg, page, state, top, attn, lang):
         switched = gr.State(None)  # inside the tab: a child of the Tabs that is no tab would upset their order
         measure = gr.Dropdown(measure_choices(), value="delta_loss", label=L("ui.heads.measure"),
                               elem_id="heads-measure")
+        version = gr.State(0)  # this session's measurements of a model with no atlas (a new one redraws it)
         atlas = gr.HTML(elem_id="heads-atlas", js_on_load=CLICK_JS)
-        gr.Markdown(reading_label(load_atlas()), elem_id="heads-reading")
+        # a model with no atlas is measured here, on the reader's request (never on the server's start)
+        measure_btn = gr.Button(L("ui.heads.measure-btn", sentences=SAMPLE), visible=load_atlas() is None,
+                                elem_id="heads-measure-btn")
+        measured = gr.Markdown(elem_id="heads-measure-status")
+        reading = gr.Markdown(elem_id="heads-reading")
         kind, layer, head, add, but, clear, chosen, run = _switch_panel(cfg)
         status = gr.Markdown(elem_id="off-status")
         compare = gr.HTML(elem_id="off-compare")
@@ -269,8 +323,14 @@ def build(cfg, page, state, top, attn, lang):
             map_kind = gr.Radio(KIND_CHOICES, value="cross", label=L("ui.heads.maps-of"), elem_id="off-map-kind")
             map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="off-map-layer")
         maps = fitted_plot(elem_id="off-maps")
-    controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched)
-    view = Tab(WHERE, VIEWS, controls, dict(atlas=atlas, compare=compare, maps=maps), page, lang, state).wire(tab)
+    controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched, version=version)
+    view = Tab(WHERE, VIEWS, controls, dict(atlas=atlas, reading=reading, compare=compare, maps=maps), page, lang,
+               state).wire(tab)
+    measure_btn.click(by_component(in_language(measure_heads), dict(status=measured, version=version, button=measure_btn)),
+                      None, [measured, version, measure_btn], inputs_kwargs=dict(version=version, lang=lang),
+                      concurrency_id="measure", concurrency_limit=1, api_visibility="private",
+                      show_progress_on=[measured]).then(
+        view.show, None, list(view.outputs.values()), inputs_kwargs=view.inputs(), api_visibility="private")
     _wire_switch(view, kind, layer, head, add, but, clear, chosen, run, status)
 
     def open_head_clicked(page, lang, ins, evt: gr.SelectData):

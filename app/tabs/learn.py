@@ -184,8 +184,9 @@ OPEN_JS = "(w) => { const o = JSON.parse(w || '{}'); window.explorerLink?.open(o
 # Run when the step on screen changes (Next, Back, a circle, the page's first step): the address records it, and
 # once the new step is drawn (the path and heading show it, no event is pending on its heading or figure) its
 # heading is brought to the top of the screen. The page may still move as it settles (labels switched to the
-# page's language, fonts, a figure drawn), so the heading is held there until the page's height has stayed the same
-# for a moment, or the reader scrolls or touches.
+# page's language, fonts, a figure drawn, a link's sentence shown above), so the heading is held there until the
+# page's height has stayed the same, with no event pending on anything shown, for a moment, or the reader scrolls
+# or touches.
 WHERE_JS = """(w) => {
   const o = JSON.parse(w || '{}');
   if (!o.step) return;
@@ -193,6 +194,8 @@ WHERE_JS = """(w) => {
   const el = s => document.querySelector(s);
   const settled = id => el(`#${id} [data-testid=status-tracker]`)?.classList.contains('hide') ?? true;
   const head = el('#learn-head');
+  const busy = () => [...document.querySelectorAll('[data-testid=status-tracker]')]
+    .some((t) => !t.classList.contains('hide') && t.getClientRects().length);
   const drawn = () => +el('#learn-path .learn-path')?.dataset.step === o.step && settled('learn-head')
     && settled('learn-figure') && head.offsetParent !== null;
   // one placing at a time: a newer step change takes over, the reader's own scroll or touch ends it
@@ -217,10 +220,11 @@ WHERE_JS = """(w) => {
     const top = head.getBoundingClientRect().top;
     if (Math.abs(top - 8) > 2) window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
     placed = window.scrollY;
-    // held until the page has kept its height for a moment: a figure drawn later (plotly still loading) makes
-    // room below the heading that the page could not scroll into before
+    // held until the page has kept its height for a moment with no event pending on anything shown: a figure drawn
+    // later (plotly still loading) makes room below the heading that the page could not scroll into before, and a
+    // line filled above it (a link's sentence, translated under load) would push it down
     const h = document.documentElement.scrollHeight;
-    if (h !== height) { height = h; shown = Date.now(); }
+    if (h !== height || busy()) { height = h; shown = Date.now(); }
     if (Date.now() - shown < 1200) requestAnimationFrame(place);
     else done();
   };

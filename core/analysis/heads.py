@@ -21,6 +21,7 @@ Finished stages are kept in a cache file, so an interrupted run resumes where it
 assets/heads.json: per-head numbers only, nothing of the data.
 """
 import argparse
+import contextlib
 import hashlib
 import json
 import time
@@ -32,7 +33,19 @@ import torch.nn.functional as F
 from sacrebleu.metrics import BLEU
 
 from ..checkpoint import load_pretrained, load_tokenizer
-from ..data import ASSETS, BOS, EOS, PAD, UNK, Batch, default_data_dir, encode_pairs, load_split, pad_to
+from ..data import (
+    ASSETS,
+    BOS,
+    EOS,
+    PAD,
+    UNK,
+    Batch,
+    default_data_dir,
+    encode_pairs,
+    load_split,
+    nonblank_lines,
+    pad_to,
+)
 from ..decode import IncrementalDecoder, _strip, default_max_len
 from ..instrument import KINDS, attention_name, model_shape, run_with_cache, switched_off
 from ..model import subsequent_mask
@@ -91,10 +104,13 @@ def encode_examples(tokenizer, pairs, frame=SHIPPED, max_len=128):
         return encode_pairs(tokenizer, pairs, max_len=max_len)
     encode_target = getattr(tokenizer, "encode_target", tokenizer.encode)
     head = [] if frame.bos is None else [frame.bos]
+    src_room = min(max_len, frame.max_src_tokens) - 1 - len(head)
+    # the decoder reads <start> and the target's pieces: no more than the model has positions for
+    tgt_room = max_len - 2 if frame.max_out_tokens is None else min(max_len - 2, int(frame.max_out_tokens) - 1)
     out = []
     for de, en in pairs:
         s, t = tokenizer.encode(de.strip()), encode_target(en.strip())
-        out.append((head + s[:max_len - 1 - len(head)] + [frame.eos], [frame.start] + t[:max_len - 2] + [frame.eos]))
+        out.append((head + s[:src_room] + [frame.eos], [frame.start] + t[:tgt_room] + [frame.eos]))
     return out
 
 
@@ -429,9 +445,10 @@ class Stages:
     """Finished stages kept in a JSON file, keyed by what they were computed from: a rerun skips them. Two
     processes may share the file (`only` splits the work between them): each write merges what is there."""
 
-    def __init__(self, path, key, only=None, progress=None, total=None):
+    def __init__(self, path, key, only=None, progress=None, total=None, lock=None):
         self.path, self.key, self.only = Path(path) if path else None, key, only
         self.progress, self.total, self.passed = progress, total, 0  # `progress(passed, total)` after each stage
+        self.lock = lock or contextlib.nullcontext()  # held while a stage computes (a server's model lock)
         self.done = {}
         self._merge()
 
@@ -448,8 +465,9 @@ class Stages:
         if name not in self.done:
             if self.only and not name.startswith(self.only):
                 return None
-            t0 = time.perf_counter()
-            value = compute()
+            with self.lock:
+                t0 = time.perf_counter()
+                value = compute()
             self.done[name] = {"value": value, "seconds": time.perf_counter() - t0}
             if self.path:
                 self._merge()
@@ -518,12 +536,13 @@ def _layers_summary(result, layers, heads):
 
 
 def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000, bleu_sentences=0, only=None,
-                  frame=SHIPPED, progress=None):
+                  frame=SHIPPED, progress=None, lock=None):
     """The atlas as a JSON-ready dict, from the (German, English) validation pairs; greedy BLEU over the
     first `bleu_sentences` of them (0: all). With `only` ("loss", "bleu" or "statistics"), only the stages
     of that part are computed (the others left to another process sharing the cache), and None returned.
     `frame`: the model's special ids and limits (Frame.of(config); the shipped model's by default);
-    `progress(done, total)`, if given, is called as each stage ends."""
+    `progress(done, total)`, if given, is called as each stage ends; `lock`, if given, is held while each stage
+    computes and let go between them (a server's model lock: its translations wait for a stage, not the whole)."""
     model.eval()
     layers, heads = model_shape(model)
     examples = encode_examples(tokenizer, pairs, frame, max_len=128)
@@ -540,7 +559,7 @@ def compute_atlas(model, tokenizer, pairs, cache=None, key=None, max_tokens=3000
     # the stages: the statistics, the base and one per kind and layer for the loss, the layers' variants, then the
     # base and one per kind and layer for each chunk of BLEU
     groups = 1 + len(KINDS) * layers
-    stages = Stages(cache, key, only, progress=progress, total=1 + groups + 1 + groups * len(bleu_chunks))
+    stages = Stages(cache, key, only, progress=progress, total=1 + groups + 1 + groups * len(bleu_chunks), lock=lock)
     stats = stages.run("statistics", lambda: {k: {n: _nested(v) for n, v in d.items()} for k, d in
                                               attention_statistics(model, examples, loss_batches, stop_ids,
                                                                    frame).items()})
@@ -651,6 +670,35 @@ def findings(atlas, share=SHARE, negligible_loss=NEGLIGIBLE_LOSS, negligible_ble
         said("atlas.aligned-head", layer=lay, head=h, diagonal=v, agreement=agree[lay][h])
         for v, lay, h in _cells(atlas, "cross", "diagonal")[:3])))
     return _patterns(atlas, share) + [aligned] + _what_matters(atlas, negligible_loss, negligible_bleu)
+
+
+SAMPLE = 100  # validation pairs a model is measured on where no atlas ships with it (the app's Heads tab)
+
+
+def sample_pairs(translator, limit=SAMPLE, data_dir=None):
+    """(pairs, source) a model with no atlas is measured on: the first `limit` pairs of Multi30k's validation set
+    where it is on this machine ("val"), else the project's own example sentences with the model's own greedy
+    translations as the references ("examples": what a head changes of what the model says)."""
+    try:
+        pairs = load_split(data_dir or default_data_dir(), "val")[:limit]
+        if pairs:
+            return pairs, "val"
+    except (OSError, ValueError):
+        pass
+    own = nonblank_lines((ASSETS / "examples.txt").read_text(encoding="utf-8"))
+    own += [s for s in nonblank_lines((ASSETS / "probes.txt").read_text(encoding="utf-8")) if s not in own]
+    own = own[:limit]
+    return list(zip(own, translator.translate(own))), "examples"
+
+
+def measure(translator, limit=SAMPLE, data_dir=None, progress=None, lock=None, bleu_sentences=0):
+    """The atlas of the translator's model over `sample_pairs`: compute_atlas in the model's own frame, with its
+    sample named in data.split. `progress` and `lock` as compute_atlas takes them."""
+    pairs, source = sample_pairs(translator, limit, data_dir)
+    atlas = compute_atlas(translator.model, translator.tokenizer, pairs, frame=Frame.of(translator.config),
+                          progress=progress, lock=lock, bleu_sentences=bleu_sentences)
+    atlas["data"]["split"] = source
+    return atlas
 
 
 def model_key(directory, pairs, limit):
