@@ -7,6 +7,9 @@ it), so that its memory is its own:
 - a translation as the Translate tab makes it (every attention map kept), greedy and beam, median ms;
 - each tab's first opening on the server: every view of the tab drawn once for a new translation, with its
   controls' first values (the Learn tab: all its steps, reported per step), median over the sentences, ms;
+- the head atlas as the Heads tab measures a model that has none, on demand (core.analysis.heads.measure: its
+  first SAMPLE validation pairs where Multi30k is at hand, else the project's examples), in seconds, and its
+  longest stage (the longest a translation waits for it);
 - the process's peak resident memory after all of it (MB).
 
 A model with random weights never ends a sentence: its outputs run to the length limit (1.5 times the source plus
@@ -73,6 +76,14 @@ def measure_here(repeat=3, lengths=None):
             except Exception as e:  # reported, not hidden: a tab that cannot draw this model
                 tabs[tab.where[0]] = f"error: {type(e).__name__}: {e}"[:200]
     r["tabs_ms"] = {k: v if isinstance(v, str) else statistics.median(v) for k, v in tabs.items()}
+    if lengths is None:  # the atlas decodes to its own limits: measured on the model as it is
+        from core.analysis.heads import SAMPLE
+        from core.analysis.heads import measure as measure_atlas
+        t0 = time.perf_counter()
+        atlas = measure_atlas(tr, SAMPLE)
+        r["atlas_s"] = time.perf_counter() - t0
+        r["atlas_stage_s"] = max(atlas["stage_seconds"].values())
+        r["atlas_pairs"] = f"{atlas['data']['sentences']} {atlas['data']['split']}"
     r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return r
 
@@ -98,7 +109,7 @@ def _cell(v):
 def _value(r, key):
     if isinstance(key, tuple):
         return r[key[0]].get(key[1], "absent")
-    v = r[key]
+    v = r.get(key, "-")
     return "/".join(map(str, v)) if isinstance(v, list) else v
 
 
@@ -112,7 +123,8 @@ def report(shipped, other, same, name):
     rows = [("load the Translator (s)", "load_s"), ("build the page (s)", "page_build_s"),
             ("output pieces, greedy", "greedy_pieces"), ("output pieces, beam 4", "beam_pieces"),
             ("translation, greedy, every map (ms)", "greedy_ms"), ("translation, beam 4, every map (ms)", "beam_ms"),
-            ("peak resident memory (MB)", "peak_rss_mb")]
+            ("head atlas on demand (s)", "atlas_s"), ("  its longest stage (s)", "atlas_stage_s"),
+            ("  pairs measured", "atlas_pairs"), ("peak resident memory (MB)", "peak_rss_mb")]
     rows += [(f"tab '{k}' first opening (ms)", ("tabs_ms", k)) for k in shipped["tabs_ms"]]
     for label, key in rows:
         a, c, b = _value(other, key), _value(same, key), _value(shipped, key)

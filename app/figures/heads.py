@@ -11,13 +11,17 @@ from core.instrument import KINDS
 from ..common import kind_name, token_strip
 from ..figures.decoding import token_legend
 from ..i18n import fields, table, text, texts
+from ..shared import get_translator
 
 _t = texts("heads")
 CELL_W, CELL_H = 44, 28
 
 
 def measure_key(name):
-    """The key of a measure's label in the menu (ui.heads.measure.<name>)."""
+    """The key of a measure's label in the menu (ui.heads.measure.<name>); "first" for a model that puts no <s>
+    before a source (a converted Marian model) names the source's first piece."""
+    if name == "first" and get_translator().bos_id is None:
+        return "ui.heads.measure.first-piece"
     return f"ui.heads.measure.{name.replace('_', '-')}"
 
 
