@@ -110,7 +110,9 @@ def atlas_html(atlas, name, converted=False, sample=100):
         short = kind_name(kind)
         body = grid_svg(grid, kind, name, lo, hi) if grid else (
             f'<div class="heads-na">{html.escape(_t("atlas.na", kind=short.lower()))}</div>')
-        blocks.append(f'<div class="heads-block"><div class="heads-title">{html.escape(short)}</div>{body}</div>')
+        # a grid wider than a phone (8 heads: 418 px) scrolls sideways in its block rather than running off the page
+        blocks.append(f'<div class="heads-block" style="max-width:100%; overflow-x:auto">'
+                      f'<div class="heads-title">{html.escape(short)}</div>{body}</div>')
     return (f'<div class="heads-caption">{html.escape(_caption(atlas, name), quote=False)}</div>'
             f'<div class="heads-atlas" style="display:flex; flex-wrap:wrap; gap:18px">{"".join(blocks)}</div>')
 

@@ -688,7 +688,8 @@ def sample_pairs(translator, limit=SAMPLE, data_dir=None):
     own = nonblank_lines((ASSETS / "examples.txt").read_text(encoding="utf-8"))
     own += [s for s in nonblank_lines((ASSETS / "probes.txt").read_text(encoding="utf-8")) if s not in own]
     own = own[:limit]
-    return list(zip(own, translator.translate(own))), "examples"
+    # one at a time, as the app translates a sentence: each its own length limit (a batch's is its longest source's)
+    return [(de, translator.translate(de)) for de in own], "examples"
 
 
 def measure(translator, limit=SAMPLE, data_dir=None, progress=None, lock=None, bleu_sentences=0):
