@@ -83,6 +83,18 @@ def _fresh(page, v, ins, used):
     return last, last is not None and last[0] is ins and last[1] == used
 
 
+def _still_recorded(page, v, ins, key):
+    """Whether the page record still says that `v` is drawn for `ins` and `key`, once this event has drawn it.
+
+    A page's events run two at a time (app/ui.py CONCURRENCY), and the browser shows each event's outputs as they
+    come back. Where two events draw one view with different controls (the Heads tab opens a head: it sets the
+    Attention tab's controls, whose changes, and the tab's opening, are events of their own), the one that began
+    first may come back last: it would leave its figure on screen while the record names the other's, and the
+    next event would find the view drawn already. A drawing whose record another event has replaced is not sent."""
+    last = page["drawn"].get(v.name)
+    return last is not None and last[0] is ins and last[1] == key
+
+
 def draw_views(page, ins, views, controls, lang, ahead=False):
     """{output name: value} of `views`: drawn, in `lang`, where shown and not drawn already for `ins`, the
     controls the view reads (`controls`: their values by name) and `lang`; cleared where hidden and drawn for an
@@ -103,6 +115,8 @@ def draw_views(page, ins, views, controls, lang, ahead=False):
             page["drawn"][v.name] = (ins, key)
             with speaking(lang):
                 values = v.draw(ins, **used) if v.reads_translation else v.draw(**used)
+            if not _still_recorded(page, v, ins, key):
+                continue  # another event of the page began drawing it anew meanwhile: its drawing goes out, not this
             out.update(_named(v, values))
         elif shown(page, v.where) and not fresh and callable(v.blank):  # no translation yet: its placeholder
             page["drawn"][v.name] = (None, key)

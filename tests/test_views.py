@@ -347,3 +347,31 @@ def test_a_view_is_known_by_the_values_it_resolves_its_controls_to():
     assert views.draw_views(page, ins, [view], {"pick": 3}, "en") == {}  # the menu's change, to its first value
     assert views.draw_views(page, ins, [view], {"pick": 1}, "en") == {"fig": 1}
     assert drawn == [3, 1]
+
+
+def test_of_two_events_drawing_one_view_the_later_drawing_is_what_the_page_keeps():
+    """A page's events run two at a time and come back as they finish. The event that began drawing a view first,
+    with controls since changed, finishes last here: it sends nothing, so the browser keeps the later drawing, the
+    one the page record names (else the record would name a figure the page no longer shows, and the next event
+    with those controls would find it drawn)."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def draw(ins, head):
+        if head == 0:  # the first event: held while the second draws the same view with another head
+            started.set()
+            assert release.wait(10)
+        return f"head {head}"
+
+    view = views.View("t/v", ("t",), draw, outputs=("fig",), uses=("head",))
+    page, ins, first = {"open": {views.ROOT: "t"}, "drawn": {}}, "ins", {}
+    earlier = threading.Thread(target=lambda: first.update(views.draw_views(page, ins, [view], {"head": 0}, "en")))
+    earlier.start()
+    assert started.wait(10)
+    assert views.draw_views(page, ins, [view], {"head": 3}, "en") == {"fig": "head 3"}
+    release.set()
+    earlier.join(10)
+    assert not earlier.is_alive() and first == {}  # the earlier drawing is not sent
+    assert views.draw_views(page, ins, [view], {"head": 3}, "en") == {}  # the page shows head 3, as recorded
+    assert views.draw_views(page, ins, [view], {"head": 0}, "en") == {"fig": "head 0"}  # drawn again when asked
