@@ -145,13 +145,20 @@ def quiz_buffer(c):
     return choices, 0 if in_params else 1, dict(names=", ".join(f"`{n}`" for n in buffers), count=pe.numel())
 
 
+FFN_DECOYS = (1.0, 0.0, 0.5, 0.25, 0.75)  # wrong shares offered, in this order, where clearly off the right one
+
+
 def quiz_ffn(c):
     a, _ = ffn_units(c, 1)
-    share = round(float((a > 0).float().mean()), 1)
-    values = {0.0, share, 1.0, 0.5}
-    choices, right = _options(values, share, lambda x: f"≈ {x:.0%}")
-    return choices, right, dict(share=f"{float((a > 0).float().mean()):.0%}", d_ff=a.numel(),
-                                word=md_literal(_piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])))
+    on = int((a > 0).sum())
+    # the right share as the answer and the fact line write it (a whole percent), and three wrong ones at least 15
+    # points away, or none at all where a few fire: a band such as "≈ 10%" for 5% would mark wrong the reader who
+    # counted 5%
+    right = int(f"{100 * on / a.numel():.0f}") / 100
+    decoys = [v for v in FFN_DECOYS if abs(v - right) >= 0.15 or (v == 0 and right >= 0.04)][:3]
+    choices, idx = _options([right, *decoys], right, lambda x: f"≈ {x:.0%}")
+    return choices, idx, dict(share=f"{right:.0%}", d_ff=a.numel(),
+                              word=md_literal(_piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])))
 
 
 def quiz_embeddings(c):
@@ -163,11 +170,11 @@ def quiz_embeddings(c):
 
 def quiz_relative(c):
     d = c.model.src_embed[0].d_model
-    res = positional.relative_residual(positional.encoding(d, 64), 5).max().item()
+    res = positional.relative_residual(positional.encoding(d, positional.POSITIONS), 5).max().item()
     bands = [1e-1, 1e-3, 1e-5, 1e-9]
     right = min(bands, key=lambda b: abs(math.log10(max(res, 1e-12)) - math.log10(b)))
     choices, idx = _options(bands, right, lambda x: f"≈ {x:.0e}")
-    return choices[::-1], len(bands) - 1 - idx, dict(res=f"{res:.1e}")
+    return choices[::-1], len(bands) - 1 - idx, dict(res=f"{res:.1e}", last=positional.POSITIONS - 1)
 
 
 def quiz_init(c):

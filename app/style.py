@@ -32,6 +32,10 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
 #learn-answer {min-height:1.5em}
 .learn-english {margin:2px 0; overflow-wrap:anywhere}  /* the English under the sentence box */
 .learn-english span {color:#556; margin-right:4px}
+.learn-english .learn-veiled {display:none; color:#556}
+/* a step that asks for a word of the translation: its English waits for Check (app/tabs/learn.py) */
+#learn:has(.learn-path[data-veil=english]) .learn-english b {display:none}
+#learn:has(.learn-path[data-veil=english]) .learn-english .learn-veiled {display:inline}
 /* a phone: nothing wider than the screen, controls a finger can hit, figures that let a touch scroll the page
    (Gradio puts its own container's selector before each of these) */
 @media (max-width: 640px) {

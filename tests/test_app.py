@@ -15,7 +15,7 @@ from app.bertviz_views import D3_JS, JQUERY_JS, decode, frame_page, host_js, sta
 from app.common import md_literal
 from app.figures import attention as attention_figures
 from app.figures import decoding
-from app.i18n import speaking
+from app.i18n import speaking, text
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
 from app.ui import QUEUE_SIZE, build_demo
@@ -364,6 +364,20 @@ def test_the_status_line_is_english_for_the_api_and_in_the_pages_language_on_the
         assert translate.input_notice("Ein Hund.") == gr.skip()  # translated: the status view writes its line
     assert zh.count("**注意：**") == 2 and "束搜索" in zh and english_in([zh], new) == []
     assert english_in(notices, new) == [] and "1,999" in notices[1]
+
+
+def test_a_sentence_refused_says_the_views_below_are_still_the_last_ones():
+    """After an empty or too long input the views keep the last good translation: the notice says so, naming that
+    sentence (escaped: it is the reader's text)."""
+    from types import SimpleNamespace
+    last = SimpleNamespace(source="Ein <b>Hund</b> *läuft*.")
+    for lang in ("en", "zh-CN"):
+        with speaking(lang):
+            notice = translate.input_notice("", last)
+            assert notice.startswith(translate.input_problem("")) and "<b>" not in notice
+            assert text(lang, "translate.status.still", source=md_literal(last.source)) in notice
+            assert translate.input_notice("   ") == translate.input_problem("")  # nothing translated before
+            assert translate.input_notice("Ein Hund.", last) == gr.skip()
 
 
 def test_the_attention_tab_draws_in_the_pages_language(ins):

@@ -129,3 +129,20 @@ def test_bold_chinese_renders_whatever_its_field_ends_with():
         if "**" in shown:
             left.append(key)
     assert left == [], left
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_the_shipped_models_greedy_bleu_on_val_is_one_number_on_the_heads_and_engineering_tabs(lang):
+    """The Heads tab's "model as shipped" and the Engineering tab's quality table measure the same model on the same
+    split with the same decoding: they write the same number (once 41.2 beside 41.25)."""
+    import json as _json
+
+    from app.shared import model_dir
+    from app.tabs import engineering, heads
+    atlas = _json.loads((model_dir() / "heads.json").read_text())
+    rows = [r for r in _json.loads((model_dir() / "eval.json").read_text()) if r["split"] == "val" and r["beam"] == 1]
+    assert atlas["data"]["split"] == "val" and rows and round(rows[0]["bleu"], 2) == round(atlas["baseline"]["bleu"], 2)
+    written = f"{rows[0]['bleu']:.2f}"
+    assert written in said(engineering.engineering_md, lang=lang)
+    assert f"BLEU {written}" in heads.reading_md(atlas, lang).replace("BLEU：", "BLEU ").replace("BLEU 为 ", "BLEU ")

@@ -87,7 +87,9 @@ def test_shipped_tree_and_views(tr, english):
     text, source, weights, dist = tab.module_view("decoder.layers.0.src_attn").values()
     assert "class MultiHeadedAttention" in source and "no weights of its own" in weights.layout.title.text
     text, source, weights, dist = tab.module_view("generator.proj").values()
-    assert "class Linear" in source and "tied to `src_embed.0.lut.weight`" in text
+    # PyTorch's own layer: its forward, named, without the page of docstring (":math:") its class carries
+    assert "torch.nn.modules.linear.Linear" in source and "def forward" in source and ":math:" not in source
+    assert "tied to `src_embed.0.lut.weight`" in text
     z = torch.tensor(weights.data[0].z)
     assert z.shape[0] <= figures.MAX_CELLS[0] and z.shape[1] <= figures.MAX_CELLS[1]
     assert sum(dist.data[1].y) == 8000  # the bias's histogram counts every value once
@@ -280,7 +282,7 @@ def test_before_a_translation_and_bad_controls(ins, english):
     open_tab(page, ("inside", "modules"))
     drawn = show(page, None, module="nonsense", norm="x", token=-3, gain=7, bias="?", kind="bogus", layer=99,
                  head=-1, ffn="side/9")
-    assert "data-path" in drawn["tree"] and "class Linear" in drawn["source"]  # the modules need no translation
+    assert "data-path" in drawn["tree"] and "Linear" in drawn["source"]  # the modules need no translation
     # out-of-range or unreadable controls are clamped, not errors
     assert "position 0" in tab.layernorm_view(ins, "x", -3, 7, "?")["ln_note"]
     assert "Encoder self-attention, layer 2, head 0" in unwrapped(

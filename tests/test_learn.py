@@ -299,6 +299,9 @@ EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), 
 SAYS = {"buffer": {"en": ("never learned", "not learned", "fixed signal"), "zh-CN": ("从不学习", "不学习", "固定信号")},
         "embeddings": {"en": ("serve all three", "one matrix could", "are tied", "is tied"),
                        "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵")}}
+# steps whose choices are all numbers the step could show: none may be read before Check (the clones step's bars
+# and fact line once gave the other two counts, leaving the plain list's by elimination)
+ELIMINATION = {"clones"}
 # what the step's figure must not show as it opens: another side of the batch than the one the question asks about
 # (the masks question counts the German side's padding)
 OPENS_ON = {"masks": ("learn.masks.fig.both", "learn.masks.fig.subsequent")}
@@ -448,6 +451,8 @@ def gives_away(step, ins, lang, texts, figs):
         band = choices[right].lstrip().startswith("≈")
         others = [_answer_number(c)[0] for i, c in enumerate(choices) if i != right]
         targets.append(((*number, band), others))
+        if step.key in ELIMINATION:  # every other choice's number, read off the page, leaves the right one
+            targets += [((*_answer_number(c), False), []) for i, c in enumerate(choices) if i != right]
     for field in EVIDENCE.get(step.key, ()):
         value = str(values[field])
         if _answer_number(value) is None:
@@ -513,7 +518,8 @@ def test_after_check_the_evidence_appears_and_stays(inspections, key, sentence, 
     choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
     value = learn_path._value(step.control.default, ins)
     assert said(learn.check, ins, start, None, value, value, lang=lang)["progress"].get("revealed") in (None, {})
-    progress, answer, fig, fact = said(learn.check, ins, start, choices[right], value, value, lang=lang).values()
+    checked = said(learn.check, ins, start, choices[right], value, value, lang=lang)
+    progress, answer, fig, fact = (checked[k] for k in ("progress", "answer", "figure", "fact"))
     verdict, explanation = answer.split("\n\n", 1)
     assert verdict.startswith("✓") and gives_away(step, ins, lang, [fact, explanation], [fig])
     if f"learn.{key}.seen" in i18n.table("en"):
@@ -584,3 +590,67 @@ def test_the_english_under_the_learn_box_is_the_translation_escaped():
     assert learn.english_line(None) == ""
     with i18n.speaking("en"):
         assert learn.follow(ins)[2] == learn.english_line(ins)
+
+
+@needs_shipped
+def test_the_ffn_question_offers_the_share_its_answer_states(inspections, english):
+    """The share that fires is offered as the answer and the fact line write it (a reader who read 5% is not
+    marked wrong for missing "≈ 10%"), beside wrong shares clearly off it."""
+    for ins in inspections:
+        step = learn_path.STEPS[learn_path.KEYS.index("ffn")]
+        c = learn_path.context(ins)
+        choices, right, values = step.quiz(c)
+        _, drawn = learn_figures.draw_ffn(c, 1)
+        assert choices[right] == f"≈ {values['share']}" == f"≈ {drawn['share']}"
+        a, _ = learn_figures.ffn_units(c, 1)
+        share = float((a > 0).float().mean())
+        assert abs(share - float(values["share"].rstrip("%")) / 100) <= 0.005 + 1e-9
+        for i, choice in enumerate(choices):
+            wrong = float(choice.strip("≈ %")) / 100
+            if i != right:  # none firing, where some do, or a share far off
+                assert (wrong == 0 and share >= 0.035) or abs(wrong - share) >= 0.14, choices
+
+
+@needs_shipped
+@pytest.mark.parametrize("key", learn.VEILS_ENGLISH)
+def test_a_step_that_asks_for_a_word_veils_the_english_until_checked(inspections, key):
+    """The greedy and teacher steps ask which piece the model wrote: the English under the box is veiled (the path
+    says so, the page's style hides the words) until the answer is checked, and shown again on the other steps."""
+    from app.style import CSS
+    ins, k = inspections[0], learn_path.KEYS.index(key)
+    progress = {"step": k, "done": []}
+    assert 'data-veil="english"' in said(learn.render, ins, progress, lang="en")["path"]
+    assert 'data-veil="english"' in said(learn.act, ins, progress, 1, lang="en")["path"]
+    step = learn_path.STEPS[k]
+    choices, right, _ = said(step.quiz, learn_path.context(ins), lang="en")
+    out = said(learn.check, ins, progress, choices[(right + 1) % len(choices)], 1, None, lang="en")
+    assert "data-veil" not in out["path"] and key in out["progress"]["done"]
+    assert "data-veil" not in said(learn.render, ins, out["progress"], lang="en")["path"]
+    other = {"step": learn_path.KEYS.index("generator"), "done": []}
+    assert "data-veil" not in said(learn.render, ins, other, lang="en")["path"]
+    assert re.search(r"\.learn-path\[data-veil=english\]\) \.learn-english b \{display:none\}", CSS)
+    line = said(learn.english_line, ins, lang="zh-CN")
+    assert i18n.text("zh-CN", "learn.english.veiled") in line and html.escape(ins.translation) in line
+
+
+@needs_shipped
+def test_check_counts_a_step_done_and_the_last_step_has_no_next(inspections):
+    ins = inspections[0]
+    step = learn_path.STEPS[0]
+    choices, right, _ = said(step.quiz, learn_path.context(ins), lang="en")
+    out = said(learn.check, ins, learn_path.new_progress(), choices[right], 1, None, lang="en")
+    assert out["progress"]["done"] == [step.key]
+    assert i18n.text("en", "learn.progress", done=1, n=len(learn_path.STEPS)) in out["path"]
+    last = said(learn.go_to, ins, learn_path.new_progress(), len(learn_path.STEPS) - 1, lang="en")
+    assert last["next"]["interactive"] is False
+    assert said(learn.go_to, ins, learn_path.new_progress(), 0, lang="en")["next"]["interactive"] is True
+
+
+@needs_shipped
+def test_the_relative_step_and_the_positional_tab_state_one_error(inspections, english):
+    """Step 9's answer and the Positional tab as it opens (k = 5) measure the same positions: one number."""
+    from app.tabs import positional as tab
+    values = _quiz("relative", inspections[0])[1]
+    note = tab.positional_view(tab.get_translator().config["d_model"], learn_figures.positional.POSITIONS, "0",
+                               5)["note"]
+    assert f"largest residual {values['res']}" in note and f"0–{values['last']}" in note

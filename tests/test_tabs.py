@@ -4,6 +4,7 @@ import json
 import math
 import re
 
+import gradio as gr
 import pytest
 import torch
 
@@ -40,6 +41,15 @@ def test_parse_pairs_messages(english):
     with pytest.raises(ValueError, match="that text has 2,000,000 characters") as caught:
         parse_pairs("Ein Hund.\n" * 200_000, "A dog.\n" * 2)
     assert len(str(caught.value)) < 200
+
+
+def test_the_sentence_slider_reaches_the_last_pair_typed_and_no_further(english):
+    """One slider position per sentence pair of the batch typed (three pairs: 0 to 2), the value kept within them;
+    a text that is no batch leaves the slider as it is (the view says why)."""
+    assert masks.sentence_range(DEFAULT_DE, DEFAULT_EN, 3) == {"__type__": "update", "maximum": 2, "value": 2}
+    assert masks.sentence_range("Ein Hund.\nEine Katze.", "A dog.\nA cat.", 1)["maximum"] == 1
+    assert masks.sentence_range("eins\nzwei", "one", 1) == gr.skip()
+    assert len(parse_pairs(DEFAULT_DE, DEFAULT_EN)) == 3
 
 
 def test_mask_panels_match_hand_built_masks(tiny_spm, english):

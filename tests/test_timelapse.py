@@ -202,3 +202,14 @@ def test_the_page_has_the_tab_only_for_a_model_with_a_history(on_history, monkey
     assert "timelapse" not in [_tab_id(t) for t in demo.tab_views]
     assert "open_timelapse" not in {d.name for d in demo.fns.values()}
     assert learn_path.STEPS[-1].opens == "training"
+
+
+def test_the_tab_names_the_epochs_the_translating_model_averages():
+    """The model that translates is the average of the run's last epochs (core.train's export --average): the
+    tab says which, so that its last point's words are not taken for the translating model's."""
+    from app.tabs.timelapse import averaged_epochs
+    assert averaged_epochs({"averaged_checkpoints": ["epoch_27.pt", "epoch_9.pt", "epoch_28.pt"]}) == [9, 27, 28]
+    assert averaged_epochs({"averaged_checkpoints": ["notes.txt"]}) == averaged_epochs({}) == []
+    from app.shared import model_dir
+    shipped = json.loads((model_dir() / "config.json").read_text())
+    assert len(averaged_epochs(shipped)) == len(shipped.get("averaged_checkpoints", ()))

@@ -161,8 +161,10 @@ def draw_clones(c, how):
                             hoverinfo="skip" if hide else None,
                             marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
                      go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
-                            marker_color=GREY)])
-    fig.update_layout(barmode="group", xaxis=dict(tickangle=0))
+                            marker_color=GREY, hoverinfo="skip" if hide else None)])
+    # before Check the bars' heights alone: the other two counts, read off an axis or a hover, would leave the
+    # plain list's by elimination among the three choices
+    fig.update_layout(barmode="group", xaxis=dict(tickangle=0), yaxis=dict(showticklabels=not hide))
     n = counts[how]
     return _compact(fig, c.t("clones.fig", how=c.t(f"clones.choice.{how}"))), dict(how=c.t(f"clones.choice.{how}"), registered=f"{n['registered']:,}",
                                                   held=f"{n['held']:,}", objects=n["objects"], levels=n["levels"])
@@ -377,7 +379,8 @@ def draw_relative(c, k):
 
 
 def _relative(d, k, revealed):
-    return positional.relative_figure(positional.encoding(d, 64), k, words="learn", stacked=True, scale=revealed)
+    return positional.relative_figure(positional.encoding(d, positional.POSITIONS), k, words="learn", stacked=True,
+                                      scale=revealed)
 
 
 # ---- 10. make_model: Xavier initialisation ------------------------------------------------------------

@@ -66,6 +66,9 @@ def rotation(d_model, k, dtype=torch.float64):
     return M
 
 
+POSITIONS = 100  # the positions the relative-position figures cover, in the Positional tab and the Learn step alike
+
+
 def relative_residual(pe, k):
     """max_dim |PE(pos + k) - M_k PE(pos)| for every pos with pos + k in range."""
     M = rotation(pe.size(1), k, pe.dtype)

@@ -116,7 +116,7 @@ def reading_md(atlas, lang):
     # the shipped atlas is over the validation set; one measured here, over its sample (data.split)
     key = "ui.heads.reading.title" if atlas["data"].get("split", "val") == "val" and not is_converted(
         get_translator().config) else "ui.heads.reading.title-sample"
-    head = text(lang, key, loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.1f}",
+    head = text(lang, key, loss=f"{base['loss']:.3f}", bleu=f"{base['bleu']:.2f}",
                 sentences=atlas["data"]["sentences"])
     return head + "\n\n" + "\n".join(f"- {md_literal(line)}" for line in findings_in(lang, atlas))
 

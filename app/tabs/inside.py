@@ -8,6 +8,7 @@ control redraws from that recording and never runs the model. Its figures are ap
 """
 import inspect
 import math
+import textwrap
 from functools import lru_cache
 
 import gradio as gr
@@ -94,10 +95,15 @@ def _module_view(path):
                           for p, s, n, t in node.own) or say("module.none")
     about = say("module.about", path=path or root_name(), cls=node.cls, params=f"{node.params:,}",
                 share=f"{node.params / total:.2%}", total=f"{total:,}", own=own)
+    cls = type(module)
     try:
-        source = inspect.getsource(type(module))
+        if cls.__module__.split(".")[0] == "core":
+            source = inspect.getsource(cls)
+        else:  # PyTorch's own layer: its forward, which says what it computes, without a page of its docstring
+            source = (f"# {say('module.torch', cls=f'{cls.__module__}.{cls.__qualname__}')}\n"
+                      + textwrap.dedent(inspect.getsource(cls.forward)))
     except (OSError, TypeError):
-        source = "# " + say("module.no_source", cls=type(module).__qualname__)
+        source = "# " + say("module.no_source", cls=cls.__qualname__)
     return dict(detail=about, source=source, weights=weight_figure(path, module),
                 dist=distribution_figure(path, module))
 

@@ -35,12 +35,16 @@ from ..views import Tab, View, by_component
 
 WHERE = ("learn",)
 # what the tab shows for the step on screen, by name
-OUTPUTS = ("path", "head", "body", "slider", "choice", "figure", "fact", "question", "answer", "open", "where")
+OUTPUTS = ("path", "head", "body", "slider", "choice", "figure", "fact", "question", "answer", "open", "next", "where")
+# the steps that ask which word the model wrote next: the English under the sentence box would answer them
+VEILS_ENGLISH = ("greedy", "teacher")
 
 
-def progress_html(progress):
+def progress_html(progress, veil=False):
     """The path as a row of numbered buttons, each opening its step: done ones ticked, the current one outlined
-    (and marked as the current step for a screen reader), each named by its step's title."""
+    (and marked as the current step for a screen reader), each named by its step's title. `veil`: the step on
+    screen asks for a word of the translation and its answer is not checked, so the English under the sentence
+    box is veiled (style.py) while the path says so."""
     done, k = set((progress or {}).get("done", ())), step_of(progress)
     marks = []
     for i, s in enumerate(STEPS):
@@ -54,7 +58,8 @@ def progress_html(progress):
                      f'{current}>{"✓" if s.key in done else i + 1}</button>')
     count = text("learn.progress", done=len(done), n=len(STEPS))
     nav = html.escape(text("learn.mark.nav"), quote=True)
-    return (f'<nav class="learn-path" data-step="{k + 1}" aria-label="{nav}">{"".join(marks)}'
+    veil = ' data-veil="english"' if veil else ""
+    return (f'<nav class="learn-path" data-step="{k + 1}"{veil} aria-label="{nav}">{"".join(marks)}'
             f'<span class="learn-count">{label(count)}</span></nav>')
 
 
@@ -77,12 +82,14 @@ def render(ins, progress):
     shown = dict(path=progress_html(progress), body=text(f"learn.{step.key}.body"),
                  head=f"### {text('learn.step', k=k + 1, n=len(STEPS))} · {text(f'learn.{step.key}.title')}",
                  open=gr.update(value=text("learn.open", tab=text(f"learn.tab.{step.opens}"))),
+                 next=gr.update(interactive=k < len(STEPS) - 1),  # the last step has no next one
                  where=json.dumps({"step": k + 1, "tab": step.opens}))
     if ins is None:
         wait = text("learn.wait")
         return dict(shown, slider=gr.update(visible=False), choice=gr.update(visible=False), figure=None, fact=wait,
                     question=gr.update(choices=[], value=None, label=wait), answer="")
     c, (choices, right, values), pick = quiz_state(step, ins, progress)
+    shown["path"] = progress_html(progress, veil=step.key in VEILS_ENGLISH and pick is None)
     slider, choice = control_updates(step, ins, c)
     fig, fact = figure_and_fact(step, c, _value(step.control.default, ins))
     # the question's fields are its answer's: a premise it states (never the answer itself)
@@ -102,7 +109,8 @@ def act(ins, progress, value):
         progress["done"] = [*progress["done"], step.key]
     c, _, _ = quiz_state(step, ins, progress)
     fig, fact = figure_and_fact(step, c, value)
-    return dict(progress=progress, path=progress_html(progress), figure=fig, fact=fact)
+    veil = step.key in VEILS_ENGLISH and not c.revealed
+    return dict(progress=progress, path=progress_html(progress, veil=veil), figure=fig, fact=fact)
 
 
 def check(ins, progress, picked, slider, choice):
@@ -110,18 +118,21 @@ def check(ins, progress, picked, slider, choice):
     step kept back: its figure (at the action's value, `slider` or `choice`) and fact line, revealed. The step
     stays revealed in the session's progress (Next, Back, the language switch and a redraw keep it)."""
     if ins is None:
-        return dict(progress=progress, answer="", figure=gr.skip(), fact=gr.skip())
+        return dict(progress=progress, path=gr.skip(), answer="", figure=gr.skip(), fact=gr.skip())
     progress = dict(progress or new_progress())
     step = STEPS[step_of(progress)]
     c, (choices, right, values), _ = quiz_state(step, ins, None)
     if picked is None or picked not in choices:
-        return dict(progress=progress, answer=c.t("pick"), figure=gr.skip(), fact=gr.skip())
+        return dict(progress=progress, path=gr.skip(), answer=c.t("pick"), figure=gr.skip(), fact=gr.skip())
     pick = choices.index(picked)
     progress["revealed"] = {**(progress.get("revealed") or {}),
                             step.key: {"pick": pick, "quiz": question_mark(right, values)}}
+    if step.key not in progress["done"]:  # a question answered and checked is a step done, as its action is
+        progress["done"] = [*progress["done"], step.key]
     c.revealed = True
     fig, fact = figure_and_fact(step, c, slider if step.control.kind == "slider" else choice)
-    return dict(progress=progress, answer=verdict(c, step.key, choices, right, values, pick), figure=fig, fact=fact)
+    return dict(progress=progress, path=progress_html(progress),
+                answer=verdict(c, step.key, choices, right, values, pick), figure=fig, fact=fact)
 
 
 def go_to(ins, progress, k):
@@ -161,7 +172,8 @@ def english_line(ins):
     if ins is None:
         return ""
     return (f'<p class="learn-english"><span>{html.escape(text("learn.english"))}</span> '
-            f'<b lang="en">{html.escape(ins.translation)}</b></p>')
+            f'<b lang="en">{html.escape(ins.translation)}</b>'
+            f'<i class="learn-veiled">{html.escape(text("learn.english.veiled"))}</i></p>')
 
 
 def follow(ins):
@@ -269,7 +281,7 @@ def _layout():
     with gr.Accordion(L("ui.learn.glossary.title"), open=False, elem_id="learn-glossary"):
         gr.Markdown(L("ui.learn.glossary"))
     outputs = dict(path=path, head=head, body=body, slider=slider, choice=choice, figure=figure, fact=fact,
-                   question=question, answer=answer, open=open_btn, where=where)
+                   question=question, answer=answer, open=open_btn, next=next_btn, where=where)
     parts = SimpleNamespace(src=src, go=go_btn, slider=slider, choice=choice, question=question, answer=answer,
                             check=check_btn, back=back_btn, open=open_btn, next=next_btn, fact=fact, figure=figure,
                             path=path, where=where, notice=notice, english=english)
@@ -301,7 +313,7 @@ def _wire_step(view, p):
         fn, out = sent(act, "path", "figure", "fact")
         control.input(fn, None, out, inputs_kwargs=dict(named, value=control), trigger_mode="always_last",
                       api_visibility="private")
-    fn, out = sent(check, "answer", "figure", "fact")
+    fn, out = sent(check, "path", "answer", "figure", "fact")
     p.check.click(fn, None, out, inputs_kwargs=dict(named, picked=p.question, slider=p.slider, choice=p.choice),
                   api_visibility="private")
     for button, move in ((p.back, back), (p.next, forward), (p.path, pick)):

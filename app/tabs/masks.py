@@ -107,6 +107,16 @@ VIEWS = [View("masks", WHERE, masks_view, outputs=OUTPUTS, uses=("de", "en", "se
               reads_translation=False)]
 
 
+def sentence_range(de, en, i):
+    """The sentence slider's range for the batch typed: one position per pair (kept within it); nothing while the
+    text is not a batch (the view says why)."""
+    try:
+        n = len(parse_pairs(de, en))
+    except ValueError:
+        return gr.skip()
+    return gr.update(maximum=n - 1, value=clamp(i, 0, n - 1))
+
+
 def _layout(cfg):
     """The batch's text boxes and controls, then the views; returns (outputs, controls by name)."""
     gr.Markdown(L("ui.masks.intro"))
@@ -114,7 +124,8 @@ def _layout(cfg):
         de = gr.Textbox(label=L("ui.masks.german"), lines=4, value=DEFAULT_DE, elem_id="m-de")
         en = gr.Textbox(label=L("ui.masks.english"), lines=4, value=DEFAULT_EN, elem_id="m-en")
     with gr.Row():
-        sentence = gr.Slider(0, 3, value=1, step=1, label=L("ui.masks.sentence"), elem_id="m-sent")
+        sentence = gr.Slider(0, len(parse_pairs(DEFAULT_DE, DEFAULT_EN)) - 1, value=1, step=1,
+                             label=L("ui.masks.sentence"), elem_id="m-sent")
         kind = gr.Radio(choices("ui.masks.kind", ("decoder", "encoder")), value="decoder",
                         label=L("ui.masks.kind"))
         layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"))
@@ -128,6 +139,7 @@ def _layout(cfg):
     gr.Markdown(L("ui.masks.batching"))
     batching = fitted_plot(elem_id="m-batching")
     code_panel(None, subsequent_mask, Batch)
+    gr.on([de.change, en.change], sentence_range, [de, en, sentence], sentence, api_visibility="private")
     outputs = dict(summary=summary, ids=ids, panels=panels, shift=shift, scores=scores, batching=batching)
     return outputs, dict(de=de, en=en, sentence=sentence, kind=kind, layer=layer, head=head)
 

@@ -11,6 +11,7 @@ from core.model import Embeddings, PositionalEncoding
 from ..cache import per_language
 from ..common import clamp, code_panel, empty_figure, fitted_plot, md_literal
 from ..figures.positional import (
+    POSITIONS,
     curves_figure,
     encoding,
     heatmap_figure,
@@ -64,7 +65,7 @@ def positional_view(d_model, positions, dims, k):
                     note=f"**{md_literal(msg)}**")
     pe = encoding(d_model, positions)
     rel, res32, res64 = relative_figure(pe, k)
-    note = _t("relative.note", k=k, res32=f"{res32:.1e}", res64=f"{res64:.1e}")
+    note = _t("relative.note", k=k, last=positions - 1, res32=f"{res32:.1e}", res64=f"{res64:.1e}")
     if get_translator().config.get("pe_layout") == "halves":  # the open model's table is not the paper's layout
         note += "\n\n" + _t("halves")
     return dict(curves=curves_figure(pe, dims), heat=heatmap_figure(pe), sim=similarity_figure(pe), rel=rel,
@@ -93,7 +94,7 @@ def _layout(cfg):
     """The controls, then the views; returns (outputs by name, controls by name)."""
     with gr.Row():
         d_model = gr.Slider(4, 512, value=cfg["d_model"], step=2, label="d_model", elem_id="pe-d")
-        positions = gr.Slider(10, 500, value=100, step=1, label=L("ui.positional.positions"))
+        positions = gr.Slider(10, 500, value=POSITIONS, step=1, label=L("ui.positional.positions"))
         dims = gr.Textbox(value="4, 5, 6, 7", label=L("ui.positional.dims"), elem_id="pe-dims")
         k = gr.Slider(1, 50, value=5, step=1, label=L("ui.positional.offset"))
     curves = fitted_plot(elem_id="pe-curves")

@@ -9,6 +9,7 @@ redraws from it. At most core.translate.SNAPSHOTS_KEPT points' weights are held 
 model; going to another loads it (Translator.load(snapshot=...)), the one used least recently going.
 """
 import json
+import re
 import threading
 from collections import OrderedDict
 
@@ -242,6 +243,12 @@ def now_js():
     return NOW_JS % json.dumps(point_fractions(points(), steps) if points() else [])
 
 
+def averaged_epochs(config):
+    """The epochs whose weights the model was averaged from (core.train's export --average), in order."""
+    names = config.get("averaged_checkpoints") or ()
+    return sorted(int(m.group(1)) for m in (re.fullmatch(r"epoch_(\d+)\.pt", str(n)) for n in names) if m)
+
+
 # ---- layout and events -----------------------------------------------------------------------------------
 
 def build(demo, page, state, lang):
@@ -251,6 +258,9 @@ def build(demo, page, state, lang):
     n_layers, n_heads = get_translator().config["N"], get_translator().config["h"]
     with gr.Tab(L("ui.tab.timelapse"), id="timelapse") as tab:
         gr.Markdown(L("ui.timelapse.intro"))
+        averaged = averaged_epochs(get_translator().config)
+        if len(averaged) > 1:  # the model translating is not any point of the run: say which epochs it averages
+            gr.Markdown(L("ui.timelapse.averaged", n=len(averaged), first=averaged[0], last=averaged[-1]))
         with gr.Row():
             play = gr.Button(L("ui.timelapse.play"), elem_id="tl-play", scale=0, interactive=len(pts) > 1)
             snap = gr.Slider(0, max(1, last), value=last, step=1, label=L("ui.timelapse.point"), elem_id="tl-snap",

@@ -13,7 +13,7 @@ import gradio as gr
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
-from ..common import clamp, export_file
+from ..common import clamp, export_file, md_literal
 from ..figures.decoding import decoder_input_html, mask_svg, replay_first, step_candidates, token_probs_html
 from ..i18n import L, choices, in_language, speaking, text
 from ..shared import examples, get_translator
@@ -108,11 +108,16 @@ def relabel(tab, page, lang, ins, step):
     return out
 
 
-def input_notice(typed):
+def input_notice(typed, ins=None):
     """After a press of Translate: the status line's message about the German typed, in the page's language,
-    where there is one (translate() wrote it in English); else nothing sent."""
+    where there is one (translate() wrote it in English), and, where an earlier sentence was translated, that the
+    views below are still that sentence's (its text escaped); else nothing sent."""
     problem = input_problem(typed)
-    return gr.skip() if problem is None else problem
+    if problem is None:
+        return gr.skip()
+    if ins is not None and getattr(ins, "source", None):
+        problem += "\n\n" + text("translate.status.still", source=md_literal(ins.source))
+    return problem
 
 
 # the sliders each decoding method reads (the length, every method's); the others are out of use under it
@@ -230,7 +235,7 @@ def build(demo, page, state, default_alpha, lang):
     go_btn.click(None, js=RESULT_IN_VIEW_JS)
     # the public API's status line is English, and goes to a hidden box; on the page, a problem with the input is
     # said in the page's language (a translation's status line is, by its view)
-    translated.then(in_language(input_notice), None, status, inputs_kwargs=dict(typed=src, lang=lang),
+    translated.then(in_language(input_notice), None, status, inputs_kwargs=dict(typed=src, ins=state, lang=lang),
                     api_visibility="private")
     # the token strip first: a translation's progress shows on it (app/ui.py)
     outputs = dict(probs=probs, status=status, step=step, export=export, **step_views)
