@@ -16,6 +16,7 @@ from .figures import positional
 from .figures.learn import (
     ACCUM,
     CLONES,
+    MASK_REACH,
     _piece,
     accum_check,
     clone_counts,
@@ -43,8 +44,8 @@ from .figures.learn import (
     layernorm_vectors,
     mask_batch,
     model_schedule,
+    pad_query_reach,
     scale_weights,
-    short_row,
     smoothed,
     tied,
     xavier_bound,
@@ -129,12 +130,9 @@ def quiz_scale(c):
 
 def quiz_masks(c):
     batch = mask_batch(c)
-    row = short_row(batch)
-    pads = int((batch.src[row] == batch.pad).sum())
-    width = batch.src.size(1)
-    choices, right = _options([0, pads, width, max(1, pads // 2)] if pads > 1 else [0, pads, width, pads + 1],
-                              pads, str)
-    return choices, right, dict(pads=pads, width=width, short=width - pads)
+    reach, row, real = pad_query_reach(batch)
+    choices = [c.t(f"masks.reach.{k}") for k in MASK_REACH]
+    return choices, MASK_REACH.index(reach), dict(pos=real, real=real, width=batch.tgt.size(1))
 
 
 def quiz_buffer(c):
@@ -270,7 +268,7 @@ STEPS = (
     Step("layernorm", "inside/layernorm", Control("slider", 0.0, 1.0, 0.05, 0.0), draw_layernorm, quiz_layernorm),
     Step("scale", "inside/scale", Control("radio", choices=("scaled", "raw"), default="scaled"), draw_scale,
          quiz_scale),
-    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="padding"),
+    Step("masks", "masks", Control("radio", choices=("padding", "subsequent", "both"), default="both"),
          draw_masks, quiz_masks),
     Step("buffer", "positional", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_buffer,
          quiz_buffer),

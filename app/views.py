@@ -13,6 +13,7 @@ it names the controls its drawing reads and the outputs it draws. Three kinds of
 The rest of the time a view is left as it is (`gr.skip()`): nothing is recomputed and nothing is sent.
 """
 import functools
+import itertools
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -83,16 +84,20 @@ def _fresh(page, v, ins, used):
     return last, last is not None and last[0] is ins and last[1] == used
 
 
-def _still_recorded(page, v, ins, key):
-    """Whether the page record still says that `v` is drawn for `ins` and `key`, once this event has drawn it.
+DRAWINGS = itertools.count(1)  # each drawing of a view, numbered in the order the drawings began
+
+
+def _newer_one_sent(page, v, number):
+    """Whether a drawing of `v` that began after drawing `number` has already been sent to the page.
 
     A page's events run two at a time (app/ui.py CONCURRENCY), and the browser shows each event's outputs as they
     come back. Where two events draw one view with different controls (the Heads tab opens a head: it sets the
     Attention tab's controls, whose changes, and the tab's opening, are events of their own), the one that began
-    first may come back last: it would leave its figure on screen while the record names the other's, and the
-    next event would find the view drawn already. A drawing whose record another event has replaced is not sent."""
-    last = page["drawn"].get(v.name)
-    return last is not None and last[0] is ins and last[1] == key
+    first may come back last: sent, it would replace the later figure on screen while the record names the later
+    one, and the next event would find the view drawn already. So a drawing goes out unless a later one went out
+    first; one that comes back before a later one still goes out (Play's ticks, each drawn slower than they come
+    under load, show as they come rather than none of them until the last)."""
+    return page.setdefault("sent", {}).get(v.name, 0) > number
 
 
 def draw_views(page, ins, views, controls, lang, ahead=False):
@@ -113,10 +118,12 @@ def draw_views(page, ins, views, controls, lang, ahead=False):
         last, fresh = _fresh(page, v, ins, key)
         if shown(page, v.where, ahead) and not fresh and (ins is not None or not v.reads_translation):
             page["drawn"][v.name] = (ins, key)
+            number = next(DRAWINGS)
             with speaking(lang):
                 values = v.draw(ins, **used) if v.reads_translation else v.draw(**used)
-            if not _still_recorded(page, v, ins, key):
-                continue  # another event of the page began drawing it anew meanwhile: its drawing goes out, not this
+            if _newer_one_sent(page, v, number):
+                continue  # a drawing begun after this one is on screen already: it stays, as the record says
+            page["sent"][v.name] = number
             out.update(_named(v, values))
         elif shown(page, v.where) and not fresh and callable(v.blank):  # no translation yet: its placeholder
             page["drawn"][v.name] = (None, key)

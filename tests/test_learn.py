@@ -174,12 +174,30 @@ def test_the_scale_answer_is_the_undivided_softmax(inspections, english):
 
 
 @needs_shipped
-def test_the_masks_answer_counts_the_padding_of_the_batch(inspections, english):
+def test_the_masks_answer_is_what_the_decoders_mask_lets_a_padding_query_see(inspections, english):
+    """The question's answer is read off the batch's own decoder mask: built as the Annotated Transformer builds it
+    (target padding & subsequent), the first padding position's query sees the sentence's real pieces, each of them
+    and no other; a mask built otherwise gives another answer. Before Check the step's figure leaves the padding
+    positions' rows blank, and after it draws them."""
     for ins in inspections:
-        batch = learn_figures.mask_batch(learn_path.context(ins))
-        row = learn_figures.short_row(batch)
-        pads = int((batch.src[row] == PAD).sum())
-        assert _quiz("masks", ins)[0] == str(pads) and pads > 0
+        c = learn_path.context(ins)
+        batch = learn_figures.mask_batch(c)
+        reach, row, real = learn_figures.pad_query_reach(batch)
+        keep = batch.tgt[row] != PAD
+        assert 0 < real == int(keep.sum()) < batch.tgt.size(1) and bool(keep[:real].all())
+        hand = [k for k in range(batch.tgt.size(1)) if k <= real and batch.tgt[row, k] != PAD]
+        assert batch.tgt_mask[row, real].nonzero().flatten().tolist() == hand == list(range(real))
+        assert reach == "real" and _quiz("masks", ins)[0] == "every real piece of its sentence"
+        batch.tgt_mask = batch.tgt_mask & keep.view(1, -1, 1)  # the padding queries' rows masked as well
+        assert learn_figures.pad_query_reach(batch)[0] == "none"
+        batch.tgt_mask[row, real] = torch.arange(batch.tgt.size(1)) <= real  # padding keys let through
+        assert learn_figures.pad_query_reach(batch)[0] == "upto"
+        fig, _ = learn_figures.draw_masks(c, "both")
+        z = fig.data[0].z
+        assert all(v is None for r in z[real:] for v in r) and all(v is not None for r in z[:real] for v in r)
+        c.revealed = True
+        z = learn_figures.draw_masks(c, "both")[0].data[0].z
+        assert [list(r) for r in z] == learn_figures.mask_batch(c).tgt_mask[row].int().tolist()
 
 
 @needs_shipped
@@ -295,16 +313,17 @@ PIECES = {"greedy", "teacher"}
 EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), "ffn": ("share",),
             "relative": ("res",), "history": ("share",)}
 # words that say a step's answer without a number: the encoding called never learned (a buffer), the three
-# matrices called one (tied embeddings)
+# matrices called one (tied embeddings), a padding query said to read the real pieces (the decoder's mask)
 SAYS = {"buffer": {"en": ("never learned", "not learned", "fixed signal"), "zh-CN": ("从不学习", "不学习", "固定信号")},
         "embeddings": {"en": ("serve all three", "one matrix could", "are tied", "is tied"),
-                       "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵")}}
+                       "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵")},
+        "masks": {"en": ("real pieces", "real piece"), "zh-CN": ("真实词元",)}}
 # steps whose choices are all numbers the step could show: none may be read before Check (the clones step's bars
 # and fact line once gave the other two counts, leaving the plain list's by elimination)
 ELIMINATION = {"clones"}
-# what the step's figure must not show as it opens: another side of the batch than the one the question asks about
-# (the masks question counts the German side's padding)
-OPENS_ON = {"masks": ("learn.masks.fig.both", "learn.masks.fig.subsequent")}
+# what the step's figure must not show as it opens: another mask than the one the question asks about (the masks
+# question asks about the decoder's combined mask of the padded English)
+OPENS_ON = {"masks": ("learn.masks.fig.padding", "learn.masks.fig.subsequent")}
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,.]*(?:[eE][-+−]?\d+)?%?")
 TEXT_KEYS = {"text", "ticktext", "name", "texttemplate", "hovertemplate", "hovertext", "title"}
 

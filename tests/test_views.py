@@ -375,3 +375,34 @@ def test_of_two_events_drawing_one_view_the_later_drawing_is_what_the_page_keeps
     assert not earlier.is_alive() and first == {}  # the earlier drawing is not sent
     assert views.draw_views(page, ins, [view], {"head": 3}, "en") == {}  # the page shows head 3, as recorded
     assert views.draw_views(page, ins, [view], {"head": 0}, "en") == {"fig": "head 0"}  # drawn again when asked
+
+
+def test_a_drawing_that_comes_back_before_a_later_one_still_goes_out():
+    """Play's ticks under load: each tick's drawing begins before the one before it is back. A drawing that comes
+    back first, with no later drawing sent yet, goes out (the figure moves on as the ticks come), and the later one
+    follows it; so the page ends on the later drawing, which its record names."""
+    import threading
+
+    began = {1: threading.Event(), 2: threading.Event()}
+    back = {1: threading.Event(), 2: threading.Event()}
+
+    def draw(ins, step):
+        began[step].set()
+        assert back[step].wait(10)  # held until the test lets this tick's drawing come back
+        return f"step {step}"
+
+    view = views.View("t/v", ("t",), draw, outputs=("fig",), uses=("step",))
+    page, ins, sent = {"open": {views.ROOT: "t"}, "drawn": {}}, "ins", {1: {}, 2: {}}
+    ticks = {step: threading.Thread(target=lambda step=step: sent[step].update(
+        views.draw_views(page, ins, [view], {"step": step}, "en"))) for step in (1, 2)}
+    ticks[1].start()
+    assert began[1].wait(10)
+    ticks[2].start()
+    assert began[2].wait(10)  # both drawing: the record names step 2
+    back[1].set()  # the earlier tick comes back while the later one still draws
+    ticks[1].join(10)
+    assert sent[1] == {"fig": "step 1"}  # sent: no later drawing is on screen yet
+    back[2].set()
+    ticks[2].join(10)
+    assert sent[2] == {"fig": "step 2"} and page["drawn"]["t/v"][1][0] == (2,)
+    assert views.draw_views(page, ins, [view], {"step": 2}, "en") == {}  # the page shows step 2, as recorded

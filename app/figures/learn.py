@@ -245,6 +245,20 @@ def short_row(batch):
     return int((batch.src == batch.pad).sum(1).argmax())
 
 
+MASK_REACH = ("none", "itself", "real", "upto")  # what a padding position's query may attend to: the question's choices
+
+
+def pad_query_reach(batch):
+    """In the decoder's mask of the batch's padded English: what the query at its first padding position may attend
+    to, as one of MASK_REACH (None if none describes it), with that sentence's row, the position and its count of
+    real pieces (those the target padding mask keeps)."""
+    row = int((~batch.tgt_keep).sum(1).argmax())
+    real = int(batch.tgt_keep[row].sum())
+    keys = set(batch.tgt_mask[row, real].nonzero().flatten().tolist())  # position `real`: the first padding one
+    reach = {"none": set(), "itself": {real}, "real": set(range(real)), "upto": set(range(real + 1))}
+    return next((k for k in MASK_REACH if reach[k] == keys), None), row, real
+
+
 def cell_table(columns, names, marked):
     """A table drawn as a heatmap, for a phone: one row per position, one column per list of pieces in
     `columns` (named `names`), each piece written in its cell at a readable size, the cells where `marked` holds
@@ -277,19 +291,28 @@ def draw_masks(c, which):
         allowed, cells = int(batch.src_mask.sum()), batch.src.numel()
         fig = _compact(fig, c.t("masks.fig.padding"), height=table_height(rows))
     else:
-        row = int((~batch.tgt_keep).sum(1).argmax())  # the row whose English is padded
+        _, row, real = pad_query_reach(batch)  # the row whose English is padded, and its real pieces
         T = batch.tgt.size(1)
         m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
         pieces = [piece(i) for i in batch.tgt[row]]
-        fig = go.Figure(go.Heatmap(z=m.int().tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1,
-                                   showscale=False, hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
+        z = m.int().tolist()
+        hide = which == "both" and not c.revealed  # what the padding positions' queries reach is the question
+        if hide:
+            z = [r if i < real else [None] * T for i, r in enumerate(z)]
+        fig = go.Figure(go.Heatmap(z=z, colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
+                                   hovertemplate="%{y} → %{x}: %{z}<extra></extra>", hoverongaps=False))
         fig.update_layout(xaxis=token_axis(pieces, tickangle=-90),
                           yaxis=dict(token_axis(pieces), autorange="reversed"))
         allowed, cells = int(m.sum()), T * T
+        if hide:
+            fig.add_annotation(text=c.t("masks.hidden-rows"), x=0.5, xref="paper", y=(real + T - 1) / 2, yref="y",
+                               showarrow=False, font=dict(size=13, color="#556"))
         fig = phone_width(_compact(fig, c.t(f"masks.fig.{which}"), height=table_height(T)), T)
     pads = int((~batch.tgt_keep).sum(1).max())
     src_pads = int((batch.src == c.pad).sum(1).max())
-    shown = c.t("masks.shown.padding" if which == "padding" else "masks.shown.pairs", allowed=allowed, cells=cells)
+    shown = (c.t("masks.shown.padding", allowed=allowed, cells=cells) if which == "padding" else
+             "" if which == "both" and not c.revealed else  # the figure says its padding rows wait for Check
+             c.t("masks.shown.pairs", allowed=allowed, cells=cells))
     return fig, dict(S=batch.src.size(1), T=batch.tgt.size(1), pads=pads, src_pads=src_pads, shown=shown)
 
 
