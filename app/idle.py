@@ -61,15 +61,16 @@ class IdleWork:
                 continue
             ref, jobs = item
             for job in jobs:
-                # wait until the model is free (the job takes the lock again for its own passes), and only then
-                # take the translation: one that went while the job waited is not kept alive by the wait
-                with MODEL_LOCK:
-                    pass
+                # wait until no reader uses the model or waits for it (the job takes the lock for its own passes,
+                # each giving way to readers), and only then take the translation: one that went while the job
+                # waited is not kept alive by the wait
+                MODEL_LOCK.wait_free()
                 ins = ref()
                 if ins is None:
                     break
                 try:
-                    job(ins)
+                    with MODEL_LOCK.idle():
+                        job(ins)
                     self.done += 1
                 except Exception:  # noqa: BLE001 (the tab computes it again when opened, and says why there)
                     pass

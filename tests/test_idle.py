@@ -30,6 +30,42 @@ def test_jobs_run_in_order_once_the_model_is_free():
     assert ran[0][2] is False  # the job ran with the model free (it takes the lock itself for its passes)
 
 
+def test_a_reader_waits_for_one_pass_of_idle_work_at_most():
+    """Idle work of many passes (each taking the model's lock, as Why's attribution does) meets a reader's event
+    that asks for the model: the reader gets it as the pass under way ends, before the job's next pass, rather than
+    after all of them (a plain lock may go back to the thread that released it, again and again)."""
+    work, order = idle.IdleWork(delay_s=0), []
+    first_pass, reader_waits, done = threading.Event(), threading.Event(), threading.Event()
+
+    def job(s):
+        for k in range(40):
+            with MODEL_LOCK:
+                order.append(f"idle {k}")
+                if k == 0:
+                    first_pass.set()
+                    assert reader_waits.wait(WAIT_S)
+                    end = time.monotonic() + WAIT_S
+                    while MODEL_LOCK._readers == 0:  # the reader is counted before this pass lets go
+                        assert time.monotonic() < end
+                        time.sleep(0.001)
+        done.set()
+
+    s = Sentence()
+    work.after(s, [job])
+    assert first_pass.wait(WAIT_S)
+
+    def reader():
+        reader_waits.set()
+        with MODEL_LOCK:
+            order.append("reader")
+    t = threading.Thread(target=reader)
+    t.start()
+    t.join(WAIT_S)
+    assert done.wait(WAIT_S)
+    assert order.index("reader") == 1, order[:5]  # right after the pass it waited on
+    assert order.count("reader") == 1 and len(order) == 41
+
+
 def test_the_work_of_a_translation_that_is_gone_is_skipped():
     work, ran, done = idle.IdleWork(delay_s=0), [], threading.Event()
     gone, kept = Sentence(), Sentence()
