@@ -1,5 +1,7 @@
 """The page's look: its stylesheet (token strips, the step replay's mask and candidates), its theme, and the
-script that adds an SVG button to every figure."""
+scripts that add an SVG button to every figure and mark the boxes a phone scrolls sideways."""
+import json
+
 import gradio as gr
 
 from .i18n import LANGS, text
@@ -53,8 +55,8 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
   .row > .form:has(input[type=range]) {flex-wrap:wrap !important}
   :is(.row, .row > .form) > .block:has(input[type=range]) {flex:1 1 100% !important; min-width:100% !important}
   /* the probe sentences' table: both columns wrap within the screen rather than cut the model's output */
-  table.probes {table-layout:fixed; width:100%}
-  table.probes td, table.probes th {white-space:normal !important; overflow-wrap:anywhere}
+  table.probes, table.lab-ex {table-layout:fixed; width:100%}
+  :is(table.probes, table.lab-ex) :is(td, th) {white-space:normal !important; overflow-wrap:anywhere}
   /* the button that opens the full tab has a long name: a row of its own under Back and Next */
   #learn-nav {flex-wrap:wrap !important}
   #learn-nav > #learn-open {order:3; flex:1 1 100% !important}
@@ -112,6 +114,43 @@ def wide_figures_css():
 
 
 CSS += wide_figures_css()
+
+
+# On a phone, a table (or a grid of heads) wider than its box scrolls sideways inside it, which nothing else on the
+# screen shows: SWIPE_JS marks each such box (data-swipe) and the page's style writes a line above it that says so,
+# in the page's language, held at the box's left edge as it scrolls (as WIDE_FIGURES' line is).
+SWIPE_BOXES = "table, .heads-block, .mtable, .tok-row"
+
+
+def swipe_css():
+    hints = " ".join(f'[data-swipe]:lang({lang[:2]})::before {{content:"{text(lang, "page.swipe_table")}"}}'
+                     for lang in LANGS)
+    return f"""@media (max-width: 640px) {{
+  [data-swipe]::before {{display:block; position:sticky; left:0; width:max-content; font-size:12px; color:#667;
+    padding:2px 4px; white-space:nowrap}}
+  {hints}
+}}
+"""
+
+
+CSS += swipe_css()
+
+SWIPE_JS = """() => {
+  const phone = window.matchMedia('(max-width: 640px)');
+  const mark = (el) => {
+    const wide = phone.matches && el.getClientRects().length > 0 && el.scrollWidth > el.clientWidth + 2;
+    if (wide !== el.hasAttribute('data-swipe')) el.toggleAttribute('data-swipe', wide);
+  };
+  let queued = false;  // once a frame at most, before the frame is painted
+  const scan = () => { queued = false; document.querySelectorAll(__BOXES__).forEach(mark); };
+  const ask = () => { if (!queued) { queued = true; requestAnimationFrame(scan); } };
+  // a table drawn, or a tab opened (its boxes get a size): the marks follow (the mark itself is an attribute, which
+  // this does not watch)
+  new MutationObserver(ask).observe(document.body, {childList: true, subtree: true, characterData: true,
+                                                    attributeFilter: ['class', 'style', 'hidden']});
+  window.addEventListener('resize', ask);
+  scan();
+}""".replace("__BOXES__", json.dumps(SWIPE_BOXES))
 
 
 def theme():

@@ -19,6 +19,8 @@ pixel ratio. The checks, and how each measures:
 - broken_numbers: a number in a table cell drawn across two lines.
 - escaped_markup: `&lt;`, `&gt;`, `&amp;`, `&quot;` or `&#39;` shown as text.
 - sideways_scroll: the page wider than the screen.
+- unsaid_scroll: a table or grid (app/style.py SWIPE_BOXES) that scrolls sideways in its box with no line above it
+  saying so (app/style.py SWIPE_JS).
 """
 
 MIN_PX = 9
@@ -201,6 +203,19 @@ return wide > 0 ? [`the page scrolls ${wide} px sideways`] : [];
 """
 
 
+# a box the page lets scroll sideways (app/style.py SWIPE_BOXES) that does, with no line above it saying so
+UNSAID_SCROLL = """
+const out = [];
+for (const e of region.querySelectorAll(arg.boxes)) {
+  if (!visible(e) || e.scrollWidth <= e.clientWidth + 2) continue;
+  const hint = getComputedStyle(e, '::before').content;
+  if (!hint || hint === 'none' || hint === 'normal')
+    out.push(`${label(e)} scrolls ${e.scrollWidth - e.clientWidth} px sideways and nothing says so`);
+}
+return out;
+"""
+
+
 def _run(page, body, selector, **values):
     return page.evaluate(f"(arg) => {{ {PRELUDE}\n{body} }}",
                          {"selector": selector, "min_px": MIN_PX, "tolerance": TOLERANCE, **values})
@@ -241,7 +256,14 @@ def sideways_scroll(page, selector="body"):
     return _run(page, SIDEWAYS_SCROLL, selector)
 
 
-CHECKS = (small_text, overlapping_text, cut_boxes, cut_text, broken_numbers, escaped_markup, sideways_scroll)
+def unsaid_scroll(page, selector):
+    """A table or grid that scrolls sideways inside its box with no hint above it that it does."""
+    from app.style import SWIPE_BOXES
+    return _run(page, UNSAID_SCROLL, selector, boxes=SWIPE_BOXES)
+
+
+CHECKS = (small_text, overlapping_text, cut_boxes, cut_text, broken_numbers, escaped_markup, sideways_scroll,
+          unsaid_scroll)
 
 
 def problems(page, selector):

@@ -27,13 +27,20 @@ SLIDER = """<div class="block" id="{id}" style="width:{width}px;overflow:hidden;
 TABLE = """<table style="width:{width}px;border-collapse:collapse;font:14px sans-serif"><tr>
   <th>step</th><td style="{cell}">1234567.891</td><td style="{cell}">0.000012345</td></tr></table>"""
 
+# a table wider than its box, scrolling inside it: with the page's hint above it (GOOD) and without (BAD)
+SWIPE_TABLE = ("<table style='display:block;max-width:300px;overflow-x:auto;font:14px sans-serif'><tr>"
+               + "".join(f"<td style='white-space:nowrap'>column {k}</td>" for k in range(12)) + "</tr></table>")
+HINTED = "<style>table[data-swipe]::before {content:'swipe'; display:block}</style>" + SWIPE_TABLE.replace(
+    "<table ", "<table data-swipe ")
+
 GOOD = (FIGURE.format(plotly="{plotly}", width=380, title="Counts", title_x=0.05, anchor="left", tick=12,
                       modebar="false")
         + SLIDER.format(id="good-slider", width=360, value="0.5", box=70)
         + TABLE.format(width=360, cell="white-space:nowrap")
         + "<p style='font-size:13px'>&lt;s&gt; is the start token, shown as <code>&lt;s&gt;</code>.</p>"
         + "<div style='width:150px'><span style='display:block;overflow:hidden;text-overflow:ellipsis;"
-          "white-space:nowrap'>a token long enough to end in an ellipsis</span></div>")
+          "white-space:nowrap'>a token long enough to end in an ellipsis</span></div>"
+        + HINTED)
 BAD = (FIGURE.format(plotly="{plotly}", width=380, title="A title long enough to run under the toolbar", title_x=1,
                      anchor="right", tick=6, modebar="true")
        + SLIDER.format(id="bad-slider", width=200, value="0.123456789", box=180)
@@ -42,7 +49,8 @@ BAD = (FIGURE.format(plotly="{plotly}", width=380, title="A title long enough to
        + "<div style='width:600px'>wider than the screen</div>"
        + "<div style='width:150px;overflow:hidden'><span style='white-space:nowrap'>a percentage cut off 92.0%"
          "</span></div>"
-       + "<svg width='100' height='30'><text x='10' y='20' font-size='14'>a label past its drawing's edge</text></svg>")
+       + "<svg width='100' height='30'><text x='10' y='20' font-size='14'>a label past its drawing's edge</text></svg>"
+       + SWIPE_TABLE)
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +95,7 @@ def test_each_fault_is_found_by_its_check(page):
     assert [p.split(" in ")[0] for p in found["escaped_markup"]] == ["escaped markup shown: &lt;",
                                                                      "escaped markup shown: &gt;"]
     assert found["sideways_scroll"] and "sideways" in found["sideways_scroll"][0]
+    assert len(found["unsaid_scroll"]) == 1 and "nothing says so" in found["unsaid_scroll"][0], found["unsaid_scroll"]
 
 
 def test_overlapping_texts_are_found_and_turned_neighbours_are_not(page):
