@@ -43,9 +43,10 @@ def test_parse_pairs_messages(english):
     assert len(str(caught.value)) < 200
 
 
-def test_the_sentence_slider_reaches_the_last_pair_typed_and_no_further(english):
+def test_the_sentence_slider_reaches_the_last_pair_typed_and_no_further():
     """One slider position per sentence pair of the batch typed (three pairs: 0 to 2), the value kept within them;
-    a text that is no batch leaves the slider as it is (the view says why)."""
+    a text that is no batch leaves the slider as it is (the view says why). Its event carries no language: it runs
+    outside one here, as on the server."""
     assert masks.sentence_range(DEFAULT_DE, DEFAULT_EN, 3) == {"__type__": "update", "maximum": 2, "value": 2}
     assert masks.sentence_range("Ein Hund.\nEine Katze.", "A dog.\nA cat.", 1)["maximum"] == 1
     assert masks.sentence_range("eins\nzwei", "one", 1) == gr.skip()

@@ -22,7 +22,7 @@ from ..figures.masks import (
     scores_figure,
     shift_table_html,
 )
-from ..i18n import L, choices, texts
+from ..i18n import DEFAULT, L, choices, speaking, texts
 from ..shared import MODEL_LOCK, get_translator
 from ..views import Tab, View
 
@@ -111,7 +111,8 @@ def sentence_range(de, en, i):
     """The sentence slider's range for the batch typed: one position per pair (kept within it); nothing while the
     text is not a batch (the view says why)."""
     try:
-        n = len(parse_pairs(de, en))
+        with speaking(DEFAULT):  # the event has no language, and a refusal's words are not shown here
+            n = len(parse_pairs(de, en))
     except ValueError:
         return gr.skip()
     return gr.update(maximum=n - 1, value=clamp(i, 0, n - 1))
