@@ -92,6 +92,19 @@ def model_line(config, directory):
 
 
 @lru_cache(maxsize=1)
+def training_lengths():
+    """How long the open model's training sources were ("source_pieces" of the batching.json beside it, which
+    core.train and `python -m core.data` write: sentences, median, p99, max), or None where its directory has no
+    such figures (a converted model)."""
+    import json
+    path = model_dir() / "batching.json"
+    try:
+        return json.loads(path.read_text()).get("source_pieces") if path.exists() else None
+    except (OSError, ValueError):
+        return None
+
+
+@lru_cache(maxsize=1)
 def get_translator():
     return Translator.load(model_dir())
 

@@ -9,7 +9,7 @@ from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 
 from .common import MAX_CHARS, md_literal, within
 from .i18n import speaking, text
-from .shared import MODEL_LOCK, get_translator
+from .shared import MODEL_LOCK, get_translator, training_lengths
 
 SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order translate() takes them
 
@@ -74,11 +74,22 @@ def german_hint(typed, tokenizer=None):
     return None
 
 
-def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=None):
+def length_hint(src_pieces, lengths):
+    """A notice, in the event's language, where the source (`src_pieces`, as the model reads it: <s> ... </s>) is
+    longer than 99% of the model's training sources, or than all of them (`lengths`: training_lengths' figures);
+    else None, as where the figures are unknown."""
+    if not lengths or src_pieces <= lengths["p99"]:
+        return None
+    key = "translate.hint.longest" if src_pieces > lengths["max"] else "translate.hint.long"
+    return text(key, n=src_pieces, median=lengths["median"], p99=lengths["p99"], longest=lengths["max"])
+
+
+def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=None, lengths=None):
     """A translation's status line in Markdown, in the event's language: how it was decoded (`settings`, as translate() hands
     them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
-    notice where the input was cut to `cut_to` pieces, one where the output reached the maximum length, and
-    `hint` (german_hint's notice) where there is one."""
+    notice where the input was cut to `cut_to` pieces, one where the output reached the maximum length, one where
+    the input is longer than nearly all the training sources (`lengths`, length_hint), and `hint` (german_hint's
+    notice) where there is one."""
     method = settings.get("method", DEFAULT_METHOD)
     decoding = text(f"translate.status.{method}", beam=settings.get("beam"),
                     alpha=f"{settings.get('alpha', 0):g}", temperature=f"{settings.get('temperature', 1):g}",
@@ -92,6 +103,8 @@ def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=Non
         status += notice + text("translate.status.cut", n=cut_to)
     if out_pieces > settings.get("max_len", out_pieces):  # max_len decoded tokens, none of them </s> (appended after)
         status += notice + text("translate.status.max-len")
+    if (long := length_hint(src_pieces, lengths)):
+        status += notice + long
     if hint:
         status += notice + hint
     return status
@@ -121,5 +134,6 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     ins.server_ms = ms  # for its status line in another language (status_view)
     with speaking("en"):
         status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
-                             tr.max_src_tokens - 2 if ins.truncated else None, hint=german_hint(text))
+                             tr.max_src_tokens - 2 if ins.truncated else None, hint=german_hint(text),
+                             lengths=training_lengths())
     return ins.translation, status, ins

@@ -199,3 +199,46 @@ def padding_stats(examples, batches):
     std = (sum((x - mean) ** 2 for x in per_batch) / len(per_batch)) ** 0.5
     return {"batches": len(batches), "padding_fraction": 1 - real / padded,
             "tokens_per_batch_mean": mean, "tokens_per_batch_std": std}
+
+
+def length_stats(lengths):
+    """How long the sentences are (each a count of pieces): how many, the median, the 99th percentile and the
+    longest; each percentile is the nearest-rank one (a length some sentence has)."""
+    ordered = sorted(lengths)
+    if not ordered:
+        raise ValueError("no sentences to measure")
+
+    def rank(q):  # the smallest length that at least a share q of the sentences do not exceed
+        return ordered[max(0, -(-len(ordered) * q // 100) - 1)]
+
+    return {"sentences": len(ordered), "median": rank(50), "p99": rank(99), "max": ordered[-1]}
+
+
+def source_lengths(examples):
+    """length_stats of the source sides of encoded pairs (each counted as the model reads it: <s> ... </s>)."""
+    return length_stats(len(src) for src, _ in examples)
+
+
+def write_source_lengths(model_dir, data_dir=None):
+    """Measure the training sources of the model in `model_dir` (its tokenizer, its cut) and keep the figures in
+    its batching.json under "source_pieces", where the app reads them (a sentence longer than any it was trained
+    on is flagged). Returns them."""
+    import json
+    model_dir = Path(model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    sp = load_tokenizer(model_dir / config.get("tokenizer", "spm.model"))
+    train = load_split(data_dir or default_data_dir(), "train")
+    stats = source_lengths(encode_pairs(sp, train, int(config.get("max_src_tokens", 128))))
+    path = model_dir / "batching.json"
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps(dict(kept, source_pieces=stats), indent=2) + "\n")
+    return stats
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description="Measure a model's training sources and keep the figures in its "
+                                                 "batching.json (python -m core.data assets).")
+    parser.add_argument("model_dir", nargs="?", default=str(ASSETS))
+    parser.add_argument("--data-dir", default=None, help="Multi30k's files (default: ../shared/data/multi30k)")
+    print(write_source_lengths(**vars(parser.parse_args())))

@@ -55,6 +55,7 @@ from .data import (
     nonblank_lines,
     padding_stats,
     sentence_batches,
+    source_lengths,
     token_batches,
     train_tokenizer,
 )
@@ -540,7 +541,8 @@ def batching_stats(examples, max_tokens, seed):
     batch_size = round(len(examples) / len(token_b))
     return {"token_based": padding_stats(examples, token_b),
             "sentence_count": padding_stats(examples, sentence_batches(examples, batch_size, seed=seed)),
-            "max_tokens": max_tokens, "batch_size": batch_size}
+            "max_tokens": max_tokens, "batch_size": batch_size,
+            "source_pieces": source_lengths(examples)}  # the app flags a sentence longer than training's
 
 
 def write_run_start(args, run_dir, config, model, data, world, device, log):

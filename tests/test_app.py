@@ -362,8 +362,47 @@ def test_the_status_line_is_english_for_the_api_and_in_the_pages_language_on_the
         zh = translate.status_view(new)
         notices = [translate.input_notice(typed) for typed in ("", "Hund " * 400)]
         assert translate.input_notice("Ein Hund.") == gr.skip()  # translated: the status view writes its line
-    assert zh.count("**注意：**") == 2 and "束搜索" in zh and english_in([zh], new) == []
+    # cut, at the maximum length, and longer than any training sentence
+    assert zh.count("**注意：**") == 3 and "束搜索" in zh and english_in([zh], new) == []
     assert english_in(notices, new) == [] and "1,999" in notices[1]
+
+
+def test_a_sentence_longer_than_the_training_sentences_is_flagged():
+    """Past the 99th percentile of the training sources' lengths the status line says so, past the longest it says
+    the model never read one so long, each with the figures; a model without them (a converted one) flags
+    nothing."""
+    from app.translating import length_hint, status_line
+    lengths = {"sentences": 10, "median": 10, "p99": 20, "max": 30}
+    for lang in ("en", "zh-CN"):
+        with speaking(lang):
+            assert length_hint(20, lengths) is None and length_hint(50, None) is None
+            assert length_hint(21, lengths) == text(lang, "translate.hint.long", n=21, median=10, p99=20, longest=30)
+            assert length_hint(31, lengths) == text(lang, "translate.hint.longest", n=31, median=10, p99=20, longest=30)
+            assert "20" in length_hint(21, lengths) and "30" in length_hint(31, lengths)
+            line = status_line({"method": "greedy", "max_len": 99}, 31, 5, lengths=lengths)
+            assert line.count(text(lang, "translate.status.notice")) == 1 and length_hint(31, lengths) in line
+            assert text(lang, "translate.status.notice") not in status_line({"method": "greedy"}, 20, 5, lengths=lengths)
+
+
+@needs_shipped
+def test_the_shipped_model_has_its_training_lengths():
+    from app.shared import training_lengths
+    shipped = training_lengths()
+    assert shipped["median"] < shipped["p99"] < shipped["max"] <= get_translator().max_src_tokens
+
+
+def test_a_model_without_length_figures_flags_no_long_sentence(tmp_path, monkeypatch):
+    from app import shared
+    monkeypatch.setenv("EXPLORER_MODEL_DIR", str(tmp_path))
+    shared.training_lengths.cache_clear()
+    try:
+        assert shared.training_lengths() is None
+        (tmp_path / "batching.json").write_text("{not json")
+        shared.training_lengths.cache_clear()
+        assert shared.training_lengths() is None
+    finally:
+        monkeypatch.delenv("EXPLORER_MODEL_DIR")
+        shared.training_lengths.cache_clear()
 
 
 def test_a_sentence_refused_says_the_views_below_are_still_the_last_ones():

@@ -12,12 +12,14 @@ from core.data import (
     BatchLoader,
     collate,
     encode_pairs,
+    length_stats,
     load_split,
     pad_to,
     padding_stats,
     sentence_batches,
     split_file,
     token_batches,
+    write_source_lengths,
 )
 from tests.conftest import SHARED_DATA, needs_data, synthetic_pairs
 
@@ -104,3 +106,34 @@ def test_encode_pairs_adds_bos_eos_and_cuts(tiny_spm):
 def test_real_multi30k_splits_have_published_sizes():
     sizes = {s: len(load_split(SHARED_DATA, s)) for s in ("train", "val", "test_2016_flickr")}
     assert sizes == {"train": 29000, "val": 1014, "test_2016_flickr": 1000}
+
+
+def test_length_stats_are_nearest_ranks():
+    """Each figure is a length some sentence has, and at least that share of the sentences is no longer."""
+    s = length_stats(range(100, 0, -1))
+    assert s == {"sentences": 100, "median": 50, "p99": 99, "max": 100}
+    assert length_stats([7]) == {"sentences": 1, "median": 7, "p99": 7, "max": 7}
+    lengths = [3, 3, 4, 9, 9, 9, 30]
+    s = length_stats(lengths)
+    for key, share in (("median", 0.5), ("p99", 0.99)):
+        assert s[key] in lengths and sum(x <= s[key] for x in lengths) >= share * len(lengths)
+        assert sum(x < s[key] for x in lengths) < share * len(lengths)  # the smallest such length
+    with pytest.raises(ValueError):
+        length_stats([])
+
+
+@needs_data
+def test_the_shipped_source_lengths_are_measured_on_the_training_set(tmp_path):
+    """The figures the app flags a long sentence by (assets/batching.json "source_pieces") are the shipped
+    tokenizer's pieces of Multi30k's training sources, as the model read them, and measuring keeps the rest of the
+    file."""
+    import json
+    import shutil
+
+    from core.data import ASSETS
+    for name in ("config.json", "spm.model", "batching.json"):
+        shutil.copyfile(ASSETS / name, tmp_path / name)
+    shipped = json.loads((ASSETS / "batching.json").read_text())
+    assert write_source_lengths(tmp_path, SHARED_DATA) == shipped["source_pieces"]
+    assert json.loads((tmp_path / "batching.json").read_text()) == shipped
+    assert shipped["source_pieces"]["sentences"] == 29000

@@ -16,7 +16,7 @@ from core.model import subsequent_mask
 from ..common import clamp, export_file, md_literal
 from ..figures.decoding import decoder_input_html, mask_svg, replay_first, step_candidates, token_probs_html
 from ..i18n import L, choices, in_language, speaking, text
-from ..shared import examples, get_translator
+from ..shared import examples, get_translator, training_lengths
 from ..translating import first_value, german_hint, input_problem, status_line, translate
 from ..views import Tab, View, by_component
 
@@ -37,7 +37,7 @@ def status_view(ins):
     its API)."""
     cut = get_translator().max_src_tokens - 2 if ins.truncated else None
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
-                       hint=german_hint(ins.source))
+                       hint=german_hint(ins.source), lengths=training_lengths())
 
 
 def step_slider(ins):
