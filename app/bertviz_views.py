@@ -206,7 +206,7 @@ _FRAME_WORDS = (('Layer: <select id="layer">', '<span data-word="layer">Layer: <
                 ('<option value="0">Encoder</option>', '<option value="0" data-word="encoder">Encoder</option>'),
                 ('<option value="1">Decoder</option>', '<option value="1" data-word="decoder">Decoder</option>'),
                 ('<option value="2">Cross</option>', '<option value="2" data-word="cross">Cross</option>'))
-WORDS = ("layer", "attention", "encoder", "decoder", "cross", "heads", "layers", "save", "head", "model")
+WORDS = ("layer", "attention", "encoder", "decoder", "cross", "heads", "layers", "save", "head", "model", "swipe")
 
 # In the frame, before bertviz's code: its call of RequireJS keeps the drawing function (called again for each
 # translation); jQuery and d3 load from this server; the page around is told once they have. A message is read
@@ -284,7 +284,14 @@ FRAME_JS = r"""(function () {
     var t0 = performance.now();
     draw(window.jQuery, window.d3);
     window.bertvizDrawMs = performance.now() - t0;  // bertviz's own drawing, for the benchmark
+    wide();
   });
+  // a drawing wider than the frame (the model view's heads on a phone) scrolls sideways in it: a line above says so
+  function wide() {
+    var hint = document.getElementById("swipe"), page = document.documentElement;
+    if (hint) hint.hidden = !(page.scrollWidth > page.clientWidth + 2);
+  }
+  addEventListener("resize", wide);
   var height = 0;
   new ResizeObserver(function () {
     var h = Math.ceil(document.documentElement.getBoundingClientRect().height);
@@ -335,7 +342,9 @@ def frame_page(view):
     """The page of a view's frame: the same for every translation and language (the words come with the data)."""
     js = FRAME_JS % {"view": view, "root": ROOT_ID, "alphabet": ALPHABET, "one": ONE, "words": json.dumps(WORDS),
                      "jquery": static_url(JQUERY_JS), "d3": static_url(D3_JS)}
-    body = f"<script>{js}</script>{_markup(view)}<script>{_drawing(view)}</script>"
+    hint = ('<p id="swipe" data-word="swipe" hidden style="position:sticky;left:0;width:max-content;margin:4px 0;'
+            'font-size:12px;color:#667"></p>')
+    body = f"<script>{js}</script>{hint}{_markup(view)}<script>{_drawing(view)}</script>"
     return _page(body, f"bertviz-{view}-view", save="Save SVG").replace(
         '<button id="save-svg" type="button"', '<button id="save-svg" type="button" data-word="save"', 1)
 

@@ -7,6 +7,7 @@ import hashlib
 import html
 import inspect
 import math
+import os
 import re
 import tempfile
 import time
@@ -263,13 +264,21 @@ EXPORT_AGE_S = 3600  # an export file is kept this long (Gradio serves its own c
 
 def export_file(text, stem, suffix):
     """`text` written to a file for download, named by its stem and content (the same content is written
-    once), in a directory from which files older than an hour are removed. Returns the path."""
+    once), in a directory from which files older than an hour are removed. Returns the path. Servers on one
+    machine share the directory: a file another one removes first is passed over, and a file is written whole
+    under another name and then renamed, so that no reader sees it half written."""
     EXPORTS.mkdir(parents=True, exist_ok=True)
     now = time.time()
     for old in EXPORTS.iterdir():
-        if now - old.stat().st_mtime > EXPORT_AGE_S:
-            old.unlink(missing_ok=True)
+        try:
+            if now - old.stat().st_mtime > EXPORT_AGE_S:
+                old.unlink(missing_ok=True)
+        except FileNotFoundError:
+            pass  # removed meanwhile by another server's sweep
     path = EXPORTS / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
     if not path.exists():
-        path.write_text(text, encoding="utf-8")
+        fd, part = tempfile.mkstemp(dir=EXPORTS, prefix=f".{path.name}.", suffix=".part")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(part, path)
     return str(path)

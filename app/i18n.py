@@ -277,16 +277,21 @@ HEAD_JS = """<script>
     import(new URL(STATUS_CHUNK, entry.src).href).then((m) => { window.__quietStatuses = quietStatuses(m); })
       .catch(() => null);
   }
-  // out of sight until Gradio's locale (it sets <html lang> once loaded) and the switch are this language
+  // out of sight until Gradio's locale (it sets <html lang> once loaded) and the switch are this language, however
+  // long a busy server or a slow phone takes to draw the page (shown after a few seconds, a page still drawing was
+  // painted in the browser's language first); only a page that never gets there, one whose script failed, is shown
+  // after __SAFETY_MS__ ms all the same, so that what went wrong can be seen
   const hold = document.createElement('style');
   hold.textContent = 'gradio-app {visibility: hidden !important}';
   document.head.appendChild(hold);
-  const until = Date.now() + 8000;
+  const until = Date.now() + __SAFETY_MS__;
   const ready = () => document.documentElement.lang === lang && document.querySelector('#lang input:checked')?.value === lang;
   const wait = () => { if (ready() || Date.now() > until) { relabel(); hold.remove(); } else setTimeout(wait, 10); };
   gradioCore().then((core) => core?.changeLocale?.(lang)).catch(() => null).finally(wait);
 })();
 </script>"""
+
+HOLD_SAFETY_MS = 60000  # HEAD_JS: a page that never reaches its language is shown after this all the same
 
 # The switch's value when the page loads (the load event's js): the language the head picked.
 INITIAL_JS = "() => window.explorerLang?.lang() ?? '%s'" % DEFAULT
@@ -313,7 +318,7 @@ def head_script(tab_labels):
     words = {lang: {w: text(lang, f"page.{w}") for w in WORDS} for lang in LANGS}
     out = HEAD_JS
     for name, value in (("TABS", tabs), ("WORDS", words), ("PLOTLY", plotly_locales()), ("DEFAULT", DEFAULT),
-                        ("STATUS_CHUNK", status_chunk())):
+                        ("STATUS_CHUNK", status_chunk()), ("SAFETY_MS", HOLD_SAFETY_MS)):
         out = out.replace(f"__{name}__", js_json(value))
     return out.replace("__LOCALE_JS__", "\n  ".join((LOCALE_JS, PLOTLY_RESIZE_JS, PLOTLY_LAZY_JS, PHONE_WIDTH_JS, STATUS_JS)))
 

@@ -54,6 +54,10 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
      third of the row wrapped one character a line ("预热步数", "标签平滑 ε") */
   .row > .form:has(input[type=range]) {flex-wrap:wrap !important}
   :is(.row, .row > .form) > .block:has(input[type=range]) {flex:1 1 100% !important; min-width:100% !important}
+  /* a menu in a row takes the row's width: its value is all a reader sees of the choice, and a share of the row cut
+     What if's candidate ("▁Man (4.8%)"), Inside's module name and Time-lapse's measure */
+  :is(.row, .row > .form) > .block:has(input:is([role=listbox], [role=combobox])) {flex:1 1 100% !important;
+    min-width:100% !important}
   /* the probe sentences' table: both columns wrap within the screen rather than cut the model's output */
   table.probes, table.lab-ex {table-layout:fixed; width:100%}
   :is(table.probes, table.lab-ex) :is(td, th) {white-space:normal !important; overflow-wrap:anywhere}
@@ -68,6 +72,9 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
   .js-plotly-plot .modebar-container {display:none !important}
   :is(.js-plotly-plot, .plot-waiting) {padding-bottom:46px !important}
   .diagram-wide {display:none}
+  /* an accordion's button is 44 px tall here: its label and arrow at its middle, the arrow not stretched to the
+     button's height (Gradio turns it a quarter to show it closed: a stretched one stuck out of the box) */
+  button.label-wrap {align-items:center}
 }
 @media (min-width: 641px) {.diagram-column {display:none}}
 /* Gradio's "Plot" label over a figure's corner says nothing the figure does not, and covers its title */
@@ -85,6 +92,9 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
 .prose td:not(:first-child), .prose th:not(:first-child) {white-space:nowrap}
 .prose td:first-child {min-width:8em}
 .mtable {max-width:100%; overflow-x:auto}
+/* a menu's chosen value stops short of its arrow, which Gradio lays over the box's right end (tests/readability.py
+   cut_menus) */
+.secondary-wrap:has(> .icon-wrap) > input:is([role=listbox], [role=combobox]) {padding-right:28px !important; text-overflow:ellipsis}
 .save-svg {position:absolute; bottom:0; right:4px; z-index:5; font-size:11px; padding:1px 6px; border:1px solid #ccd;
   border-radius:4px; background:#fff; color:#445; cursor:pointer; opacity:0.75} .save-svg:hover {opacity:1}
 """
@@ -151,6 +161,49 @@ SWIPE_JS = """() => {
   window.addEventListener('resize', ask);
   scan();
 }""".replace("__BOXES__", json.dumps(SWIPE_BOXES))
+
+
+# On a phone, a menu's chosen value (a Gradio dropdown writes it into an <input>, which never wraps) that is wider
+# than its box is drawn smaller until it fits, down to MENU_MIN_PX: Inside's module paths
+# ("decoder.layers.2.feed_forward.dropout") are wider than a 390 px phone's menu at the page's size. Gradio sets the
+# value from its own code (no event tells the page), so the value's setter is watched, for menus alone.
+MENU_MIN_PX = 11
+MENUS = "input:is([role=listbox], [role=combobox])"
+
+MENU_FIT_JS = """() => {
+  const phone = window.matchMedia('(max-width: 640px)'), measure = document.createElement('canvas').getContext('2d');
+  // the size a menu's value is drawn at: the page's own (kept as data-menu-px before any change), or smaller where
+  // that does not fit; the style is written only when it changes (a write is a change the observer below sees)
+  const fit = (input) => {
+    let want = '';
+    if (phone.matches && input.value && input.getClientRects().length) {
+      const s = getComputedStyle(input);
+      if (!input.style.fontSize) input.dataset.menuPx = parseFloat(s.fontSize);
+      const size = parseFloat(input.dataset.menuPx);
+      const room = input.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+      measure.font = `${s.fontStyle} ${s.fontWeight} ${size}px ${s.fontFamily}`;
+      const need = measure.measureText(input.value).width;
+      if (need > room) want = `${Math.max(__MIN__, Math.floor(size * room / need * 10) / 10)}px`;
+    }
+    if (input.style.fontSize !== want) input.style.fontSize = want;
+  };
+  const pending = new Set();
+  let queued = false;  // once a frame at most, before the frame is painted
+  const run = () => { queued = false; pending.forEach(fit); pending.clear(); };
+  const ask = (inputs) => { inputs.forEach((i) => pending.add(i)); if (!queued) { queued = true; requestAnimationFrame(run); } };
+  const all = () => document.querySelectorAll(__MENUS__);
+  const value = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value');
+  Object.defineProperty(HTMLInputElement.prototype, 'value', {...value, set(v) {
+    value.set.call(this, v);
+    if (this.matches(__MENUS__)) ask([this]);
+  }});
+  // a menu drawn or a tab opened (its menus get a width), the screen turned
+  new MutationObserver(() => ask(all())).observe(document.body, {childList: true, subtree: true,
+                                                                 attributeFilter: ['class', 'style', 'hidden']});
+  window.addEventListener('resize', () => ask(all()));
+  document.addEventListener('input', (e) => { if (e.target.matches?.(__MENUS__)) ask([e.target]); }, true);
+  ask(all());
+}""".replace("__MIN__", str(MENU_MIN_PX)).replace("__MENUS__", json.dumps(MENUS))
 
 
 def theme():

@@ -19,6 +19,11 @@ pixel ratio. The checks, and how each measures:
 - broken_numbers: a number in a table cell drawn across two lines.
 - escaped_markup: `&lt;`, `&gt;`, `&amp;`, `&quot;` or `&#39;` shown as text.
 - sideways_scroll: the page wider than the screen.
+- cut_menus: a menu's (a Gradio dropdown's) chosen value wider than the room its box leaves it: running under the
+  box's arrow or cut at its edge (its natural width, measured with the box's font, against the box's content width
+  up to the arrow), so that an ellipsis counts as cut too: a menu's value is all a reader sees of the choice.
+- hidden_legend: a figure's legend that starts beyond the right edge of the block it scrolls sideways in, so that
+  a reader sees the lines first without what they are (a legend that starts on screen and runs on is fine).
 - unsaid_scroll: a table or grid (app/style.py SWIPE_BOXES) that scrolls sideways in its box with no line above it
   saying so (app/style.py SWIPE_JS).
 """
@@ -216,6 +221,48 @@ return out;
 """
 
 
+# a dropdown's input (Gradio writes the chosen value into it) beside its arrow
+CUT_MENUS = """
+const out = [], canvas = document.createElement('canvas').getContext('2d');
+for (const input of region.querySelectorAll('input:is([role=listbox], [role=combobox])')) {
+  if (!visible(input) || !input.value) continue;
+  const s = getComputedStyle(input);
+  canvas.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+  const r = input.getBoundingClientRect();
+  const start = r.left + parseFloat(s.borderLeftWidth) + parseFloat(s.paddingLeft);
+  let end = r.right - parseFloat(s.borderRightWidth) - parseFloat(s.paddingRight);
+  const arrow = input.closest('.wrap')?.querySelector('.icon-wrap');
+  if (arrow && visible(arrow)) {
+    const a = arrow.getBoundingClientRect();
+    if (a.left < end && a.right > start) end = Math.min(end, a.left);
+  }
+  const c = clip(input);
+  if (c) end = Math.min(end, c.right);
+  const width = canvas.measureText(input.value).width;
+  if (start + width > end + arg.tolerance)
+    out.push(`a menu's value needs ${Math.round(width)} px and has ${Math.round(end - start)}: ${label(input)}`);
+}
+return out;
+"""
+
+
+HIDDEN_LEGEND = """
+const out = [];
+for (const legend of region.querySelectorAll('.js-plotly-plot g.legend')) {
+  if (!visible(legend)) continue;
+  let box = legend.closest('.js-plotly-plot').parentElement;
+  while (box && !(['auto', 'scroll'].includes(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth))
+    box = box.parentElement;
+  if (!box || box === document.documentElement) continue;
+  const shown = box.getBoundingClientRect(), r = legend.getBoundingClientRect();
+  const left = r.left + box.scrollLeft;  // where it is with the block scrolled to its start
+  if (left > shown.right - arg.tolerance)
+    out.push(`a legend starts ${Math.round(left - shown.right)} px past the right edge of its block: ${label(legend)}`);
+}
+return out;
+"""
+
+
 def _run(page, body, selector, **values):
     return page.evaluate(f"(arg) => {{ {PRELUDE}\n{body} }}",
                          {"selector": selector, "min_px": MIN_PX, "tolerance": TOLERANCE, **values})
@@ -256,6 +303,16 @@ def sideways_scroll(page, selector="body"):
     return _run(page, SIDEWAYS_SCROLL, selector)
 
 
+def cut_menus(page, selector):
+    """A menu's chosen value that runs under its arrow or is cut at its box's edge."""
+    return _run(page, CUT_MENUS, selector)
+
+
+def hidden_legend(page, selector):
+    """A legend that starts beyond the right edge of the block its figure scrolls sideways in."""
+    return _run(page, HIDDEN_LEGEND, selector)
+
+
 def unsaid_scroll(page, selector):
     """A table or grid that scrolls sideways inside its box with no hint above it that it does."""
     from app.style import SWIPE_BOXES
@@ -263,7 +320,7 @@ def unsaid_scroll(page, selector):
 
 
 CHECKS = (small_text, overlapping_text, cut_boxes, cut_text, broken_numbers, escaped_markup, sideways_scroll,
-          unsaid_scroll)
+          cut_menus, hidden_legend, unsaid_scroll)
 
 
 def problems(page, selector):

@@ -289,7 +289,8 @@ def test_bertviz_menus_are_in_the_pages_language():
     assert data["words"]["encoder"] == "编码器" and data["words"]["model"] == "bertviz 模型视图"
     for view, menus in (("head", 5), ("model", 4)):
         marked = re.findall(r'data-word="(\w+)"', frame_page(view))
-        assert len(marked) == menus + 1 and set(marked) <= set(WORDS)  # the menus' words and the Save SVG button
+        # the menus' words, the Save SVG button and the line that says the drawing scrolls sideways
+        assert len(marked) == menus + 2 and set(marked) <= set(WORDS) and {"save", "swipe"} <= set(marked)
     assert ".text(window.bertvizWords.heads)" in frame_page("model")
 
 

@@ -141,6 +141,65 @@ def test_a_wide_figure_says_it_scrolls_sideways_in_the_pages_language(app, brows
         context.close()
 
 
+def test_a_menus_value_is_drawn_whole_on_a_phone(app, browser):  # noqa: F811
+    """Inside's module menu on a phone: its value, a module's path, is drawn smaller until it fits its box (never
+    under app/style.py's MENU_MIN_PX), for the first module and for the longest path chosen in the menu, and at the
+    page's own size where it fits."""
+    from app.shared import get_translator
+    from app.style import MENU_MIN_PX
+    longest = max((n for n, _ in get_translator().model.named_modules()), key=len)
+    context, page = open_page(app, browser, PHONE, "?lang=zh-CN")
+    size = "parseFloat(getComputedStyle(document.querySelector('#in-module input')).fontSize)"
+    try:
+        page.locator("[role=tab][data-tab-id=inside]").click()
+        page.locator("[role=tab][data-tab-id=modules]").click()
+        menu = page.locator("#in-module input")
+        menu.wait_for(state="visible")
+        wait_until(page, f"el('#in-module input').value.includes('.') && {size} < parseFloat(el('#in-module input').dataset.menuPx)",
+                   what="the first path fitted")
+        assert readability.cut_menus(page, "#in-module") == []
+        menu.click()
+        menu.fill(longest)
+        page.get_by_role("option", name=longest, exact=True).click()
+        wait_until(page, "el('#in-module input').value === arg", longest, what="the longest path chosen")
+        wait_until(page, f"{size} < parseFloat(el('#in-module input').dataset.menuPx)", what="the longest path fitted")
+        assert readability.cut_menus(page, "#in-module") == [] and page.evaluate(size) >= MENU_MIN_PX
+        menu.click()
+        menu.fill("encoder")
+        page.get_by_role("option", name="encoder（编码器）", exact=True).click()
+        wait_until(page, "el('#in-module input').style.fontSize === ''", what="a short name at the page's size")
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+# in a bertviz frame: its line about scrolling sideways (shown or not, and its words), and whether its page scrolls
+FRAME_SWIPE = """() => { const hint = document.getElementById('swipe'), page = document.documentElement;
+  return [!hint.hidden && hint.getClientRects().length > 0, hint.textContent, page.scrollWidth > page.clientWidth + 2]; }"""
+
+
+@pytest.mark.parametrize("device, lang", [(PHONE, "zh-CN"), (DESKTOP, "en")])
+def test_the_bertviz_model_view_says_when_its_heads_scroll_sideways(app, browser, device, lang):  # noqa: F811
+    """bertviz's model view draws every head of a layer in one row: on a phone the row is wider than its frame and
+    scrolls inside it, and a line above it says so in the page's language; on a desktop, where the row fits, no
+    line."""
+    from app.i18n import text
+    from tests.test_browser import bertviz_frame
+    context, page = open_page(app, browser, device, f"?lang={lang}")
+    try:
+        page.locator("[role=tab][data-tab-id=attention]").click()
+        page.locator("[role=tab][data-tab-id=bertviz-model]").click()
+        page.locator("#bertviz-model iframe").wait_for(state="visible")
+        frame = bertviz_frame(page, "#bertviz-model")
+        frame.wait_for_function("window.bertvizDrawMs > 0 && document.querySelectorAll('#vis svg rect').length > 1")
+        shown, words, scrolls = frame.evaluate(FRAME_SWIPE)
+        assert shown == scrolls == (device is PHONE), (shown, scrolls)
+        assert words == text(lang, "attention.bertviz.swipe")
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
 def test_the_treemap_writes_its_counts_and_shows_no_hover_label_on_a_phone(app, browser):  # noqa: F811
     """The Inside tab's treemap writes each module's count and share in its rectangle; a phone, where a tap zooms,
     shows no hover label over those words, and a desktop keeps its hover."""

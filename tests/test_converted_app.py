@@ -163,8 +163,8 @@ def test_the_heads_atlas_of_a_converted_model_is_measured_on_request(converted, 
 
         atlas = heads.load_atlas()
         tr = get_translator()
-        from app.figures.heads import measure_key
-        assert measure_key("first") == "ui.heads.measure.first-piece"  # a Marian source has no <s> to be first
+        from app.figures.heads import measure_definition_key
+        assert measure_definition_key("first") == "ui.heads.measure-def.first-piece"  # a Marian source has no <s> to be first
         pairs, source = sample_pairs(tr)
         assert source == "examples" == atlas["data"]["split"] and atlas["data"]["sentences"] == len(pairs) >= 12
         # the loss one sentence at a time (no padding, no batch), each target cut where the model's positions end

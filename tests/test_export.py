@@ -52,3 +52,29 @@ def test_the_export_file_holds_the_translation(ins):
     assert translate.export_json(ins)["value"] == update["value"]  # the same translation is written once
     blank = next(v for v in translate.VIEWS if v.name == "translate/export").blank
     assert blank["export"]["value"] is None and blank["export"]["interactive"] is False  # no file before one
+
+
+def test_an_export_survives_a_sweep_by_another_server(tmp_path, monkeypatch):
+    """Servers on one machine share the export directory: a file that another server's sweep removes between this
+    one's listing and its look at the file's age is passed over, an old file is removed, and the new file is
+    there whole, with no part file left beside it."""
+    import os
+    import time
+    from pathlib import Path
+
+    from app import common
+    monkeypatch.setattr(common, "EXPORTS", tmp_path)
+    old = tmp_path / "old.json"
+    old.write_text("{}")
+    stale = time.time() - 2 * common.EXPORT_AGE_S
+    os.utime(old, (stale, stale))
+    listed = Path.iterdir
+
+    def listing_with_one_gone(self):
+        yield self / "removed-meanwhile.json"  # listed by this server, already unlinked by another
+        yield from listed(self)
+
+    monkeypatch.setattr(Path, "iterdir", listing_with_one_gone)
+    path = Path(common.export_file('{"a": 1}', "translation", ".json"))
+    assert path.read_text(encoding="utf-8") == '{"a": 1}' and not old.exists()
+    assert sorted(p.name for p in listed(tmp_path)) == [path.name]

@@ -68,15 +68,19 @@ def test_the_reading_says_the_same_in_both_languages():
 
 
 def test_menus_are_labelled_in_both_languages():
-    """The measures as the atlas's caption names them, and every head of the list to switch off."""
+    """The measures by name, short enough for a phone's menu to show whole, as the atlas's caption names them
+    before what they measure; and every head of the list to switch off."""
     sent = i18n.i18n().translations
     for (label, name) in heads.measure_choices():
         en, zh = sent["en"][label.key], sent["zh-CN"][label.key]
-        assert en.startswith(name.replace("_", " ") + ": ") and zh != en
+        assert en == name.replace("_", " ") and zh != en and len(zh) <= 16
         for lang, said in (("en", en), ("zh-CN", zh)):
             with i18n.speaking(lang):
-                assert said == figures_heads.measure_text(name)
-    assert "<s>" in sent["zh-CN"][heads.measure_choices()[5][0].key]  # first: the piece put in
+                caption = figures_heads.measure_text(name)
+                assert caption.startswith(said) and figures_heads.measure_definition(name) in caption
+                assert len(figures_heads.measure_definition(name)) > len(said)
+    with i18n.speaking("zh-CN"):
+        assert "<s>" in figures_heads.measure_definition("first")  # the piece put in
     assert [n for _, n in heads.measure_choices()] == list(MEASURES)
     choices = heads.head_choices(3, 8)
     assert len(choices) == 72 and choices[11][1] == "encoder 1 3"

@@ -33,6 +33,18 @@ SWIPE_TABLE = ("<table style='display:block;max-width:300px;overflow-x:auto;font
 HINTED = "<style>table[data-swipe]::before {content:'swipe'; display:block}</style>" + SWIPE_TABLE.replace(
     "<table ", "<table data-swipe ")
 
+# a menu as Gradio draws one: its chosen value in an input, its arrow laid over the box's right end
+MENU = """<div class="wrap" style="position:relative;width:220px;border:1px solid #ccc"><div class="secondary-wrap">
+  <input role="combobox" value="{value}" readonly style="width:100%;box-sizing:border-box;border:none;font:14px sans-serif;
+  padding:4px {pad}px 4px 4px"><div class="icon-wrap" style="position:absolute;right:6px;top:4px;width:16px">▾</div>
+  </div></div>"""
+
+# a figure twice as wide as its block, which scrolls sideways, its legend at `x` (of the plot's width)
+LEGEND = """<div style="width:300px;overflow-x:auto"><div id="{id}" style="width:640px;height:220px"></div></div><script>
+Plotly.newPlot('{id}', [{{y: [1, 3, 2], name: 'first run'}}, {{y: [2, 1, 3], name: 'second run'}}],
+  {{margin: {{t: 10, b: 30}}, legend: {{x: {x}, y: 1}}}}, {{displayModeBar: false}});
+</script>"""
+
 GOOD = (FIGURE.format(plotly="{plotly}", width=380, title="Counts", title_x=0.05, anchor="left", tick=12,
                       modebar="false")
         + SLIDER.format(id="good-slider", width=360, value="0.5", box=70)
@@ -40,7 +52,7 @@ GOOD = (FIGURE.format(plotly="{plotly}", width=380, title="Counts", title_x=0.05
         + "<p style='font-size:13px'>&lt;s&gt; is the start token, shown as <code>&lt;s&gt;</code>.</p>"
         + "<div style='width:150px'><span style='display:block;overflow:hidden;text-overflow:ellipsis;"
           "white-space:nowrap'>a token long enough to end in an ellipsis</span></div>"
-        + HINTED)
+        + HINTED + MENU.format(value="loss (nats)", pad=26) + LEGEND.format(id="near", x=0.02))
 BAD = (FIGURE.format(plotly="{plotly}", width=380, title="A title long enough to run under the toolbar", title_x=1,
                      anchor="right", tick=6, modebar="true")
        + SLIDER.format(id="bad-slider", width=200, value="0.123456789", box=180)
@@ -50,7 +62,8 @@ BAD = (FIGURE.format(plotly="{plotly}", width=380, title="A title long enough to
        + "<div style='width:150px;overflow:hidden'><span style='white-space:nowrap'>a percentage cut off 92.0%"
          "</span></div>"
        + "<svg width='100' height='30'><text x='10' y='20' font-size='14'>a label past its drawing's edge</text></svg>"
-       + SWIPE_TABLE)
+       + SWIPE_TABLE + MENU.format(value="change in validation loss when a head is off", pad=4)
+       + LEGEND.format(id="far", x=1.02))
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +108,10 @@ def test_each_fault_is_found_by_its_check(page):
     assert [p.split(" in ")[0] for p in found["escaped_markup"]] == ["escaped markup shown: &lt;",
                                                                      "escaped markup shown: &gt;"]
     assert found["sideways_scroll"] and "sideways" in found["sideways_scroll"][0]
+    legends = found["hidden_legend"]
+    assert len(legends) == 1 and "past the right edge" in legends[0] and "#far" in legends[0], legends
+    menus = found["cut_menus"]
+    assert len(menus) == 1 and "change in validation loss" in menus[0], menus
     assert len(found["unsaid_scroll"]) == 1 and "nothing says so" in found["unsaid_scroll"][0], found["unsaid_scroll"]
 
 

@@ -18,11 +18,17 @@ CELL_W, CELL_H = 44, 28
 
 
 def measure_key(name):
-    """The key of a measure's label in the menu (ui.heads.measure.<name>); "first" for a model that puts no <s>
+    """The key of a measure's name in the menu (ui.heads.measure.<name>): a few words, which a phone's menu shows
+    whole; what it measures is measure_definition_key's."""
+    return f"ui.heads.measure.{name.replace('_', '-')}"
+
+
+def measure_definition_key(name):
+    """The key of what a measure measures (ui.heads.measure-def.<name>); "first" for a model that puts no <s>
     before a source (a converted Marian model) names the source's first piece."""
     if name == "first" and get_translator().bos_id is None:
-        return "ui.heads.measure.first-piece"
-    return f"ui.heads.measure.{name.replace('_', '-')}"
+        return "ui.heads.measure-def.first-piece"
+    return f"ui.heads.measure-def.{name.replace('_', '-')}"
 
 
 def pieces(key):
@@ -30,9 +36,15 @@ def pieces(key):
     return {f: PIECES[f] for f in fields(table("en")[key])}
 
 
+def measure_definition(name):
+    """What a measure measures, in the event's language, the pieces it names put in."""
+    key = measure_definition_key(name)
+    return text(key, **pieces(key))
+
+
 def measure_text(name):
-    """A measure's label, the pieces it names put in."""
-    return text(measure_key(name), **pieces(measure_key(name)))
+    """A measure's name and what it measures ("diagonal: share of rows ..."), in the event's language."""
+    return text("ui.heads.measure-join", name=text(measure_key(name)), definition=measure_definition(name))
 
 
 def _color(value, lo, hi, diverging=False):

@@ -13,6 +13,7 @@ from core.analysis import inside as core
 
 from ..common import label, panel_grid, phone_width, token_axis, wrap_title
 from ..i18n import DEFAULT, table, text, texts
+from .margins import text_width
 
 MAX_CELLS = (64, 128)  # a weight heatmap's largest size sent to the browser (rows, columns)
 BINS = 80  # of a weight histogram, computed here
@@ -370,21 +371,34 @@ def ffn_figures(rec, ins, side, layer, top=24):
     return firing, phone_width(units, len(tokens), room=170), fires
 
 
+LENS_FONT = 11  # px of a lens cell's token
+
+
 def lens_figure(top_i, top_p, p_chosen, ins, piece):
     """Rows: output positions; columns: decoder layers; each cell the token the output projection would choose
-    from that layer's state, coloured by its probability. Positions go down, so that a few wide columns hold
-    the tokens at a size that reads on a phone too (plotly shrinks a cell's text to fit it)."""
+    from that layer's state, coloured by its probability. Positions go down and the colour bar lies above the
+    columns, so that the columns have a phone's width to themselves; where the longest token of a column still
+    does not fit (plotly would write it over its neighbours), a phone draws the figure wider, in a block that
+    scrolls sideways."""
     L, T = top_i.shape
     tops = [[label(piece(top_i[l, t])) for l in range(L)] for t in range(T)]
     after, choice = say("lens.after"), say("lens.choice")  # formatted per cell below
     hover = [[after.format(token=label(ins.tgt_tokens[t]), top=tops[t][l], p=f"{top_p[l, t]:.3f}") + "<br>"
               + choice.format(token=label(ins.out_tokens[t]), p=f"{p_chosen[l, t]:.3f}") for l in range(L)]
              for t in range(T)]
-    trace = dict(type="heatmap", z=small(top_p.T, 3), text=tops, texttemplate="%{text}", textfont=dict(size=12),
-                 hovertext=hover, hoverinfo="text", colorscale="Greens", zmin=0, zmax=1,
-                 x=[say("layer", layer=l) for l in range(L)], colorbar=dict(title="p", thickness=12))
-    return go.Figure([trace], dict(
-        title=dict(text=wrap_title(say("lens.title")), yref="container", y=1, yanchor="top", pad=dict(t=20)),
-        height=180 + 32 * T,
-        yaxis=token_axis([f"{t}→" for t in ins.tgt_tokens], autorange="reversed", title=say("lens.input")),
-        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=160, b=40)))
+    trace = dict(type="heatmap", z=small(top_p.T, 3), text=tops, texttemplate="%{text}",
+                 textfont=dict(size=LENS_FONT), hovertext=hover, hoverinfo="text", colorscale="Greens", zmin=0, zmax=1,
+                 x=[say("layer", layer=l) for l in range(L)],
+                 colorbar=dict(title=dict(text="p", side="top"), orientation="h", thickness=10, len=0.8, x=0.5, xanchor="center"))
+    rows = [f"{t}→" for t in ins.tgt_tokens]
+    title = wrap_title(say("lens.title"))
+    below_title = 30 + 24 * (title.count("<br>") + 1)  # px from the figure's top to the colour bar
+    height = below_title + 80 + 32 * T
+    # the bar under the title, placed from the figure's top (one placed from the plot's top moved the title up)
+    trace["colorbar"].update(yref="container", y=1 - below_title / height, yanchor="top")
+    fig = go.Figure([trace], dict(
+        title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=20)), height=height,
+        yaxis=token_axis(rows, autorange="reversed", title=say("lens.input")),
+        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=below_title + 50, b=30)))
+    cell = max(text_width(t, LENS_FONT) for row in tops for t in row) + 12
+    return phone_width(fig, L, per=cell, room=max(text_width(r) for r in rows) + 50)

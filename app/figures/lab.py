@@ -49,8 +49,9 @@ def curve_figure(curve, intact, title):
     fig.update_yaxes(type="log", row=1, col=1, **log_ticks(losses))
     fig.update_yaxes(exponentformat="e", row=1, col=2)
     fig.update_xaxes(title_text=_t("curve.step"))
-    fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=60, b=10),
-                      legend=dict(x=0.6, xanchor="right", y=0.98, yanchor="top"))
+    # the legend under the plots, from their left (WIDE_FIGURES: a phone shows the figure's left part first)
+    fig.update_layout(title=title, height=370, margin=dict(l=10, r=10, t=60, b=10),
+                      legend=dict(orientation="h", x=0, yanchor="top"))
     return fig
 
 

@@ -195,8 +195,8 @@ def _ends(axis, letter):
 
 def _colorbar_push(trace_or_axis, zs):
     bar = trace_or_axis.get("colorbar") or {}
-    if bar.get("orientation") == "h":
-        return "b", 80
+    if bar.get("orientation") == "h":  # below the plot, unless the figure places it from its own edge itself
+        return "b", 0 if bar.get("yref") == "container" else 80
     lo, hi = (min(zs), max(zs)) if zs else (0.0, 1.0)
     if bar.get("tickvals") is not None and bar.get("ticktext") is not None:
         labels = [str(t) for t in bar["ticktext"]]

@@ -109,8 +109,8 @@ def relative_figure(pe, k, words="positional", stacked=False, scale=True):
     if stacked:
         fig.update_layout(xaxis=dict(domain=[0, 1]), xaxis2=dict(domain=[0, 1]), yaxis=dict(domain=[0.6, 0.92]),
                           yaxis2=dict(domain=[0, 0.36]))
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(x=0.99, xanchor="right", y=0.5, yanchor="middle"))
+    # the legend under the plots, from their left (WIDE_FIGURES: a phone shows the figure's left part first)
+    fig.update_layout(height=410, margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", x=0, yanchor="top"))
     return fig, res32.max().item(), res64.max().item()
 
 
@@ -138,7 +138,9 @@ def scale_figure(model):
         fig.add_trace(go.Bar(x=small(centres, 3), y=counts.int().numpy(), width=width, name=name, opacity=0.75))
     fig.add_vline(x=pe_norm, line=dict(color="#e4572e", width=3, dash="dash"),
                   annotation_text=f"‖PE(pos)‖ = √(d/2) = {pe_norm:.1f}")
+    # the legend under the plot, from its left (WIDE_FIGURES: a phone shows the figure's left part first)
     fig.update_layout(barmode="overlay", title=_t("scale.title", n=w.size(0)), xaxis_title=_t("scale.norm"),
-                      yaxis_title=_t("scale.pieces"), height=360, margin=dict(l=10, r=10, t=50, b=10))
+                      yaxis_title=_t("scale.pieces"), height=400, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", x=0, yanchor="top"))
     stats = {"raw_median": raw.median().item(), "scaled_median": scaled.median().item(), "pe_norm": pe_norm}
     return fig, stats

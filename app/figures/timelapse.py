@@ -9,7 +9,6 @@ happens) get as much room as the last twenty epochs; the initialisation, step 0,
 import difflib
 import json
 import math
-import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,10 +19,10 @@ from plotly.subplots import make_subplots
 from core.analysis.heads import CROSS_MEASURES, SELF_MEASURES
 from core.checkpoint import read_snapshot_index
 
-from ..common import kind_name, token_strip, wrap_title
-from ..i18n import texts
+from ..common import kind_name, label, token_strip, wrap_title
+from ..i18n import text, texts
 from .attention import SCALE, _axis, _heatmap, attention_maps, rounded
-from .heads import measure_text
+from .heads import measure_definition, measure_key
 from .training import _smooth, read_log
 
 _t = texts("timelapse")
@@ -272,9 +271,13 @@ def heads_time_figure(points, kind, measure):
                              mode="markers", marker=dict(symbol="x", size=9, color="#ffffff",
                                                          line=dict(width=1.5, color="#e4572e")),
                              name=_t("heads.half"), hovertemplate="%{y}: %{x}<extra>" + _t("heads.half") + "</extra>"))
-    short = re.split("[:：]", measure_text(measure), maxsplit=1)[0]  # the measure's name, before its definition
-    fig.update_layout(title=wrap_title(_t("heads.title", kind=kind_name(kind), measure=short)),
-                      height=140 + 16 * len(rows), margin=dict(l=70, r=10, t=80, b=90),
+    # the measure's name in the title, and under it, smaller, what it measures (the menu shows the name alone)
+    title = wrap_title(_t("heads.title", kind=kind_name(kind), measure=text(measure_key(measure))))
+    definition = wrap_title(label(measure_definition(measure)), 52).split("<br>")
+    lines = title.count("<br>") + 1
+    fig.update_layout(title=dict(text=title + "".join(f"<br><span style='font-size:12px'>{line}</span>"
+                                                      for line in definition)),
+                      height=140 + 16 * len(rows), margin=dict(l=70, r=10, t=50 + 22 * lines + 16 * len(definition), b=90),
                       xaxis=dict(type="category", tickangle=-60), yaxis=dict(type="category", autorange="reversed"),
                       legend=dict(orientation="h", y=-0.25 if len(rows) > 12 else -0.4, x=0))
     return fig

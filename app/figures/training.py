@@ -285,5 +285,6 @@ def ablation_figure(runs):
                                      legendgroup=label, showlegend=c == 1,
                                      line=dict(color=colors.get(label))), row=1, col=c)
     fig.update_xaxes(title_text=_t("ablation.epoch"))
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=70, b=10))
+    # the legend under the plots, from their left (WIDE_FIGURES: a phone shows the figure's left part first)
+    fig.update_layout(height=410, margin=dict(l=10, r=10, t=70, b=10), legend=dict(orientation="h", x=0, yanchor="top"))
     return fig

@@ -252,7 +252,7 @@ def picked(evt: gr.SelectData):
 
 
 CSS = """
-.mod-tree {font-size:0.92em; max-height:520px; overflow:auto} .mod-tree details {margin-left:14px}
+.mod-tree {font-size:0.92em; max-height:520px; overflow:auto; overflow-wrap:anywhere} .mod-tree details {margin-left:14px}
 .mod-tree .mod-leaf {margin-left:28px} .mod {color:#1f5fa8; cursor:pointer; text-decoration:underline}
 .mod-n {font-variant-numeric:tabular-nums; color:#444} .mod-tied {color:#a33; font-size:0.9em}
 .mod-shape {color:#666; font-size:0.85em; font-family:ui-monospace, monospace}
