@@ -87,7 +87,9 @@ def layer_head_overview(maps, q_tokens, k_tokens, title=""):
     L, H = maps.shape[:2]
     names = [_t("layer-head", layer=l, head=h) for l in range(L) for h in range(H)]
     notes = ([dict(text=_t("head", head=h), x=(h + 0.5) / H, y=1, yanchor="bottom") for h in range(H)] +
-             [dict(text=_t("layer", layer=l), x=1, y=1 - (l + 0.5) / L, xanchor="left", textangle=90)
+             # the rows' names at their left: a phone, which scrolls this figure sideways, shows its left first
+             [dict(text=_t("layer", layer=l), x=0, y=1 - (l + 0.5) / L, xanchor="right", xshift=-4, textangle=-90)
               for l in range(L)])
-    return small_multiples(maps.flatten(0, 1), q_tokens, k_tokens, names, H, title, height=60 + 120 * L,
-                           gap=(0.01, 0.03), notes=notes)
+    fig = small_multiples(maps.flatten(0, 1), q_tokens, k_tokens, names, H, title, height=60 + 120 * L,
+                          gap=(0.01, 0.03), notes=notes)
+    return fig.update_layout(margin=dict(l=34))
