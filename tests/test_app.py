@@ -390,6 +390,9 @@ def test_the_shipped_model_has_its_training_lengths():
     from app.shared import training_lengths
     shipped = training_lengths()
     assert shipped["median"] < shipped["p99"] < shipped["max"] <= get_translator().max_src_tokens
+    # docs/tabs.md states them, as the shipped file has them
+    doc = " ".join((ASSETS.parent / "docs" / "tabs.md").read_text(encoding="utf-8").split())
+    assert f"more than {shipped['p99']} pieces" in doc and f"than all of them ({shipped['max']})" in doc
 
 
 def test_a_model_without_length_figures_flags_no_long_sentence(tmp_path, monkeypatch):
