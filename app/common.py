@@ -188,11 +188,12 @@ def token_axis(tokens, **kw):
 
 
 def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None, title_font=None, row_heights=None,
-               title_width=None, **layout):
+               title_width=None, titles_left=False, **layout):
     """A figure of panels filled row by row in `cols` columns, each panel (traces, title, x-axis dict, y-axis
     dict) on its own pair of axes placed by domain, its title above it (in lines of `title_width` letters) unless
     `notes` (annotations in paper coordinates) label the grid instead; the rows share the height equally, or as
-    `row_heights` (one weight a row, from the top) says. Laid out by hand: plotly's make_subplots takes several
+    `row_heights` (one weight a row, from the top) says; `titles_left`: each title at its panel's left edge (a
+    figure a phone scrolls sideways shows its left first). Laid out by hand: plotly's make_subplots takes several
     times longer than the figure itself for 24 panels, and about 40 ms for four."""
     rows = (len(panels) + cols - 1) // cols
     weights = list(row_heights or [1] * rows)
@@ -208,8 +209,8 @@ def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None,
         axes[f"xaxis{ax}"] = dict(xaxis, domain=[x0, min(1.0, x0 + w)], anchor=f"y{ax}")  # within 0..1 despite
         axes[f"yaxis{ax}"] = dict(yaxis, domain=[max(0.0, y1 - h), y1], anchor=f"x{ax}")  # rounding
         # centred on its panel (plotly's "auto" anchors a title left of a third of the width, right past two)
-        titles.append(dict(text=wrap_title(name, width), x=x0 + w / 2, y=y1, xanchor="center",
-                           yanchor="bottom", **font))
+        titles.append(dict(text=wrap_title(name, width), x=x0 if titles_left else x0 + w / 2, y=y1,
+                           xanchor="left" if titles_left else "center", yanchor="bottom", **font))
     annotations = [dict(xref="paper", yref="paper", showarrow=False, **n) for n in (titles if notes is None else notes)]
     layout = {"margin": dict(l=10, r=10, t=80, b=10), **layout}
     # the title hangs from the top, so that its lines when wrapped grow down into the margin, not over the panels

@@ -47,7 +47,7 @@ def source_figure(ins, att, position):
     # the rows apart so that a panel's title of two lines clears the panel above
     fig = panel_grid([([t], name, x, y) for t, name, (x, y) in zip(traces, titles, axes)], 1,
                      dict(text=wrap_title(title, 40), font=dict(size=14)), 620, gap=(0, 0.075),
-                     title_font=dict(size=16), row_heights=(2, 1, 1, 1), title_width=36,
+                     title_font=dict(size=16), row_heights=(2, 1, 1, 1), title_width=36, titles_left=True,
                      margin=dict(l=50, r=10, t=60, b=60))
     return phone_width(fig, S, room=80)
 
