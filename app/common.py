@@ -218,10 +218,37 @@ def panel_grid(panels, cols, title="", height=500, gap=(0.08, 0.14), notes=None,
     return go.Figure(data, dict(title=title, height=height, annotations=annotations, **axes, **layout))
 
 
+def prob_rgb(p):
+    """White (p = 0) to a saturated green (p = 1), as (r, g, b)."""
+    return tuple(int(255 - (255 - c) * p) for c in (46, 160, 67))
+
+
 def prob_color(p):
-    """White (p = 0) to a saturated green (p = 1)."""
-    r, g, b = (int(255 - (255 - c) * p) for c in (46, 160, 67))
-    return f"rgb({r},{g},{b})"
+    return "rgb({},{},{})".format(*prob_rgb(p))
+
+
+def _luminance(rgb):
+    """WCAG's relative luminance of an (r, g, b) colour of 0..255."""
+    def channel(c):
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b):
+    """WCAG's contrast ratio of two (r, g, b) colours (1 to 21)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+# black, not a softer dark: between white and a saturated colour, some tone has under 4.5:1 with both #111 and white
+DARK_TEXT, LIGHT_TEXT = (0, 0, 0), (255, 255, 255)
+
+
+def text_on(rgb):
+    """The text colour, black or white, that reads better on a background of colour `rgb` (the larger contrast)."""
+    return "#000" if contrast(rgb, DARK_TEXT) >= contrast(rgb, LIGHT_TEXT) else "#fff"
 
 
 MARK_STYLE = "outline:2px solid #e4572e; outline-offset:1px; "  # a token strip's marked token
@@ -236,7 +263,7 @@ def token_strip(tokens, probs, marked=(), hovers=None, legend=""):
     for i, (tok, p, hover) in enumerate(zip(tokens, probs, hovers)):
         text = html.escape(tok.replace("▁", " ").strip() or tok)
         spans.append(f'<span class="tok" title="{html.escape(hover)}" style="{MARK_STYLE if i in marked else ""}'
-                     f'background:{prob_color(p)};color:{"#fff" if p > 0.6 else "#111"}">'
+                     f'background:{prob_color(p)};color:{text_on(prob_rgb(p))}">'
                      f'{text}<sub>{p:.2f}</sub></span>')
     below = f'<div class="tok-legend">{legend}</div>' if legend else ""
     return f'<div class="tok-row">{"".join(spans)}</div>{below}'

@@ -213,7 +213,7 @@ def theme():
 
 
 # Run by the page once it loads (with app/links.py's script): beside the PNG button of each plotly figure's
-# toolbar, an "SVG" button that saves the figure as SVG through the page's own plotly (window.Plotly), named after
+# toolbar, a "Save SVG" button that saves the figure as SVG through the page's own plotly (window.Plotly), named after
 # the figure's element id. Figures drawn later are found as they appear (looked for once a frame at most). Gradio
 # may draw a figure anew in the same place (a new plot element in the same parent), so the button belongs to the
 # place: one per parent, which saves whatever figure is there when clicked. Its words are the page's (data-word: app/i18n.py HEAD_JS keeps them in
@@ -225,7 +225,7 @@ EXPORT_JS = """() => {
     const b = document.createElement('button');
     b.type = 'button'; b.className = 'save-svg';
     b.dataset.word = 'svg'; b.dataset.wordTitle = 'svg_title';
-    b.textContent = window.explorerLang?.word('svg') ?? 'SVG';
+    b.textContent = window.explorerLang?.word('svg') ?? 'Save SVG';
     b.title = window.explorerLang?.word('svg_title') ?? 'Save this figure as SVG';
     b.addEventListener('click', (e) => {
       e.stopPropagation();

@@ -622,3 +622,29 @@ def test_a_kind_of_attention_is_named_in_the_events_language():
         assert kind_name("cross") == text("en", "ui.kind.short.cross")
     with pytest.raises(LookupError):  # outside an event no language was chosen, so none is assumed
         kind_name("cross")
+
+
+def test_text_on_a_coloured_cell_is_the_colour_that_reads_best():
+    """A token chip's and a Heads cell's words take, of dark and white, the colour of larger contrast with their
+    background (WCAG's ratio), and that contrast is at least 4.5 everywhere on the scales; white on a light green
+    chip ("bike 0.60") read at about 2:1."""
+    from app.common import DARK_TEXT, LIGHT_TEXT, contrast, prob_rgb, token_strip
+    from app.figures.heads import _color
+
+    def rgb(css):
+        return tuple(int(v) for v in re.findall(r"\d+", css))
+
+    def ink(css):
+        return DARK_TEXT if css == "#000" else LIGHT_TEXT
+
+    for k in range(101):
+        p = k / 100
+        chip = token_strip(["▁bike"], [p])
+        color = re.search(r"color:(#\w+)", chip).group(1)
+        back = prob_rgb(p)
+        assert contrast(back, ink(color)) == max(contrast(back, DARK_TEXT), contrast(back, LIGHT_TEXT))
+        assert contrast(back, ink(color)) >= 4.5, (p, color)
+        for value, diverging in ((p, False), (2 * p - 1, True)):
+            cell, words = _color(value, -1 if diverging else 0, 1, diverging)
+            assert contrast(rgb(cell), ink(words)) >= 4.5, (value, diverging, cell, words)
+    assert contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21)

@@ -255,3 +255,12 @@ def test_the_language_switch_redraws_the_tab_and_reaches_its_callbacks(built):
     for name in ("switch_off", "open_head_clicked", "measure_heads"):
         events = [d for d in fns if getattr(d.fn, "__name__", "") == name]
         assert events and all(lang in d.inputs for d in events), name
+
+
+def test_a_change_that_rounds_to_nothing_is_written_without_a_sign():
+    """The atlas writes a change signed (+0.004, -0.2), and one that rounds to nothing as 0.000 or 0.0 (it wrote
+    "-0.000", which reads as a loss)."""
+    from app.figures.heads import _cell_text
+    assert [_cell_text(v, "delta_loss") for v in (0.0041, -0.0004, 0.0004, 0.0, -0.002)] == [
+        "+0.004", "0.000", "0.000", "0.000", "-0.002"]
+    assert [_cell_text(v, "delta_bleu") for v in (1.26, -0.04, -0.2)] == ["+1.3", "0.0", "-0.2"]

@@ -57,8 +57,9 @@ def test_the_curves_and_where_each_point_stands_on_the_log_step_axis(on_history)
     assert fractions == [pytest.approx((math.log10(x) - lo) / (hi - lo), abs=1e-5) for x in val.x]
     assert 0 < fractions[0] < fractions[1] < fractions[-1] < 1
     assert f"const FRACTIONS = {json.dumps(fractions)};" in tab.now_js()
-    assert where[0].startswith("3 / 4") and "step 200" in where[0]
-    assert where[1].startswith("4 / 4") and where[2].startswith("1 / 4")
+    # counted as the slider counts the points (0, the initialisation, to the last), out of range kept to it
+    assert where[0].startswith("2 / 3") and "step 200" in where[0]
+    assert where[1].startswith("3 / 3") and where[2].startswith("0 / 3")
     with speaking("en"):
         learn = figs.curves_figure(tab.points(), [], 2, lr=False)  # the Learn path's marks its point itself
     assert [s.x0 for s in learn.layout.shapes] == [200]  # plotly draws a shape on a log axis at its value

@@ -57,12 +57,17 @@ def _heatmap(weights, q_tokens, k_tokens, name, colorscale=SCALE, **kw):
 
 def attention_heatmap(weights, q_tokens, k_tokens, title=""):
     """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys."""
-    fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "",
-                              colorbar=dict(title=dict(text=_t("weight"), side="right")))])
-    fig.update_layout(title=wrap_title(title), height=max(340, 170 + 26 * len(q_tokens)),
-                      margin=dict(l=110, r=10, t=60, b=110),
+    title = wrap_title(title)
+    # the colour bar under the title, across the top, placed from the figure's top (from the plot's, plotly moves
+    # the title): at the right, it took 80 px of a phone's width and started off-screen on a sentence of 12 pieces
+    below_title = 26 + 22 * (title.count("<br>") + 1)
+    height = max(380, below_title + 160 + 26 * len(q_tokens))
+    bar = dict(title=dict(text=_t("weight"), side="bottom"), orientation="h", thickness=10, len=0.6, x=0.5,
+               xanchor="center", yref="container", y=1 - below_title / height, yanchor="top")
+    fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", colorbar=bar)])
+    fig.update_layout(title=title, height=height, margin=dict(l=110, r=10, t=below_title + 68, b=110),
                       xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
-    return phone_width(fig, len(k_tokens), room=190)  # the query labels at the left, the colour bar at the right
+    return phone_width(fig, len(k_tokens), room=130)  # the query labels at the left
 
 
 def small_multiples(maps, q_tokens, k_tokens, names, cols, title, height, gap=(0.03, 0.08), notes=None, grey=()):

@@ -8,7 +8,7 @@ import html
 from core.analysis.heads import MEASURES, PIECES
 from core.instrument import KINDS
 
-from ..common import kind_name, token_strip
+from ..common import kind_name, text_on, token_strip
 from ..figures.decoding import token_legend
 from ..i18n import fields, table, text, texts
 from ..shared import get_translator
@@ -56,15 +56,20 @@ def _color(value, lo, hi, diverging=False):
     else:
         t = 0.0 if hi <= lo else max(0.0, min(1.0, (value - lo) / (hi - lo)))
         base = (31, 84, 160)
-    r, g, b = (int(255 - (255 - c) * t) for c in base)
-    return f"rgb({r},{g},{b})", "#fff" if t > 0.55 else "#111"
+    rgb = tuple(int(255 - (255 - c) * t) for c in base)
+    return "rgb({},{},{})".format(*rgb), text_on(rgb)
 
 
 def _cell_text(value, name):
+    """A cell's number as the atlas writes it: a change signed, and one that rounds to nothing written as 0 (never
+    "-0.000")."""
     unit = MEASURES[name]
     if unit == "share":
         return f"{100 * value:.0f}%"
-    return f"{value:+.1f}" if name == "delta_bleu" else f"{value:+.3f}" if name == "delta_loss" else f"{value:.2f}"
+    if name in ("delta_bleu", "delta_loss"):
+        digits = 1 if name == "delta_bleu" else 3
+        return f"{0:.{digits}f}" if round(value, digits) == 0 else f"{value:+.{digits}f}"
+    return f"{value:.2f}"
 
 
 def grid_svg(grid, kind, name, lo, hi):

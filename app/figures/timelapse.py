@@ -94,7 +94,7 @@ def where_now(points, i, per_epoch=None):
         parts.append(_t("where.bleu", bleu=f"{p['bleu']:.1f}"))
     if p.get("hidden_source_loss") is not None:
         parts.append(_t("where.hidden", loss=f"{p['hidden_source_loss']:.2f}"))
-    return f"{i + 1} / {len(points)} · " + " · ".join(parts)
+    return f"{i} / {len(points) - 1} · " + " · ".join(parts)  # as the slider counts them: 0 is the initialisation
 
 
 def log_points(epochs):
@@ -278,7 +278,9 @@ def heads_time_figure(points, kind, measure):
     fig.update_layout(title=dict(text=title + "".join(f"<br><span style='font-size:12px'>{line}</span>"
                                                       for line in definition)),
                       height=140 + 16 * len(rows), margin=dict(l=70, r=10, t=50 + 22 * lines + 16 * len(definition), b=90),
-                      xaxis=dict(type="category", tickangle=-60), yaxis=dict(type="category", autorange="reversed"),
+                      xaxis=dict(type="category", tickangle=-60),
+                      # every head named (plotly named every other one of the rows, 16 px apart)
+                      yaxis=dict(type="category", autorange="reversed", dtick=1, tickfont=dict(size=11)),
                       legend=dict(orientation="h", y=-0.25 if len(rows) > 12 else -0.4, x=0))
     return fig
 

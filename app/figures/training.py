@@ -264,8 +264,9 @@ def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5):
             losses.append(crit(x, torch.tensor([1])).item())
         fig.add_trace(go.Scatter(x=ps, y=losses, mode="lines", name=f"ε = {eps:g}"))
     fig.update_layout(title=wrap_title(_t("penalization.title")), xaxis_title=_t("penalization.p"),
-                      yaxis_title=_t("penalization.loss"), yaxis_range=[0, 4], height=380,
-                      margin=dict(l=10, r=10, t=50, b=10))
+                      yaxis_title=_t("penalization.loss"), yaxis_range=[0, 4], height=410,
+                      margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", x=0, yanchor="top"))  # under the plot: beside it, it took a third of a phone's
     return fig
 
 

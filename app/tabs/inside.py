@@ -258,6 +258,7 @@ CSS = """
 .mod-shape {color:#666; font-size:0.85em; font-family:ui-monospace, monospace}
 .mod-bar {display:inline-block; width:80px; height:8px; background:#eef1f6; margin-left:6px}
 .mod-bar span {display:block; height:100%; background:#4a7dc9}
+@media (max-width: 640px) {.mod-tree {max-height:none}}  /* a phone scrolls the page, not a box in it */
 """
 
 
