@@ -59,8 +59,15 @@ button.learn-mark:focus-visible {outline:3px solid #e4572e; outline-offset:1px}
   :is(.row, .row > .form) > .block:has(input:is([role=listbox], [role=combobox])) {flex:1 1 100% !important;
     min-width:100% !important}
   /* the probe sentences' table: both columns wrap within the screen rather than cut the model's output */
-  table.probes, table.lab-ex {table-layout:fixed; width:100%}
-  :is(table.probes, table.lab-ex) :is(td, th) {white-space:normal !important; overflow-wrap:anywhere}
+  table.probes {table-layout:fixed; width:100%}
+  table.probes :is(td, th) {white-space:normal !important; overflow-wrap:anywhere}
+  /* the Lab's examples: a sequence on one line (wrapped, "0 1 / 5 6 / 5 7" could not be compared with the model's
+     output), small enough that most fit; a longer one scrolls, and says so (SWIPE_JS) */
+  table.lab-ex {font-size:12px}
+  table.lab-ex :is(td, th) {padding:4px !important}
+  table.lab-ex td {white-space:nowrap !important; word-spacing:-0.35em}
+  table.lab-ex th {white-space:normal !important}  /* the headings wrap */
+  table.lab-ex td span {min-width:1em !important; margin:0 !important}
   /* the button that opens the full tab has a long name: a row of its own under Back and Next */
   #learn-nav {flex-wrap:wrap !important}
   #learn-nav > #learn-open {order:3; flex:1 1 100% !important}

@@ -259,7 +259,7 @@ def ln_params_figure(norms, post=False):
         panels.append(([trace], say("ln.params", name=name, mean=f"{float(z.mean()):.3f}",
                                     lo=f"{float(z.min()):.2f}", hi=f"{float(z.max()):.2f}"),
                        dict(title=say("dimension")), ticks if not panels else dict(ticks, showticklabels=False)))
-    return grid(panels, 2, say("ln.params_title"), height=520, gap=(0.1, 0),
+    return grid(panels, 2, say("ln.params_title"), height=520, gap=(0.1, 0), titles_left=True,
                 margin=dict(l=230, r=40, t=80, b=40))
 
 

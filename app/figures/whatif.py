@@ -88,7 +88,11 @@ def tree_figure(tree, piece, beam):
     if later:
         title += ("" if "\u3000" <= title[-1] <= "\u9fff" else " ") + _t("after", later=later, searched=searched)
     fig.update_yaxes(autorange=False, range=[end + 0.5, -0.5], title=label(_t("step", bos="<s>")), dtick=1)
-    fig.update_xaxes(title=label(_t("rank")), showticklabels=False, zeroline=False, side="top")
+    fig.update_xaxes(showticklabels=False, zeroline=False, side="top")
+    # what the columns are, over the plot from its left (a phone scrolls this figure sideways and shows its left
+    # first: an axis title, centred, started off-screen)
+    fig.add_annotation(text=label(_t("rank")), xref="paper", yref="paper", x=0, y=1, xanchor="left",
+                       yanchor="bottom", yshift=6, showarrow=False, font=dict(size=13))
     lines = wrap_title(label(title)).count("<br>") + 1
     fig.update_layout(height=200 + 20 * lines + 30 * (end + 1), margin=dict(l=50, r=10, t=70 + 20 * lines, b=70),
                       hovermode="closest",
