@@ -105,7 +105,10 @@ def draw_views(page, ins, views, controls, lang, ahead=False):
     controls the view reads (`controls`: their values by name) and `lang`; cleared where hidden and drawn for an
     earlier translation. An output left out is left as it is (nothing is computed, nothing is sent). `ahead`:
     the views that read no sentence are drawn where their tab's opening will show them (`shown(..., ahead=True)`),
-    those that read one are left as they are."""
+    those that read one are left as they are, and so is a view on screen drawn already: its controls' own events
+    draw it,
+    and the ahead event, which carries every control's value from the moment it was sent, may carry older values
+    than a control event that began before it (under load the Lab's result was put back to an earlier choice)."""
     out, given = {}, ins
     if ahead:
         views = [v for v in views if not v.reads_translation]
@@ -116,6 +119,8 @@ def draw_views(page, ins, views, controls, lang, ahead=False):
             used = v.resolve(ins, **used) if v.reads_translation else v.resolve(**used)
         key = (tuple(used.values()), read_lang(lang))
         last, fresh = _fresh(page, v, ins, key)
+        if ahead and last is not None and shown(page, v.where):
+            continue  # on screen and drawn: its own controls' events draw it
         if shown(page, v.where, ahead) and not fresh and (ins is not None or not v.reads_translation):
             page["drawn"][v.name] = (ins, key)
             number = next(DRAWINGS)

@@ -406,3 +406,21 @@ def test_a_drawing_that_comes_back_before_a_later_one_still_goes_out():
     ticks[2].join(10)
     assert sent[2] == {"fig": "step 2"} and page["drawn"]["t/v"][1][0] == (2,)
     assert views.draw_views(page, ins, [view], {"step": 2}, "en") == {}  # the page shows step 2, as recorded
+
+
+def test_the_ahead_event_never_redraws_a_view_drawn_already():
+    """The page's idle event carries every control's value from the moment it was sent. Under load a control's own
+    event (the Lab's breaks ticked) can begin first and draw the view with the newer value; the ahead event, with
+    the older one, then draws nothing for that view on screen, so the page keeps the reader's last choice. A view
+    never drawn is drawn ahead, as before, and a closed tab's view is drawn again for new values."""
+    drawn = []
+    view = views.View("t/v", ("t",), lambda breaks: drawn.append(breaks) or f"result {breaks}", outputs=("fig",),
+                      uses=("breaks",), reads_translation=False)
+    page = {"open": {views.ROOT: "t"}, "drawn": {}}
+    assert views.draw_views(page, None, [view], {"breaks": "no_scale"}, "en", ahead=True) == {"fig": "result no_scale"}
+    assert views.draw_views(page, None, [view], {"breaks": "no_scale+untied"}, "en") == {"fig": "result no_scale+untied"}
+    assert views.draw_views(page, None, [view], {"breaks": "no_scale"}, "en", ahead=True) == {}  # older values
+    assert views.draw_views(page, None, [view], {"breaks": "no_scale+untied"}, "en") == {}  # as the page shows it
+    assert drawn == ["no_scale", "no_scale+untied"]
+    page["open"][views.ROOT] = "other"  # the tab closed: drawn ahead for other values (a new language, say)
+    assert views.draw_views(page, None, [view], {"breaks": "no_scale"}, "en", ahead=True) == {"fig": "result no_scale"}
