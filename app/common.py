@@ -147,6 +147,20 @@ def wrap_title(title, width=34):
     return "<br>".join(lines + [line])
 
 
+def title_room(title):
+    """The px from a figure's top to below its title (`title` in lines, as wrap_title writes it, hung from the top
+    at plotly's title size)."""
+    return 28 + 23 * (title.count("<br>") + 1)
+
+
+def top_colorbar(below, height, **bar):
+    """A horizontal colour bar across a figure's top, `below` px from its top edge (title_room) in a figure `height`
+    px tall: a phone's width stays the plot's. Placed from the figure's edge: placed from the plot's top, plotly
+    moved a title of several lines up over the edge."""
+    return dict(orientation="h", thickness=10, x=0.5, xanchor="center", yref="container", y=1 - below / height,
+                yanchor="top", **bar)
+
+
 PHONE_FITS = 350  # px: what a 390 px phone's figure holds across
 PIECE_PX = 15     # px across a sentence's piece needs on a phone: a turned tick label at 12 px, and a cell to see
 

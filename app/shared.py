@@ -91,17 +91,23 @@ def model_line(config, directory):
     return ("ui.model.converted" if is_converted(config) else "ui.model.other"), values
 
 
-@lru_cache(maxsize=1)
-def training_lengths():
-    """How long the open model's training sources were ("source_pieces" of the batching.json beside it, which
-    core.train and `python -m core.data` write: sentences, median, p99, max), or None where its directory has no
-    such figures (a converted model)."""
+def batching_stats():
+    """The open model's training-set figures (the batching.json that core.train writes beside it: the padding of
+    its batches, and in "source_pieces" how long its sources were), or None where its directory has none or an
+    unreadable one (a converted model)."""
     import json
     path = model_dir() / "batching.json"
     try:
-        return json.loads(path.read_text()).get("source_pieces") if path.exists() else None
+        return json.loads(path.read_text()) if path.exists() else None
     except (OSError, ValueError):
         return None
+
+
+@lru_cache(maxsize=1)
+def training_lengths():
+    """How long the open model's training sources were (batching_stats' "source_pieces": sentences, median, p99,
+    max, which core.train and `python -m core.data` write), or None where unknown; read once per process."""
+    return (batching_stats() or {}).get("source_pieces")
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ tab puts one token's cross-attention beside its attributions (rounded, positions
 import numpy as np
 import plotly.graph_objects as go
 
-from ..common import label, panel_grid, phone_width, wrap_title
+from ..common import label, panel_grid, phone_width, title_room, top_colorbar, wrap_title
 from ..i18n import text, texts
 
 _t = texts("attention")
@@ -58,14 +58,13 @@ def _heatmap(weights, q_tokens, k_tokens, name, colorscale=SCALE, **kw):
 def attention_heatmap(weights, q_tokens, k_tokens, title=""):
     """One head: weights (Tq, Tk), rows are the attending (query) tokens, columns the attended keys."""
     title = wrap_title(title)
-    # the colour bar under the title, across the top, placed from the figure's top (from the plot's, plotly moves
-    # the title): at the right, it took 80 px of a phone's width and started off-screen on a sentence of 12 pieces
-    below_title = 26 + 22 * (title.count("<br>") + 1)
-    height = max(380, below_title + 160 + 26 * len(q_tokens))
-    bar = dict(title=dict(text=_t("weight"), side="bottom"), orientation="h", thickness=10, len=0.6, x=0.5,
-               xanchor="center", yref="container", y=1 - below_title / height, yanchor="top")
+    # the colour bar under the title: at the right, it took 80 px of a phone's width and started off-screen on a
+    # sentence of 12 pieces
+    below = title_room(title)
+    height = max(380, below + 160 + 26 * len(q_tokens))
+    bar = top_colorbar(below, height, len=0.6, title=dict(text=_t("weight"), side="bottom"))
     fig = go.Figure([_heatmap(weights, q_tokens, k_tokens, "", colorbar=bar)])
-    fig.update_layout(title=title, height=height, margin=dict(l=110, r=10, t=below_title + 68, b=110),
+    fig.update_layout(title=title, height=height, margin=dict(l=110, r=10, t=below + 68, b=110),
                       xaxis=_axis(k_tokens, tickangle=-90), yaxis=_axis(q_tokens, autorange="reversed"))
     return phone_width(fig, len(k_tokens), room=130)  # the query labels at the left
 

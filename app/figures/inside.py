@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from core.analysis import inside as core
 
-from ..common import label, panel_grid, phone_width, token_axis, wrap_title
+from ..common import label, panel_grid, phone_width, title_room, token_axis, top_colorbar, wrap_title
 from ..i18n import DEFAULT, table, text, texts
 from .margins import text_width
 
@@ -388,17 +388,15 @@ def lens_figure(top_i, top_p, p_chosen, ins, piece):
              for t in range(T)]
     trace = dict(type="heatmap", z=small(top_p.T, 3), text=tops, texttemplate="%{text}",
                  textfont=dict(size=LENS_FONT), hovertext=hover, hoverinfo="text", colorscale="Greens", zmin=0, zmax=1,
-                 x=[say("layer", layer=l) for l in range(L)],
-                 colorbar=dict(title=dict(text="p", side="top"), orientation="h", thickness=10, len=0.8, x=0.5, xanchor="center"))
+                 x=[say("layer", layer=l) for l in range(L)])
     rows = [f"{t}→" for t in ins.tgt_tokens]
     title = wrap_title(say("lens.title"))
-    below_title = 30 + 24 * (title.count("<br>") + 1)  # px from the figure's top to the colour bar
-    height = below_title + 80 + 32 * T
-    # the bar under the title, placed from the figure's top (one placed from the plot's top moved the title up)
-    trace["colorbar"].update(yref="container", y=1 - below_title / height, yanchor="top")
+    below = title_room(title)
+    height = below + 80 + 32 * T
+    trace["colorbar"] = top_colorbar(below, height, len=0.8, title=dict(text="p", side="top"))
     fig = go.Figure([trace], dict(
         title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=20)), height=height,
         yaxis=token_axis(rows, autorange="reversed", title=say("lens.input")),
-        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=below_title + 50, b=30)))
+        xaxis=dict(type="category"), margin=dict(l=70, r=10, t=below + 50, b=30)))
     cell = max(text_width(t, LENS_FONT) for row in tops for t in row) + 12
     return phone_width(fig, L, per=cell, room=max(text_width(r) for r in rows) + 50)

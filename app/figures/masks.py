@@ -2,7 +2,6 @@
 teacher forcing, a mask at work and the padding of the training set's batches. Pure builders, their words in the
 event's language (app.i18n)."""
 import html
-import json
 
 import plotly.graph_objects as go
 import torch
@@ -12,7 +11,6 @@ from core.data import PAD, Batch, encode_pairs, pad_to, padding_stats, subsequen
 
 from ..common import MASK_SCALE, phone_width, token_axis, wrap_title
 from ..i18n import texts
-from ..shared import model_dir
 
 _t = texts("masks")
 
@@ -110,12 +108,6 @@ def scores_figure(raw, masked, weights, mask, q_pieces, k_pieces, title):
     fig.update_layout(title=dict(text=wrap_title(title), yref="container", y=1, yanchor="top", pad=dict(t=20)),
                       height=max(390, 200 + 22 * len(q_pieces)), margin=dict(l=90, r=10, t=130, b=90))
     return phone_width(fig, 3 * len(k_pieces), room=200)
-
-
-def load_batching_stats():
-    """Padding statistics of the training set, written by the training run beside the shipped model."""
-    path = model_dir() / "batching.json"
-    return json.loads(path.read_text()) if path.exists() else None
 
 
 def batching_figure(stats, user_examples):

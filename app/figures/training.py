@@ -266,7 +266,8 @@ def penalization_figure(epsilons=(0.0, 0.1, 0.2, 0.4), vocab=5):
     fig.update_layout(title=wrap_title(_t("penalization.title")), xaxis_title=_t("penalization.p"),
                       yaxis_title=_t("penalization.loss"), yaxis_range=[0, 4], height=410,
                       margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", x=0, yanchor="top"))  # under the plot: beside it, it took a third of a phone's
+                      # under the plot: beside it, the legend took a third of a phone's width
+                      legend=dict(orientation="h", x=0, yanchor="top"))
     return fig
 
 

@@ -16,14 +16,13 @@ from ..common import clamp, code_panel, empty_figure, fitted_plot, kind_name, md
 from ..figures.masks import (
     batching_figure,
     ids_table_html,
-    load_batching_stats,
     make_batch,
     mask_panels,
     scores_figure,
     shift_table_html,
 )
 from ..i18n import DEFAULT, L, choices, speaking, texts
-from ..shared import MODEL_LOCK, get_translator
+from ..shared import MODEL_LOCK, batching_stats, get_translator
 from ..views import Tab, View
 
 DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
@@ -96,7 +95,7 @@ def masks_view(de, en, sentence, kind, layer, head):
     summary = _t("summary", n=len(pairs), src=tuple(batch.src.shape), tgt=tuple(batch.tgt.shape), pads=n_pad, i=i)
     return dict(summary=summary, ids=ids, panels=mask_panels(batch, i, src_p, tgt_p),
                 shift=shift_table_html(tr.tokenizer, batch, i, tr.pad_id), scores=scores_figure(raw, masked, weights, m, q, q, title),
-                batching=batching_figure(load_batching_stats(), examples))
+                batching=batching_figure(batching_stats(), examples))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
