@@ -91,9 +91,8 @@ def _newer_one_sent(page, v, number):
     """Whether a drawing of `v` that began after drawing `number` has already been sent to the page.
 
     A page's events run two at a time (app/ui.py CONCURRENCY), and the browser shows each event's outputs as they
-    come back. Where two events draw one view with different controls (the Heads tab opens a head: it sets the
-    Attention tab's controls, whose changes, and the tab's opening, are events of their own), the one that began
-    first may come back last: sent, it would replace the later figure on screen while the record names the later
+    come back. Where two events draw one view with different controls (a control moved while the tab's opening
+    still draws), the one that began first may come back last: sent, it would replace the later figure on screen while the record names the later
     one, and the next event would find the view drawn already. So a drawing goes out unless a later one went out
     first; one that comes back before a later one still goes out (Play's ticks, each drawn slower than they come
     under load, show as they come rather than none of them until the last)."""
@@ -208,7 +207,8 @@ class Tab:
         changes (the page's language is not among them: a new language is one event for the whole page,
         app/ui.py; nor is a gr.State, which the event that sets it follows with `show`). A control named in
         `by_hand` redraws only when the reader moves it (its input event): one that the tab's own drawing sets
-        (a menu's choices and first value) would otherwise send a second event after each drawing. `event`:
+        (a menu's choices and first value) would otherwise send a second event after each drawing, and where one
+        event sets several controls, each change would be sent with the others' values from before. `event`:
         more of Gradio's settings for these events (concurrency_id="model" where drawing may run the model)."""
         outputs, event = list(self.outputs.values()), dict(api_visibility="private", **event)
         # an opening shows its progress on the views that read the sentence (they may wait for the model); one that

@@ -63,7 +63,8 @@ def page(app, browser, tmp_path):
     page.app, page.shots, page.requests, page.errors, page.events = app, tmp_path, [], [], []
     context.on("request", lambda r: page.requests.append(r.url))  # the page's and its frames' (one in its own process)
     # every event the page sends to the server (which function, with what inputs), for failure messages
-    page.on("request", lambda r: page.events.append(event_line(r)) if "queue/join" in r.url else None)
+    page.sent = []  # the same, as (function index, inputs)
+    page.on("request", lambda r: record_event(page, r) if "queue/join" in r.url else None)
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     try:
@@ -81,12 +82,26 @@ def page(app, browser, tmp_path):
         context.close()
 
 
-def event_line(request):
+def record_event(page, request):
     try:
         body = json.loads(request.post_data or "{}")
     except ValueError:
         body = {}
-    return f"{time.strftime('%X')} fn {body.get('fn_index')}: {str(body.get('data'))[:80]}"
+    page.events.append(f"{time.strftime('%X')} fn {body.get('fn_index')}: {str(body.get('data'))[:80]}")
+    page.sent.append((body.get("fn_index"), body.get("data")))
+
+
+def read_by_events(page, elem_ids, sent):
+    """For each event in `sent` ((function index, inputs), as the page records them) whose function reads every
+    component of `elem_ids`: the values it sent for them, in that order (the page's Gradio config maps each
+    function's inputs to components)."""
+    return page.evaluate("""([ids, sent]) => {
+        const config = window.gradio_config, byElem = {};
+        for (const c of config.components) if (ids.includes(c.props?.elem_id)) byElem[c.props.elem_id] = c.id;
+        const wanted = ids.map(i => byElem[i]);
+        const inputs = Object.fromEntries(config.dependencies.map(d => [d.id, d.inputs]));
+        return sent.filter(([fn]) => wanted.every(id => inputs[fn]?.includes(id)))
+                   .map(([fn, data]) => wanted.map(id => data[inputs[fn].indexOf(id)])); }""", [elem_ids, sent])
 
 
 def diagnostics(page):
@@ -418,6 +433,8 @@ def test_a_link_restores_sentence_settings_tab_and_head(page):
     open_tab(page, "All heads of the layer", "#head-grid")
     page.locator("#kind label", has_text="Cross-attention").click()
     wait_until(page, "new URL(location.href).searchParams.get('kind') === 'cross'", what="the kind in the address")
+    wait_until(page, "plotText('head-grid').includes('Cross-attention') && settled('head-grid')",
+               what="the sub-tab redrawn for the kind the reader chose")
     link = page.url
     params = page.evaluate("Object.fromEntries(new URL(location.href).searchParams)")
     assert params["text"] == OTHER and params["tab"] == "attention/all-heads" and params["method"] == "greedy"
@@ -620,12 +637,18 @@ def test_heads_switched_off_and_an_atlas_cell_opens_its_head(page):
     wait_until(page, "plotText('off-maps').includes('head 1: off') && settled('off-maps')", what="the maps, heads off")
     shot(page, "heads")
     # a click on an atlas cell opens that head in the Attention tab, on the one-head view
+    before = len(page.sent)
     page.locator('#heads-atlas [data-kind="cross"][data-layer="1"][data-head="3"]').click()
     wait_until(page, "el('[role=tab][aria-selected=true]')?.textContent.trim() === 'Attention'",
                what="the Attention tab selected")
     wait_until(page, "plotText('heatmap').includes('Cross-attention') && plotText('heatmap').includes('layer 1, head 3')"
                " && settled('heatmap')", what="the head clicked, in the Attention tab")
     assert "Hunde" in plot_text(page, "heatmap")
+    # the click sets the Attention tab's three controls: no event it set off read them half set (the kind set, the
+    # layer and head not yet). Such an event could reach the server last, and its head was then drawn over the one
+    # clicked (a fresh-clone run under load failed so).
+    read = read_by_events(page, ["kind", "layer", "head"], page.sent[before:])
+    assert read and all(r == ["cross", 1, 3] for r in read), read
 
 
 def text_of(page, selector):
@@ -758,7 +781,8 @@ def watched_page(context, app):
     page.app, page.errors, page.events = app, [], []
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("request", lambda r: page.events.append(event_line(r)) if "queue/join" in r.url else None)
+    page.sent = []  # the same, as (function index, inputs)
+    page.on("request", lambda r: record_event(page, r) if "queue/join" in r.url else None)
     return page
 
 

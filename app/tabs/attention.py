@@ -126,4 +126,8 @@ def build(cfg, page, state, lang):
         code_panel(None, core_model.attention, core_model.MultiHeadedAttention)
     _wire_saves(saves, state, lang)
     controls = dict(kind=kind, layer=layer, head=head)
-    return Tab(WHERE, VIEWS, controls, outputs, page, lang, state, more=dict(tabs=tabs)).wire(tab, subtabs)
+    # each redraws when the reader moves it: a click in the Heads tab sets all three, and a change event of each
+    # would carry the others' values from before (the kind set, the layer and head not yet), which could reach the
+    # server last and be drawn over the head clicked; that click draws the view itself
+    return Tab(WHERE, VIEWS, controls, outputs, page, lang, state, more=dict(tabs=tabs)).wire(
+        tab, subtabs, by_hand=tuple(controls))

@@ -335,7 +335,8 @@ def build(cfg, page, state, top, attn, lang):
 
     def open_head_clicked(page, lang, ins, evt: gr.SelectData):
         return open_head(page, lang, ins, evt, top, attn)
-    atlas.select(open_head_clicked, None, [top, attn.tabs, *(attn.controls[n] for n in ATTENTION_CONTROLS),
+    # the controls first: the tabs' openings, which the page sends as their selection changes, read them
+    atlas.select(open_head_clicked, None, [*(attn.controls[n] for n in ATTENTION_CONTROLS), top, attn.tabs,
                                            *attn.outputs.values()],
                  inputs_kwargs=dict(page=page, lang=lang, ins=state), api_visibility="private")
     return view
