@@ -189,12 +189,15 @@ HEAD_JS = """<script>
   let lang = pick(new URLSearchParams(window.location.search).get('lang') || stored() || navigator.language);
   const word = (key) => WORDS[lang][key];
   __LOCALE_JS__
-  const relabel = () => {
+  const relabelTabs = () => {
     document.querySelectorAll('[role=tab][data-tab-id]').forEach((b) => {
       const label = TABS[b.dataset.tabId]?.[lang];
       const node = [...b.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && n.nodeValue.trim());
       if (label && node && node.nodeValue !== label) node.nodeValue = label;
     });
+  };
+  const relabel = () => {
+    relabelTabs();
     document.querySelectorAll('[data-word]').forEach((e) => {
       if (e.textContent !== word(e.dataset.word)) e.textContent = word(e.dataset.word);
     });
@@ -229,12 +232,23 @@ HEAD_JS = """<script>
       }
     }
   });
-  // the status lines at once; the labels once a frame at most, before it is painted (a tab's opening makes dozens
-  // of batches of changes to the page, and relabelling looks through all of it)
+  // whether a batch of changes drew a tab button or wrote in one (Gradio writes a button's label in the language
+  // its config was read in, the browser's, whatever the page's language)
+  const TAB = '[role=tab][data-tab-id]';
+  const drewTabs = (records) => records.some((r) => {
+    const at = r.target.nodeType === Node.ELEMENT_NODE ? r.target : r.target.parentElement;
+    return at?.closest(TAB) || [...r.addedNodes].some((n) => n.nodeType === Node.ELEMENT_NODE &&
+                                                             (n.matches(TAB) || n.querySelector(TAB)));
+  });
+  // the status lines and the tab buttons at once: a frame's animation callbacks draw too (Gradio lays out its tab
+  // buttons in one), and a label put right in the next frame would be painted once in the wrong language; the
+  // other labels once a frame at most, before it is painted (a tab's opening makes dozens of batches of changes
+  // to the page, and relabelling looks through all of it)
   let queued = false;
   const fix = () => { queued = false; relabel(); };
   new MutationObserver((records) => {
     if (lang !== 'en') restatus(touched(records));
+    if (drewTabs(records)) relabelTabs();
     if (!queued) { queued = true; requestAnimationFrame(fix); }
   })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});

@@ -959,6 +959,25 @@ const look = () => {
 requestAnimationFrame(look);"""
 
 
+def test_a_tab_button_drawn_in_a_frames_callback_is_relabelled_before_that_frame_is_painted(page):
+    """Gradio writes a tab button's label in the language its config was read in (the browser's) and lays out its
+    buttons in animation-frame callbacks: a button drawn there is in the page's language by the next callback of
+    the same frame (a relabelling queued for the next frame let a Chinese browser paint an English page's tabs in
+    Chinese once, the first-paint test's failure under load)."""
+    label = page.evaluate("""() => new Promise((resolve) => {
+        let button;
+        requestAnimationFrame(() => {
+          button = document.createElement('button');
+          button.setAttribute('role', 'tab');
+          button.dataset.tabId = 'overview';
+          button.textContent = '概览';
+          document.body.appendChild(button);
+        });
+        requestAnimationFrame(() => { resolve(button.textContent); button.remove(); });
+    })""")
+    assert label == "Overview"
+
+
 @pytest.mark.parametrize("locale, path, stored, lang", [
     ("en-US", "?lang=zh-CN", None, "zh-CN"), ("zh-CN", "?lang=en", None, "en"), ("zh-CN", "", "en", "en"),
     ("zh-CN", "", None, "zh-CN"), ("zh-CN", "?lang=toString", None, "en")])
