@@ -43,15 +43,31 @@ def read_link(params, cfg, default_alpha):
 
 def link_opener(cfg, default_alpha):
     """The page-load callback: the linked sentence translated with the linked settings. Returns, in order, the
-    German box, the six settings, the English, the status line, the Inspection, the Attention tab's kind,
-    layer and head, the Learn path's progress at the linked step, and the Learn tab's German box."""
+    six settings, the English, the status line, the Inspection, the Attention tab's kind, layer and head, and the
+    Learn path's progress at the linked step. A setting, head or step the link does not name is left as the
+    reader has it (the page shows its first value already, or the reader's since), and where this session has
+    translated already (the reader was quicker than the load: it waits its turn behind that translation) the
+    load changes nothing. The German boxes show the linked sentence from the start (LINK_TEXT_JS)."""
     def open_link(previous, progress, request: gr.Request):
-        v = read_link(dict(request.query_params) if request is not None else {}, cfg, default_alpha)
+        if previous is not None:
+            return (gr.skip(),) * (len(SETTINGS) + 3 + len(HEAD) + 1)
+        params = dict(request.query_params) if request is not None else {}
+        v = read_link(params, cfg, default_alpha)
         english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous)
-        progress = dict(progress or {"done": []}, step=v["learn"] - 1)
-        return (v["text"], *(v[k] for k in SETTINGS), english, status, ins, *(v[k] for k in HEAD), progress,
-                v["text"])
+        named = {k: v[k] if k in params else gr.skip() for k in (*SETTINGS, *HEAD, "learn")}
+        step = gr.skip() if "learn" not in params else dict(progress or {"done": []}, step=v["learn"] - 1)
+        return (*(named[k] for k in SETTINGS), english, status, ins, *(named[k] for k in HEAD), step)
     return open_link
+
+
+# The German boxes' sentence when the page loads (a load event's js, run in the page before the reader can type):
+# the link's, read as read_link reads it (trimmed, cut to TEXT_CAP characters), else the boxes' own. The server's
+# load translates the same sentence; were it to write the boxes when it answers, it would replace what the reader
+# typed meanwhile.
+LINK_TEXT_JS = """(translate_box, learn_box) => {
+  const text = [...(new URLSearchParams(window.location.search).get('text') ?? '').trim()].slice(0, %d).join('');
+  return text ? [text, text] : [translate_box, learn_box];
+}""" % TEXT_CAP
 
 
 def tab_paths(demo):
@@ -133,8 +149,10 @@ def wire(demo, cfg, default_alpha, state, translation, attn, learn):
     """The page-load event that opens a link (returned, for the events that follow a translation), and the
     events that record the sentence, its settings and the attention head in the address."""
     head = [attn.controls[name] for name in HEAD]
+    boxes = [translation.form[0], learn.parts.src]
+    demo.load(None, boxes, boxes, js=LINK_TEXT_JS)
     linked = demo.load(link_opener(cfg, default_alpha), [state, learn.progress],
-                       [*translation.form, *translation.results, state, *head, learn.progress, learn.parts.src],
+                       [*translation.form[1:], *translation.results, state, *head, learn.progress],
                        api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
     for event in (translation.translated, linked):
         event.then(None, translation.form, None, js=RECORD_TRANSLATION)

@@ -10,6 +10,7 @@ import os
 import re
 import time
 import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -468,6 +469,58 @@ def test_a_hostile_link_is_read_as_data(page):
     # the title as drawn, in whatever lines it was wrapped into (a line's tspan ends without its space)
     assert "Encoderself-attention,layer2,head0" in "".join(plot_text(other, "heatmap").split())
     assert dialogs == [] and touched_anywhere(other) == [] and other.errors == []
+
+
+def held_page_load(context, app):
+    """A page of `app` whose server-side load event (the one that translates the link's sentence, app/links.py)
+    is held in the browser until the test lets it go: (page, let_go). let_go() sends it and returns once the load
+    has answered, which the page shows by sending the events that follow it."""
+    config = json.loads(urllib.request.urlopen(app.url.rstrip("/") + "/config", timeout=30).read())
+    ids = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+    load = next(d["id"] for d in config["dependencies"] if d["targets"] == [[0, "load"]] and d["backend_fn"]
+                and "out" in [ids.get(o) for o in d["outputs"]])
+    after = {d["id"] for d in config["dependencies"] if d.get("trigger_after") == load and d["backend_fn"]}
+    fn = lambda r: json.loads(r.post_data or "{}").get("fn_index") if "queue/join" in r.url else None  # noqa: E731
+    held = []
+    page = watched_page(context, app)
+    page.route("**/queue/join*", lambda route: held.append(route) if fn(route.request) == load else route.continue_())
+    with page.expect_request(lambda r: fn(r) == load):
+        page.goto(app.url)
+
+    def let_go():
+        with page.expect_request(lambda r: fn(r) in after):
+            held.pop().continue_()
+    return page, let_go
+
+
+def test_what_a_reader_does_before_the_page_load_answers_stays(app, browser):
+    """The page's load translates its sentence (a link's, or the first example) and may answer late on a busy
+    server. German typed before it answers stays in the box; a translation made before it stays on the page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        # typed, and the load answers: the box keeps the reader's German, beside the load's English
+        page, let_go = held_page_load(context, app)
+        open_tab(page, "Translate", "#src")
+        page.locator("#src textarea").fill(SENTENCE)
+        let_go()
+        assert page.locator("#src textarea").input_value() == SENTENCE
+        assert page.locator("#out textarea").input_value() != ""
+        page.locator("#translate-btn").click()
+        wait_until(page, "el('#learn-src textarea, #learn-src input')?.value === arg && settled('out')", SENTENCE,
+                   what="the reader's sentence translated, and the Learn tab's box following it")
+        # translated before the load ran (its event waits behind the reader's): the reader's translation stays
+        other, let_go = held_page_load(context, app)
+        open_tab(other, "Translate", "#src")
+        other.locator("#src textarea").fill(OTHER)
+        other.locator("#translate-btn").click()
+        wait_until(other, "el('#out textarea').value !== '' && settled('out')", what="the reader's translation")
+        english = other.locator("#out textarea").input_value()
+        let_go()
+        assert other.locator("#out textarea").input_value() == english
+        assert other.locator("#src textarea").input_value() == OTHER
+        assert page.errors == [] and other.errors == [], (page.errors, other.errors)
+    finally:
+        context.close()
 
 
 def test_search_tree_and_what_if(page):

@@ -184,6 +184,12 @@ def follow(ins):
     return ins.source, german_hint(ins.source) or "", english_line(ins)
 
 
+def follow_link(ins):
+    """The tab's notice and English once the page's load translated a link's sentence; the box shows that sentence
+    from the start (app.links.LINK_TEXT_JS), or what the reader has typed since, which stays."""
+    return follow(ins)[1:]
+
+
 # the tab's view: the step on screen, drawn for the translation when the tab is shown
 VIEWS = [View("learn", WHERE, render, outputs=OUTPUTS, uses=("progress",))]
 
@@ -344,8 +350,9 @@ def translates(learn, translation, state, lang, linked=None):
     # the English under the box (the last good translation's, after a sentence refused)
     event.then(in_language(english_line), None, p.english, inputs_kwargs=dict(ins=state, lang=lang),
                api_visibility="private")
-    for other in (translation.translated, linked):
-        if other is not None:
-            other.then(in_language(follow), None, [p.src, p.notice, p.english], inputs_kwargs=dict(ins=state, lang=lang),
-                       api_visibility="private")
+    translation.translated.then(in_language(follow), None, [p.src, p.notice, p.english],
+                                inputs_kwargs=dict(ins=state, lang=lang), api_visibility="private")
+    if linked is not None:  # the box shows the linked sentence from the start, or what the reader typed since
+        linked.then(in_language(follow_link), None, [p.notice, p.english],
+                    inputs_kwargs=dict(ins=state, lang=lang), api_visibility="private")
     return event
