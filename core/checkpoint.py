@@ -63,8 +63,9 @@ def read_shard(path):
         raise AssetError(path, f"this file of weights is damaged or truncated ({e})") from None
 
 
-def model_from_config(config):
-    return make_model(**{k: config[k] for k in MODEL_KEYS if k in config})
+def model_from_config(config, init=True):
+    """The model a config names; init=False skips the Xavier init, for weights about to be loaded."""
+    return make_model(**{k: config[k] for k in MODEL_KEYS if k in config}, init=init)
 
 
 def unique_state(model):
@@ -195,7 +196,7 @@ def load_pretrained(directory, device="cpu"):
     damaged or mismatched file raises AssetError, which names it."""
     directory = Path(directory)
     config = read_config(directory)
-    model = model_from_config(config)
+    model = model_from_config(config, init=False)  # every tensor is loaded below (_mismatch checks)
     state = {k: v.float() for k, v in load_state(directory).items()}
     problem = _mismatch(model, state)
     if problem:
@@ -391,10 +392,9 @@ def load_snapshot(directory, label, device="cpu"):
     if entry is None:
         raise KeyError(f"no snapshot {label!r}: the model in {directory} has "
                        f"{', '.join(e['label'] for e in entries) or 'none'}")
-    base, config = load_pretrained(directory)
-    model = model_from_config(config)
-    state = decode_snapshot(read_shard(directory / SNAPSHOTS / entry["file"]), unique_state(base), entry["bits"])
-    model.load_state_dict(state, strict=False)  # tied tensors are set through the one they share
+    model, config = load_pretrained(directory)
+    state = decode_snapshot(read_shard(directory / SNAPSHOTS / entry["file"]), unique_state(model), entry["bits"])
+    model.load_state_dict(state, strict=False)  # over the base's own tensors; tied ones through the one they share
     return model.to(device).eval(), config, entry
 
 

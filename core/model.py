@@ -295,9 +295,10 @@ class EncoderDecoder(nn.Module):
 
 def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,
                max_len=5000, tie_weights=True, norm="pre", layer_norm_eps=1e-6, activation="relu",
-               pe_layout="interleaved", scale_embedding=True):
-    """Construct the model from hyperparameters, with Xavier-uniform init; "we share the same weight
-    matrix between the two embedding layers and the pre-softmax linear transformation".
+               pe_layout="interleaved", scale_embedding=True, init=True):
+    """Construct the model from hyperparameters, with Xavier-uniform init (init=False leaves PyTorch's own, for
+    weights about to be loaded over it); "we share the same weight matrix between the two embedding layers and
+    the pre-softmax linear transformation".
 
     The last five name the variants of other models (converted by core.convert); their defaults are the
     Annotated Transformer's: where the norm stands ("pre" or "post"), the norms' eps, the feed-forward's
@@ -314,9 +315,10 @@ def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0
         nn.Sequential(Embeddings(d_model, tgt_vocab, scale_embedding), c(position)),
         Generator(d_model, tgt_vocab),
     )
-    for p in model.parameters():
-        if p.dim() > 1:
-            nn.init.xavier_uniform_(p)
+    if init:
+        for p in model.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
     if tie_weights and src_vocab == tgt_vocab:
         shared = model.tgt_embed[0].lut.weight
         model.src_embed[0].lut.weight = shared
