@@ -53,6 +53,14 @@ def point_bytes(directory, label):
     return sum(t.numel() * t.element_size() for t in [*m.parameters(), *m.buffers()])
 
 
+def counted(points, i):
+    """How the tab's line on the chosen point starts for point `i` ("13 / 13 · "), as app.figures.timelapse writes it."""
+    from app.figures.timelapse import where_now
+    from app.i18n import speaking
+    with speaking("en"):
+        return where_now(points, i).split(" · ")[0] + " · "
+
+
 def moves(browser, points, said):
     """Against a server on the model named by $EXPLORER_MODEL_DIR: (ms to each point not yet loaded, ms to each
     point again, server MB before the tab is opened, after every point)."""
@@ -64,15 +72,17 @@ def moves(browser, points, said):
         page.locator("#src textarea").wait_for()
         page.locator("#src textarea").fill(SENTENCE)
         page.locator("#translate-btn").click()
-        page.wait_for_function("() => (document.querySelector('#out textarea')?.value || '').length > 0")
+        # the sentence's own English (not the one the page's load translates first)
+        page.wait_for_function("e => document.querySelector('#out textarea')?.value.trim() === e",
+                               arg=bb.expected(SENTENCE).english)
         before = rss_mb(app.proc.pid)
         page.get_by_role("tab", name="Time-lapse", exact=True).click()
-        page.wait_for_function(f"arg => {WHERE} && {SAID}", arg={"where": f"{n} / {n}", "said": said[-1]},
+        page.wait_for_function(f"arg => {WHERE} && {SAID}", arg={"where": counted(points, n - 1), "said": said[-1]},
                                timeout=bb.TIMEOUT_S * 1000)
         for order, out in ((range(n - 1), forward), (reversed(range(n)), backward)):  # the last: drawn on opening
             for i in order:
                 t, _ = bb.measure(page, net, MOVE, {"drawn": f"{WHERE} && {SAID}"},
-                                  {"i": i, "where": f"{i + 1} / {n}", "said": said[i]}, f"point {points[i]['label']}")
+                                  {"i": i, "where": counted(points, i), "said": said[i]}, f"point {points[i]['label']}")
                 out.append(t["drawn"])
         after = rss_mb(app.proc.pid)
         page.context.close()
