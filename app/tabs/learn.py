@@ -214,8 +214,11 @@ WHERE_JS = """(w) => {
   const head = el('#learn-head');
   const busy = () => [...document.querySelectorAll('[data-testid=status-tracker]')]
     .some((t) => !t.classList.contains('hide') && t.getClientRects().length);
+  // the step's figure drawn by plotly (or waiting, off screen, to be: app/gradio_adapter.py drawWhenNear); until
+  // plotly has loaded, the figure's box holds a placeholder of another height
+  const plotted = () => !!el('#learn-figure .js-plotly-plot, #learn-figure .plot-waiting');
   const drawn = () => +el('#learn-path .learn-path')?.dataset.step === o.step && settled('learn-head')
-    && settled('learn-figure') && head.offsetParent !== null;
+    && settled('learn-figure') && plotted() && head.offsetParent !== null;
   // one placing at a time: a newer step change takes over, the reader's own scroll or touch ends it
   const me = window.learnPlacing = (window.learnPlacing || 0) + 1;
   // the reader's own move: a touch, a click, a key, the wheel, or a scroll to anywhere but where this put the page
@@ -242,7 +245,7 @@ WHERE_JS = """(w) => {
     // later (plotly still loading) makes room below the heading that the page could not scroll into before, and a
     // line filled above it (a link's sentence, translated under load) would push it down
     const h = document.documentElement.scrollHeight;
-    if (h !== height || busy()) { height = h; shown = Date.now(); }
+    if (h !== height || busy() || !plotted()) { height = h; shown = Date.now(); }
     if (Date.now() - shown < 1200) requestAnimationFrame(place);
     else done();
   };
