@@ -447,6 +447,7 @@ def test_a_link_restores_sentence_settings_tab_and_head(page):
     open_tab(other, "Translate", "#src")
     wait_until(other, "el('#out textarea')?.value === arg", english, what="the linked translation")
     assert other.locator("#src textarea").input_value() == OTHER
+    assert other.locator("#learn-src textarea, #learn-src input").first.input_value() == OTHER
     other.close()
 
 
@@ -977,6 +978,9 @@ def test_a_link_restores_a_learn_step_and_the_switch_changes_language(app, brows
         wait_until(page, "text('#learn-head').includes(arg)", step_heading("zh-CN", 3), what="step 3 in Chinese")
         wait_until(page, HEAD_AT_TOP, what="the linked step's heading at the top of the screen")
         assert page.locator("[role=tab]").first.inner_text() == "学习"
+        # a link without a sentence: the box shows the sentence the step is drawn on, the page's first example
+        from app.shared import examples
+        assert page.locator("#learn-src textarea, #learn-src input").first.input_value() == examples()[0]
         # its full view: the Inside tab at its LayerNorm sub-tab
         page.locator("#learn-open").click()
         wait_until(page, "el('[role=tab][data-tab-id=layernorm]')?.getAttribute('aria-selected') === 'true'",

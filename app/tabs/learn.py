@@ -29,6 +29,7 @@ from ..learn_path import (
     step_of,
     verdict,
 )
+from ..shared import examples
 from ..translating import german_hint, input_problem
 from ..translating import translate as translate_fn
 from ..views import Tab, View, by_component
@@ -266,7 +267,9 @@ PICK_JS = """element.addEventListener('click', (e) => {
 def _layout():
     gr.Markdown(L("ui.learn.intro"), elem_id="learn-intro")
     with gr.Row(equal_height=True, elem_id="learn-sentence"):
-        src = gr.Textbox(label=L("ui.learn.sentence"), lines=1, max_lines=3, scale=4, elem_id="learn-src")
+        # the page's first sentence, as the Translate tab's box (a link's replaces both as the page loads)
+        src = gr.Textbox(label=L("ui.learn.sentence"), lines=1, max_lines=3, scale=4, elem_id="learn-src",
+                         value=examples()[0])
         go_btn = gr.Button(L("ui.learn.translate"), variant="secondary", scale=1, min_width=88, elem_id="learn-go")
     english = gr.HTML(elem_id="learn-english")  # the English of the sentence the steps are drawn on
     notice = gr.Markdown(elem_id="learn-notice")  # what is wrong with the sentence typed, if anything
