@@ -50,11 +50,11 @@ def link_opener(cfg, default_alpha):
     load changes nothing. The German boxes show the linked sentence from the start (LINK_TEXT_JS)."""
     def open_link(previous, progress, request: gr.Request):
         if previous is not None:
-            return (gr.skip(),) * (len(SETTINGS) + 3 + len(HEAD) + 1)
+            return gr.skip()  # every output (app.gradio_adapter.leave_skipped_alone)
         params = dict(request.query_params) if request is not None else {}
         v = read_link(params, cfg, default_alpha)
         english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous)
-        named = {k: v[k] if k in params else gr.skip() for k in (*SETTINGS, *HEAD, "learn")}
+        named = {k: v[k] if k in params else gr.skip() for k in (*SETTINGS, *HEAD)}
         step = gr.skip() if "learn" not in params else dict(progress or {"done": []}, step=v["learn"] - 1)
         return (*(named[k] for k in SETTINGS), english, status, ins, *(named[k] for k in HEAD), step)
     return open_link

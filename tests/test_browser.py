@@ -481,7 +481,9 @@ def held_page_load(context, app):
     load = next(d["id"] for d in config["dependencies"] if d["targets"] == [[0, "load"]] and d["backend_fn"]
                 and "out" in [ids.get(o) for o in d["outputs"]])
     after = {d["id"] for d in config["dependencies"] if d.get("trigger_after") == load and d["backend_fn"]}
-    fn = lambda r: json.loads(r.post_data or "{}").get("fn_index") if "queue/join" in r.url else None  # noqa: E731
+
+    def fn(request):  # the function an event the page sends asks for
+        return json.loads(request.post_data or "{}").get("fn_index") if "queue/join" in request.url else None
     held = []
     page = watched_page(context, app)
     page.route("**/queue/join*", lambda route: held.append(route) if fn(route.request) == load else route.continue_())
