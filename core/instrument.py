@@ -26,28 +26,35 @@ which is also `sublayer.j:out`, the stream after the sub-layer; the stacks end i
 `decoder.norm` are the identity and their `:in` and `:out` are both the last layer's output. `feed_forward:units`
 are the activation's outputs, whichever it is (ReLU, GELU or swish).
 
-The states are caught by forward hooks registered for the run and removed after it, so the classes of
-core/model.py stay as the paper reads; a sub-layer whose weights are asked for takes the explicit path of
-`attention` (`MultiHeadedAttention.need_weights`), the others the fused kernel. The fast decoder
-(core/decode.py, `IncrementalDecoder`) records its attention under the same names.
+A run is a value of its own: what it records and what it changes (heads switched off, a state restored) are
+arguments of the call, kept in a context variable of the calling thread (`intervened`), never on the modules. Two
+module hooks of PyTorch's, registered for the whole process while any run is in flight, find the calling thread's
+run and do nothing for any other: so the classes of core/model.py stay as the paper reads, a module is left exactly
+as it was found, and any number of threads may run one model, or several, at once. An attention sub-layer always
+takes the fused kernel; where its weights are asked for, they are the paper's `attention` applied to the
+sub-layer's own Q, K and V of that call. The fast decoder (core/decode.py, `IncrementalDecoder`) records its
+attention under the same names.
 
 Switching heads off: each head's output zeroed before W^O, the output projection.
 MultiHeadAttention(Q, K, V) = Concat(head_1, ..., head_h) W^O. With head i switched off its slice of the
 concatenation is zero, so the sub-layer's output is the sum of the other heads' terms head_j W^O_j plus W^O's
 bias; everything before W^O, the switched-off head's own attention weights included, is computed as usual.
-`switched_off` registers a forward pre-hook on the W^O of each attention sub-layer with a head off; the fast
-decoder is handed the same mask (`keep_mask`). With no head off nothing is registered and every output is
-bit-identical to the plain model's.
+`switched_off` zeroes them on the way into the W^O of each attention sub-layer with a head off, for the calling
+thread only; the fast decoder is handed the same mask (`keep_mask`). With no head off nothing is changed and every
+output is bit-identical to the plain model's.
 
 A head is named by a triple (kind, layer, head): kind one of "encoder", "decoder", "cross", layer and head
 counted from 0.
 """
+import contextvars
 import fnmatch
+import threading
 from contextlib import contextmanager
 
 import torch
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-from .model import attention_modules
+from .model import attention, attention_modules
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -84,34 +91,107 @@ def keep_mask(heads_off, layers, heads):
     return keep
 
 
+# ---- what a run does to the modules it passes, in the calling thread alone ----------------------------------
+
+class Interventions:
+    """What one run does in the calling thread: functions run before a module ({module: [fn(module, args)]}, each
+    may return new args) and after it ({module: [fn(module, args, out)]}, each may return a new output), and a
+    scratch dict they share. A nested run starts from its enclosing one's."""
+
+    def __init__(self, parent=None):
+        self.pre = {m: list(fns) for m, fns in parent.pre.items()} if parent else {}
+        self.post = {m: list(fns) for m, fns in parent.post.items()} if parent else {}
+        self.scratch = {}
+
+    def before(self, module, fn):
+        self.pre.setdefault(module, []).append(fn)
+
+    def after(self, module, fn):
+        self.post.setdefault(module, []).append(fn)
+
+
+_RUN = contextvars.ContextVar("core.instrument.run", default=None)  # the calling thread's Interventions
+_hooks = {"runs": 0, "handles": ()}  # the process-wide dispatchers, registered while any run is in flight
+_hooks_lock = threading.Lock()
+
+
+def _dispatch_pre(module, args):
+    run = _RUN.get()
+    fns = run.pre.get(module) if run is not None else None
+    if not fns:
+        return None
+    for fn in fns:
+        new = fn(module, args)
+        if new is not None:
+            args = new if isinstance(new, tuple) else (new,)
+    return args
+
+
+def _dispatch_post(module, args, out):
+    run = _RUN.get()
+    fns = run.post.get(module) if run is not None else None
+    if not fns:
+        return None
+    changed = False
+    for fn in fns:
+        new = fn(module, args, out)
+        if new is not None:
+            out, changed = new, True
+    return out if changed else None
+
+
+@contextmanager
+def intervened():
+    """A block whose module calls, in this thread alone, run the functions of the Interventions it yields (add
+    them with `before` and `after`). Nothing is set on any module: another thread running the same modules
+    meanwhile sees none of it."""
+    run = Interventions(_RUN.get())
+    with _hooks_lock:
+        if _hooks["runs"] == 0:
+            _hooks["handles"] = (register_module_forward_pre_hook(_dispatch_pre),
+                                 register_module_forward_hook(_dispatch_post))
+        _hooks["runs"] += 1
+    token = _RUN.set(run)
+    try:
+        yield run
+    finally:
+        _RUN.reset(token)
+        with _hooks_lock:
+            _hooks["runs"] -= 1
+            if _hooks["runs"] == 0:
+                for handle in _hooks["handles"]:
+                    handle.remove()
+                _hooks["handles"] = ()
+
+
 def _zero_heads(keep, h):
-    """A pre-hook for W^O: multiply the concatenated head outputs (R, L, h * d_k) by keep (R or 1, h)."""
-    def hook(module, args):
+    """For W^O's input: the concatenated head outputs (R, L, h * d_k) times keep (R or 1, h)."""
+    def before(module, args):
         x = args[0]
         shape = x.shape
         m = keep.to(x.device, x.dtype).view(keep.size(0), *(1,) * (x.dim() - 2), h, 1)
         return (x.view(*shape[:-1], h, -1).mul(m).view(shape),) + tuple(args[1:])
-    return hook
+    return before
 
 
 @contextmanager
 def switched_off(model, heads_off=None, keep=None):
-    """Within this block the heads named in `heads_off` (triples) are switched off in every path of `model`.
+    """Within this block the heads named in `heads_off` (triples) are switched off in every path of `model`, for
+    the calling thread alone.
 
     Instead of triples, `keep` may give per-row masks {kind: (R, layers, heads)}: row r of every batch of R rows
     (sentences, or sentences x variants) runs with its own heads kept; R = 1 applies one mask to all rows."""
     if keep is None:
         keep = keep_mask(heads_off, *model_shape(model))
-    handles = []
-    for kind, mods in attention_modules(model).items():
-        if kind in keep:
-            for layer, m in enumerate(mods):
-                handles.append(m.linears[-1].register_forward_pre_hook(_zero_heads(keep[kind][:, layer], m.h)))
-    try:
+    if not keep:
         yield model
-    finally:
-        for handle in handles:
-            handle.remove()
+        return
+    with intervened() as run:
+        for kind, mods in attention_modules(model).items():
+            if kind in keep:
+                for layer, m in enumerate(mods):
+                    run.before(m.linears[-1], _zero_heads(keep[kind][:, layer], m.h))
+        yield model
 
 
 # ---- one instrumented run ------------------------------------------------------------------------------
@@ -180,35 +260,45 @@ def _wanted(names, model):
     return [e for e in every if any(fnmatch.fnmatchcase(e, n) for n in names)]
 
 
-def _recording_hooks(model, wanted, cache):
-    """Forward hooks that write the wanted states into `cache`, and the attention modules whose weights are
-    wanted (to be run on the explicit path); returns (handles, modules)."""
-    handles, explicit = [], []
-
+def _record(run, model, wanted, cache):
+    """Add to `run` what writes the wanted states into `cache`."""
     def keep(name, fn=lambda module, args, out: out):
-        def hook(module, args, out):
+        def after(module, args, out):
             cache[name] = fn(module, args, out).detach().float()
-        return hook
+        return after
 
     def heads(mha):
         return lambda module, args, out: out.view(out.size(0), -1, mha.h, mha.d_k).transpose(1, 2)
 
+    def projection(mha, i):  # Q, K or V of this call of `mha`, split into heads: (B, H, L, d_k)
+        def after(module, args, out):
+            run.scratch[mha, i] = heads(mha)(module, args, out)
+        return after
+
+    def weigh(module, args, out):  # the paper's attention on this call's Q, K, V, under its mask
+        mask = args[3] if len(args) > 3 else None
+        q, k, v = (run.scratch.pop((module, i)) for i in range(3))
+        run.scratch[module, "weights"] = attention(q, k, v, mask=None if mask is None else mask.unsqueeze(1))[1]
+
+    weighed = set()  # attention modules whose weights are computed (a module met twice is weighed once a call)
     for name in wanted:
         path, what = name.split(":")
         m = module_at(model, path)
         if what in ("out", "logp"):
-            handles.append(m.register_forward_hook(keep(name)))
+            run.after(m, keep(name))
         elif what == "in":
-            handles.append(m.register_forward_hook(keep(name, lambda module, args, out: args[0])))
+            run.after(m, keep(name, lambda module, args, out: args[0]))
         elif what in ("q", "k"):
-            lin = m.linears[0 if what == "q" else 1]
-            handles.append(lin.register_forward_hook(keep(name, heads(m))))
+            run.after(m.linears[0 if what == "q" else 1], keep(name, heads(m)))
         elif what == "weights":
-            explicit.append(m)
-            handles.append(m.register_forward_hook(keep(name, lambda module, args, out: module.attn)))
+            if m not in weighed:
+                weighed.add(m)
+                for i in range(3):
+                    run.after(m.linears[i], projection(m, i))
+                run.after(m, weigh)
+            run.after(m, keep(name, lambda module, args, out: run.scratch[module, "weights"]))
         elif what == "units":
-            handles.append(m.w_1.register_forward_hook(keep(name, lambda module, args, out, act=m.activation: act(out))))
-    return handles, explicit
+            run.after(m.w_1, keep(name, lambda module, args, out, act=m.activation: act(out)))
 
 
 @torch.no_grad()
@@ -217,18 +307,10 @@ def run_with_cache(model, src, tgt, src_mask, tgt_mask, names=None, heads_off=No
     with the heads of `heads_off` (triples) or `keep` (per-row masks, as `switched_off` takes them) switched
     off. Returns the output log-probabilities (B, T, V) (None with `output=False`: the generator is not run)
     and a Cache of the states named in `names` (patterns as fnmatch reads them, e.g. "*:weights"; None: every
-    state)."""
+    state). The modules are left as they were found, and other threads' runs see nothing of this one."""
     cache, wanted = Cache(), _wanted(names, model)
-    handles, explicit = _recording_hooks(model, wanted, cache)
-    for m in explicit:
-        m.need_weights = True
-    try:
-        with switched_off(model, heads_off, keep):
-            out = model.decode(model.encode(src, src_mask), src_mask, tgt, tgt_mask)
-            logp = model.generator(out) if output or "generator:logp" in wanted else None
-    finally:
-        for m in explicit:
-            m.need_weights, m.attn = False, None
-        for h in handles:
-            h.remove()
+    with switched_off(model, heads_off, keep), intervened() as run:
+        _record(run, model, wanted, cache)
+        out = model.decode(model.encode(src, src_mask), src_mask, tgt, tgt_mask)
+        logp = model.generator(out) if output or "generator:logp" in wanted else None
     return logp, Cache((name, cache[name]) for name in wanted if name in cache)  # in the order of the pass

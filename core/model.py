@@ -90,9 +90,9 @@ def attention(query, key, value, mask=None, dropout=None):
 class MultiHeadedAttention(nn.Module):
     """Multi-head attention: "h parallel attention layers, or heads", with d_k = d_v = d_model / h.
 
-    Two paths give the same result: the explicit `attention` above, used when the weights are asked for
-    (`need_weights`, set by core/instrument.py for a recorded run), and PyTorch's fused
-    scaled_dot_product_attention otherwise.
+    Each head computes `attention` above; here PyTorch's fused scaled_dot_product_attention computes the same
+    (tests/test_model.py holds them together). A run that records the weights (core/instrument.py) applies
+    `attention` itself to the Q, K and V of the call.
     """
 
     def __init__(self, h, d_model, dropout=0.1):
@@ -101,8 +101,6 @@ class MultiHeadedAttention(nn.Module):
         self.d_k = d_model // h
         self.h = h
         self.linears = clones(nn.Linear(d_model, d_model), 4)  # W^Q, W^K, W^V, W^O
-        self.attn = None  # the weights of the last call, on the explicit path
-        self.need_weights = False
         self.dropout = Dropout(p=dropout)
 
     # the paper's names for the four projections (the weights keep their names, linears.0 ... linears.3)
@@ -120,12 +118,8 @@ class MultiHeadedAttention(nn.Module):
             mask = mask.unsqueeze(1)  # same mask for all heads: (B, 1, Tq|1, Tk)
         nbatches = query.size(0)
         q, k, v = (self._split(x, lin) for x, lin in zip((query, key, value), self.linears))  # (B, H, L, K)
-        if self.need_weights:  # explicit: softmax(QK^T / sqrt(d_k)) V, the weights kept in .attn
-            x, attn = attention(q, k, v, mask=mask, dropout=self.dropout)
-            self.attn = attn.detach()
-        else:  # fused kernel, same result
-            x = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
+        x = F.scaled_dot_product_attention(  # softmax(QK^T / sqrt(d_k)) V
+            q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
         x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)  # (B, Tq, D)
         return self.linears[-1](x)
 

@@ -17,6 +17,7 @@ from core.decode import (
     length_penalty,
     sample_decode,
 )
+from core.instrument import attention_name, run_with_cache
 from core.model import make_model, subsequent_mask
 from tests.conftest import reordered_step
 
@@ -206,15 +207,13 @@ def test_half_precision_decoder_attends_in_float32_on_both_paths():
     with torch.no_grad():
         memory = half.encode(src, mask)
         fused = half.decode(memory, mask, tgt, subsequent_mask(5))
-        for layer in half.decoder.layers:
-            layer.self_attn.need_weights = layer.src_attn.need_weights = True
-        explicit = half.decode(memory, mask, tgt, subsequent_mask(5))
+    _, cache = run_with_cache(half, src, tgt, mask, subsequent_mask(5), names=["decoder.*:weights"], output=False)
+    for name, w in cache.items():
+        assert w.dtype == torch.float32
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    explicit = half.decode(memory, mask, tgt, subsequent_mask(5))
     torch.testing.assert_close(explicit, fused, atol=1e-2, rtol=0)
-    for layer in half.decoder.layers:
-        for attn in (layer.self_attn, layer.src_attn):
-            assert attn.attn.dtype == torch.float32
-            torch.testing.assert_close(attn.attn.sum(-1), torch.ones(attn.attn.shape[:-1]))
-    assert torch.all(half.decoder.layers[1].src_attn.attn[0, ..., -2:] == 0)  # the first sentence's padding
+    assert torch.all(cache[attention_name("cross", 1)][0, ..., -2:] == 0)  # the first sentence's padding  # the first sentence's padding
 
 
 def test_half_precision_decoder_greedy_cached_equals_its_uncached_loop():

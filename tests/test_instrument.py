@@ -9,7 +9,7 @@ import torch
 from core.data import EOS, PAD
 from core.decode import HalfPrecisionDecoder, IncrementalDecoder, greedy_decode
 from core.instrument import KINDS, attention_name, module_at, run_with_cache, state_names
-from core.model import MultiHeadedAttention, make_model, subsequent_mask
+from core.model import make_model, subsequent_mask
 
 
 def tiny(seed=0):
@@ -80,7 +80,58 @@ def test_the_states_are_the_papers_equations_of_one_another():
     plain = model.generator(model(src, tgt, src_mask, tgt_mask))
     torch.testing.assert_close(logp, plain, atol=1e-5, rtol=0)
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
-    assert not any(m.need_weights or m.attn is not None for m in model.modules() if isinstance(m, MultiHeadedAttention))
+
+
+def test_a_run_leaves_the_modules_as_it_found_them():
+    """Every attribute of every module is the same object after a recorded run with heads off as before it, no
+    hook is left on a module, and none of the process-wide ones either."""
+    from torch.nn.modules import module as torch_module
+    model = tiny(4)
+    before = [(m, dict(vars(m))) for m in model.modules()]
+    run_with_cache(model, *batch(4), heads_off=[("encoder", 0, 1), ("cross", 1, 3)])
+    for m, attrs in before:
+        assert vars(m).keys() == attrs.keys() and all(vars(m)[k] is v for k, v in attrs.items()), type(m).__name__
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    assert not torch_module._global_forward_hooks and not torch_module._global_forward_pre_hooks
+
+
+def test_runs_in_several_threads_at_once_each_get_their_own_states():
+    """Three threads record one model at once, each with its own heads off, and two threads two models: each
+    run gives what the same run gives alone (a run's recording or switch once leaked into the others')."""
+    import threading
+    models = [tiny(5), tiny(6)]
+    src, tgt, src_mask, tgt_mask = batch(5)
+    jobs = [(0, ()), (0, (("cross", 1, 2),)), (0, (("encoder", 0, 0), ("decoder", 1, 3))), (1, ()),
+            (1, (("cross", 0, 1),))]
+
+    def one(i):
+        model, off = models[jobs[i][0]], jobs[i][1]
+        return run_with_cache(model, src, tgt, src_mask, tgt_mask, names=["*:weights", "decoder.norm:out"],
+                              heads_off=off)
+
+    alone = [one(i) for i in range(len(jobs))]
+    got, errors = {}, []
+    start = threading.Barrier(len(jobs))
+
+    def worker(i):
+        try:
+            start.wait()
+            got[i] = [one(i) for _ in range(6)]
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i, (logp, cache) in enumerate(alone):
+        for other_logp, other in got[i]:
+            torch.testing.assert_close(other_logp, logp, atol=1e-6, rtol=0)
+            assert list(other) == list(cache)
+            for name in cache:
+                torch.testing.assert_close(other[name], cache[name], atol=1e-6, rtol=0)
 
 
 def test_names_are_chosen_by_pattern_and_an_unknown_one_is_refused():

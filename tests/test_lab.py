@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from app.figures.lab import READINGS, examples_html, reading
 from app.i18n import speaking
 from core import lab
+from core.instrument import attention_name, run_with_cache
 from core.lab import BREAKS, PAD, Config, build_model, held_parameters, lr_lambda, masks, to_batch
 from core.model import Embeddings, PositionalEncoding, SublayerConnection
 from core.train import rate
@@ -36,17 +37,14 @@ def batch(task="copy", n=6, seed=0):
 
 def attention_weights(model, b, breaks=()):
     """The weights of every attention layer in one forward pass, by role: {(stack, layer, kind): (B, H, q, k)}."""
-    for m in lab.attention_layers(model):
-        m.need_weights = True
     src_mask, tgt_mask = masks(b.src, b.tgt, breaks)
     model.eval()
-    with torch.no_grad():
-        model(b.src, b.tgt, src_mask, tgt_mask)
+    _, cache = run_with_cache(model, b.src, b.tgt, src_mask, tgt_mask, names=["*:weights"], output=False)
     out = {}
-    for i, layer in enumerate(model.encoder.layers):
-        out["encoder", i, "self"] = layer.self_attn.attn
-    for i, layer in enumerate(model.decoder.layers):
-        out["decoder", i, "self"], out["decoder", i, "cross"] = layer.self_attn.attn, layer.src_attn.attn
+    for i in range(len(model.encoder.layers)):
+        out["encoder", i, "self"] = cache[attention_name("encoder", i)]
+    for i in range(len(model.decoder.layers)):
+        out["decoder", i, "self"], out["decoder", i, "cross"] = (cache[attention_name(k, i)] for k in ("decoder", "cross"))
     return out
 
 

@@ -118,10 +118,11 @@ def test_fused_and_explicit_multihead_attention_agree(kind):
         mask = torch.ones(3, 1, 9, dtype=torch.bool)
         mask[1, :, 5:] = False
     fused = mha(x, key, key, mask)
-    mha.need_weights = True
-    explicit = mha(x, key, key, mask)
+    q, k, v = (mha._split(t, lin) for t, lin in zip((x, key, key), mha.linears))
+    heads, weights = attention(q, k, v, mask=mask.unsqueeze(1))  # the paper's function, head by head
+    explicit = mha.w_o(heads.transpose(1, 2).reshape(3, 7, 32))
     torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
-    assert mha.attn.shape == (3, 4, 7, key.size(1))
+    assert weights.shape == (3, 4, 7, key.size(1))
 
 
 def test_multihead_attention_equals_per_head_float64_computation():

@@ -1,8 +1,8 @@
 """Inside the trained model: its modules and parameters, and one teacher-forced pass over a sentence that
 records what every layer does to it.
 
-The recording is core/instrument.py's one instrumented run (`run_with_cache`), whose hooks are removed after
-the pass: the classes of core/model.py stay as the paper reads. It runs the float32 model (`Translator.model`), also where the translation was
+The recording is core/instrument.py's one instrumented run (`run_with_cache`), which leaves the modules as it
+found them: the classes of core/model.py stay as the paper reads. It runs the float32 model (`Translator.model`), also where the translation was
 decoded by the float16-decoder twin (`Translator.half_model`).
 
     tree = module_tree(model)                          # every module, its parameters, its share
@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import torch
 
-from ..instrument import KINDS, attention_name, run_with_cache  # KINDS: encoder self-, decoder self-, cross-attention
+from ..instrument import KINDS, attention_name, intervened, run_with_cache  # KINDS: the three attentions
 from ..model import LayerNorm, subsequent_mask
 
 # ---- the modules and their parameters ---------------------------------------------------------------
@@ -248,22 +248,20 @@ def output_logp(model, rec):
 
 @torch.no_grad()
 def annotated_norm_effect(model, rec):
-    """The pass again with every LayerNorm in the Annotated Transformer's form (forward hooks that replace
-    each output): how far the output moves. Returns the largest |difference| of the output log-probabilities
+    """The pass again with every LayerNorm in the Annotated Transformer's form (each output replaced, in this
+    thread's run alone): how far the output moves. Returns the largest |difference| of the output log-probabilities
     and the positions whose top token changes."""
     def swap(module, args, out):
         return layer_norm_annotated(args[0], module.a_2, module.b_2, module.eps)
 
-    handles = [m.register_forward_hook(swap) for m in layer_norms(model).values()]
     device = next(model.parameters()).device
     src = torch.tensor([rec.src_ids], device=device)
     tgt = torch.tensor([rec.tgt_ids], device=device)
     src_mask = torch.ones_like(src, dtype=torch.bool).unsqueeze(-2)  # one sentence: no padding
-    try:
+    with intervened() as run:
+        for m in layer_norms(model).values():
+            run.after(m, swap)
         out = model.decode(model.encode(src, src_mask), src_mask, tgt, subsequent_mask(tgt.size(1)).to(device))
         logp = model.generator(out)[0].float()
-    finally:
-        for h in handles:
-            h.remove()
     changed = (logp.argmax(-1) != rec.top).nonzero().flatten().tolist()
     return (logp - output_logp(model, rec)).abs().max().item(), changed
