@@ -31,8 +31,8 @@ arguments of the call, kept in a context variable of the calling thread (`interv
 module hooks of PyTorch's, registered for the whole process while any run is in flight, find the calling thread's
 run and do nothing for any other: so the classes of core/model.py stay as the paper reads, a module is left exactly
 as it was found, and any number of threads may run one model, or several, at once. An attention sub-layer always
-takes the fused kernel; where its weights are asked for, they are the paper's `attention` applied to the
-sub-layer's own Q, K and V of that call. The fast decoder (core/decode.py, `IncrementalDecoder`) records its
+takes the fused kernel; where its weights are asked for, the paper's `attention` is applied to the sub-layer's
+own Q, K and V of that call, and its result (the same up to rounding) is the sub-layer's output. The fast decoder (core/decode.py, `IncrementalDecoder`) records its
 attention under the same names.
 
 Switching heads off: each head's output zeroed before W^O, the output projection.
@@ -275,10 +275,12 @@ def _record(run, model, wanted, cache):
             run.scratch[mha, i] = heads(mha)(module, args, out)
         return after
 
-    def weigh(module, args, out):  # the paper's attention on this call's Q, K, V, under its mask
+    def weigh(module, args, out):  # the paper's attention on this call's Q, K, V, under its mask, as its output
         mask = args[3] if len(args) > 3 else None
         q, k, v = (run.scratch.pop((module, i)) for i in range(3))
-        run.scratch[module, "weights"] = attention(q, k, v, mask=None if mask is None else mask.unsqueeze(1))[1]
+        x, run.scratch[module, "weights"] = attention(q, k, v, mask=None if mask is None else mask.unsqueeze(1),
+                                                      dropout=module.dropout)
+        return module.concat(x)
 
     weighed = set()  # attention modules whose weights are computed (a module met twice is weighed once a call)
     for name in wanted:

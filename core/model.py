@@ -92,7 +92,7 @@ class MultiHeadedAttention(nn.Module):
 
     Each head computes `attention` above; here PyTorch's fused scaled_dot_product_attention computes the same
     (tests/test_model.py holds them together). A run that records the weights (core/instrument.py) applies
-    `attention` itself to the Q, K and V of the call.
+    `attention` itself to the Q, K and V of the call, and its output in place of the fused one.
     """
 
     def __init__(self, h, d_model, dropout=0.1):
@@ -116,11 +116,14 @@ class MultiHeadedAttention(nn.Module):
     def forward(self, query, key, value, mask=None):
         if mask is not None:
             mask = mask.unsqueeze(1)  # same mask for all heads: (B, 1, Tq|1, Tk)
-        nbatches = query.size(0)
         q, k, v = (self._split(x, lin) for x, lin in zip((query, key, value), self.linears))  # (B, H, L, K)
         x = F.scaled_dot_product_attention(  # softmax(QK^T / sqrt(d_k)) V
             q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
-        x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)  # (B, Tq, D)
+        return self.concat(x)
+
+    def concat(self, x):
+        """Concat(head_1, ..., head_h) W^O: the heads' outputs (B, H, Tq, K) side by side, projected."""
+        x = x.transpose(1, 2).contiguous().view(x.size(0), -1, self.h * self.d_k)  # (B, Tq, D)
         return self.linears[-1](x)
 
 
