@@ -366,6 +366,9 @@ def compare(a, b, text, method="greedy", beam=4, alpha=None, max_len=None, on="a
     if on not in ("a", "b"):
         raise ValueError(f"on must be 'a' or 'b', not {on!r}")
     models, heads_off = (a, b), (heads_off_a, heads_off_b)
+    for tr, who in zip(models, names):  # both tokenizers first: a missing one is said before the sentence's length
+        if getattr(tr, "tokenizer", None) is None:
+            raise ValueError(f"model {who} has no tokenizer")
     srcs = [source_ids(tr, text, f"model {who}") for tr, who in zip(models, names)]
     by_words = not (same_vocabulary(a, b) and srcs[0] == srcs[1])
     decoding = dict(method=method, beam=beam, alpha=alpha, max_len=max_len, **kw)
