@@ -107,6 +107,7 @@ def test_a_comparison_round_trips_through_json(shipped):
     assert d["format"] == "transformer-explorer/comparison" and d["by_words"] is False and d["measure"] == "mean_tv"
     back = Comparison.from_json(text)
     assert back.to_json() == text and back.names == ["whole", "cross 2.5 off"]
+    assert d["heads_off"] == {"a": [], "b": [["cross", 2, 5]]} and back.heads_off == d["heads_off"]
     torch.testing.assert_close(back.maps_b["cross"], c.maps_b["cross"], atol=1e-6, rtol=0)
     assert back.scored[1].units == c.scored[1].units and back.ranking[0][:3] == c.ranking[0][:3]
     with pytest.raises(ValueError):
@@ -189,9 +190,11 @@ def test_bad_input_is_a_clear_value_error(tiny_spm):
     none = copy.copy(a)
     none.tokenizer = None
     with pytest.raises(ValueError, match="model B has no tokenizer"):
-        compare(a, none, "Der Hund")
+        compare(a, none, "Hund")
     with pytest.raises(ValueError, match="on must be"):
         compare(a, a, "Der Hund", on="c")
+    with pytest.raises(ValueError, match="layer must be"):
+        compare(a, a, "Hund", heads_off_b=[("cross", 5, 0)])
 
 
 # ---- patching --------------------------------------------------------------------------------------------
@@ -306,6 +309,15 @@ def test_the_grid_changes_no_module_and_runs_in_threads(shipped, grid):
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())
     for r in results:
         torch.testing.assert_close(r.logp_patched, grid.logp_patched, rtol=0, atol=1e-6)
+
+
+@needs_shipped
+def test_the_command_line_times_the_grid_and_prints_it(capsys):
+    from core.analysis.patching import main
+    main([SENTENCE, EDITED, "--repeat", "1"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("15 source pieces, ") and " s best, " in out[0]
+    assert len(out) == 3 + 1 + 4 and out[4].split()[0] == "0" and out[4].split()[3] == "1.000"  # <s>, Ein, Mann
 
 
 def test_an_edit_that_changes_the_number_of_pieces_is_refused(tiny_spm):

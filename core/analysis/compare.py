@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..instrument import KINDS, attention_name, model_shape, run_with_cache
+from ..instrument import KINDS, attention_name, check_heads, model_shape, run_with_cache
 from ..model import subsequent_mask
 
 MEASURE = "mean_tv"  # the ranking's measure: mean over query rows of 0.5 * sum |a - b|
@@ -222,6 +222,7 @@ class Comparison:
     shapes: dict         # {"a": [layers, heads], "b": [...], "shared": [...]}
     ranking: list        # [(kind, layer, head, value)], value = mean TV
     decoding: dict = field(default_factory=dict)
+    heads_off: dict = field(default_factory=dict)  # {"a": [[kind, layer, head], ...], "b": [...]}: heads off
     measure: str = MEASURE
 
     JSON_FORMAT = "transformer-explorer/comparison"
@@ -249,7 +250,7 @@ class Comparison:
         maps_a - maps_b."""
         d = {k: getattr(self, k) for k in ("source", "names", "level", "first_difference", "on", "src_units",
                                            "tgt_units", "src_pieces", "tgt_pieces", "missing", "shapes",
-                                           "decoding", "measure")}
+                                           "decoding", "heads_off", "measure")}
         d["by_words"] = self.by_words
         d["scored"] = [dict(translation=s.translation, by=s.by, units=s.units, logp_a=[_num(x) for x in s.logp_a],
                             logp_b=[_num(x) for x in s.logp_b]) for s in self.scored]
@@ -365,11 +366,12 @@ def compare(a, b, text, method="greedy", beam=4, alpha=None, max_len=None, on="a
     that model. Returns a Comparison."""
     if on not in ("a", "b"):
         raise ValueError(f"on must be 'a' or 'b', not {on!r}")
-    models, heads_off = (a, b), (heads_off_a, heads_off_b)
+    models = (a, b)
     for tr, who in zip(models, names):  # both tokenizers first: a missing one is said before the sentence's length
         if getattr(tr, "tokenizer", None) is None:
             raise ValueError(f"model {who} has no tokenizer")
     srcs = [source_ids(tr, text, f"model {who}") for tr, who in zip(models, names)]
+    heads_off = [check_heads(off, *model_shape(tr.model)) for tr, off in zip(models, (heads_off_a, heads_off_b))]
     by_words = not (same_vocabulary(a, b) and srcs[0] == srcs[1])
     decoding = dict(method=method, beam=beam, alpha=alpha, max_len=max_len, **kw)
     chosen = translate_both(a, b, text, heads_off, decoding)
@@ -394,4 +396,5 @@ def compare(a, b, text, method="greedy", beam=4, alpha=None, max_len=None, on="a
         tgt_pieces={w: pieces(tr, [tr.start_id] + ids) for w, tr, ids in zip("ab", models, fed_out)},
         missing=missing, maps_a=maps[0], maps_b=maps[1],
         shapes={"a": shapes[0], "b": shapes[1], "shared": shared},
-        ranking=rank_heads(maps[0], maps[1], rows), decoding=decoding)
+        ranking=rank_heads(maps[0], maps[1], rows), decoding=decoding,
+        heads_off={w: [list(h) for h in off] for w, off in zip("ab", heads_off)})
