@@ -28,41 +28,28 @@ def _strip(row, eos=EOS):
 
 
 def decoder_weights(model):
-    """The tensors each decoder step reads: per layer its three norms' (gain, bias, eps), W^Q W^K W^V of
-    self-attention stacked into one (3D, D) matrix (one product for all three), the other projections as
-    (W, b), read by the paper's names (`w_q`, ..., `w_o`); and the model's choices a step follows: where the norm
-    stands, the feed-forward's activation, the embeddings' scale, the final norm (None when it is the identity).
+    """What a decoder step reads beside the modules: per layer, W^Q W^K W^V of self-attention stacked into one
+    (3D, D) matrix and its bias (one product for all three), read by the paper's names (`w_q`, `w_k`, `w_v`).
     Read afresh for each batch from a plain model (training changes its weights), once for a
     HalfPrecisionDecoder."""
-    def wb(linear):
-        return linear.weight, linear.bias
-
     layers = []
     for layer in model.decoder.layers:
-        sa, ca, ff = layer.self_attn, layer.src_attn, layer.feed_forward
-        layers.append(dict(
-            norms=[(s.norm.a_2, s.norm.b_2, s.norm.eps) for s in layer.sublayer],
-            qkv=(torch.cat([sa.w_q.weight, sa.w_k.weight, sa.w_v.weight]),
-                 torch.cat([sa.w_q.bias, sa.w_k.bias, sa.w_v.bias])),
-            self_out=wb(sa.w_o), src_q=wb(ca.w_q), src_k=wb(ca.w_k), src_v=wb(ca.w_v), src_out=wb(ca.w_o),
-            w_1=wb(ff.w_1), w_2=wb(ff.w_2)))
-    emb, norm, first = model.tgt_embed[0], model.decoder.norm, model.decoder.layers[0]
-    return dict(layers=layers, lut=emb.lut.weight, scale=emb.scale,
-                pe=model.tgt_embed[1].pe[0].to(emb.lut.weight.dtype),  # (max_len, D) in the decoder's precision
-                final_norm=(norm.a_2, norm.b_2, norm.eps) if hasattr(norm, "a_2") else None,
-                post=first.sublayer[0].post, activation=first.feed_forward.activation)
+        sa = layer.self_attn
+        layers.append(dict(qkv=(torch.cat([sa.w_q.weight, sa.w_k.weight, sa.w_v.weight]),
+                                torch.cat([sa.w_q.bias, sa.w_k.bias, sa.w_v.bias]))))
+    return dict(layers=layers)
 
 
 class IncrementalDecoder:
     """One decoder position at a time, over keys and values kept from earlier steps.
 
-    The decoder layer's equations written out flat, reading the model's own weights (eval mode, no
-    dropout): x += W^O Attn(LN(x)) over the target prefix, x += W^O Attn(LN(x)) over the memory,
-    x += FFN(LN(x)), then the final LN; with post-norm (the config's `norm`), x = LN(x + Sublayer(x)) for each of
-    the three and no final LN. The modules' masked full decode computes the same and is the
-    reference in the tests; this form skips their per-call Python work, projects Q, K and V with one
-    product, writes keys and values into buffers allocated once, and runs attention in float32
-    whatever the decoder's precision, as `attention` does. Heads are switched off by `keep` (per-row masks
+    A step runs the model's own modules (eval mode, no dropout): the target embedding, each decoder layer's
+    sub-layer connections with its norms (pre- or post-norm, whichever classes the model was built with), its
+    feed-forward network and its attention's W^O (`MultiHeadedAttention.concat`), then the stack's final norm.
+    What it does its own way is only the attention over the prefix and the memory: Q, K and V of self-attention
+    come from one product, keys and values are written into buffers allocated once (the memory's projected once),
+    and attention runs in float32 whatever the decoder's precision, as `attention` does. The modules' masked full
+    decode computes the same and is the reference in the tests. Heads are switched off by `keep` (per-row masks
     {kind: (R or 1, layers, heads)}, core/instrument.py's `keep_mask`): their outputs are zeroed before W^O, as
     `instrument.switched_off` does in the modules' own path, and a row's mask follows it when rows reorder.
 
@@ -76,20 +63,20 @@ class IncrementalDecoder:
         the batch, whole batch after whole batch (row r reads memory row r mod B / copies): their keys and
         values are projected once and repeated."""
         w = model.step_weights if isinstance(model, HalfPrecisionDecoder) else decoder_weights(model)
+        self.decoder, self.embed = model.decoder, model.tgt_embed[0]
+        self.pe = model.tgt_embed[1].pe[0]  # (max_len, D): the sinusoids of each position
         a = model.decoder.layers[0].self_attn
         self.h, self.d_k, self.t, self.capacity = a.h, a.d_k, 0, max_len
-        self.lut, self.scale, self.pe, self.final_norm = w["lut"], w["scale"], w["pe"], w["final_norm"]
-        self.post, self.activation = w["post"], w["activation"]
-        self.dtype = self.lut.dtype  # the decoder's precision
+        self.dtype = self.embed.lut.weight.dtype  # the decoder's precision
         B = memory.size(0) * copies
         # the memory's mask, (B, 1, 1, S), or None when it hides nothing
         self.mask = None if bool(src_mask.all()) else src_mask.unsqueeze(1).repeat(copies, 1, 1, 1)
         self.recorded = [] if record else None  # per step: {name: (B, H, 1, L)}
         self.layers = []
-        for i, c in enumerate(w["layers"]):
+        for i, (c, layer) in enumerate(zip(w["layers"], model.decoder.layers)):
+            ca = layer.src_attn
             # keys and values of the memory, projected once: (B, H, S, K)
-            mk, mv = (F.linear(memory, *c[key]).view(memory.size(0), -1, self.h, self.d_k).transpose(1, 2).float()
-                      .repeat(copies, 1, 1, 1) for key in ("src_k", "src_v"))
+            mk, mv = (ca._split(memory, lin).float().repeat(copies, 1, 1, 1) for lin in (ca.w_k, ca.w_v))
             k = memory.new_empty(B, self.h, max_len, self.d_k, dtype=torch.float32)  # (B, H, max_len, K)
             # heads switched off: 1 = on, 0 = off, (B or 1, H, 1, 1); None when all are on
             masks = {name: keep[kind][:, i].float().view(-1, self.h, 1, 1) if kind in (keep or {}) else None
@@ -98,29 +85,21 @@ class IncrementalDecoder:
 
     def step(self, tokens):
         """Feed the newest token of each row (B,); returns the final-norm output at that position (B, D)."""
-        t, H, K = self.t, self.h, self.d_k
+        t = self.t
         if t >= self.capacity:
             raise ValueError(f"the decoder was set up for {self.capacity} steps")
-        x = torch.add(self.pe[t], F.embedding(tokens, self.lut), alpha=self.scale)  # (B, D): PE + sqrt(D) emb
+        x = (self.embed(tokens) + self.pe[t].to(self.dtype)).unsqueeze(1)  # (B, 1, D): embedding + PE
         weights = {} if self.recorded is not None else None
-        # one position per row: (B, H, 1, K) and (B, D) share a memory layout, so heads split by views
-        for i, c in enumerate(self.layers):
-            x = self._sublayer(x, c["norms"][0], lambda y: self._self_attention(y, c, i, weights))
-            x = self._sublayer(x, c["norms"][1], lambda y: self._source_attention(y, c, i, weights))
-            x = self._sublayer(x, c["norms"][2], lambda y: F.linear(self.activation(F.linear(y, *c["w_1"])),
-                                                                    *c["w_2"]))
+        for i, (c, layer) in enumerate(zip(self.layers, self.decoder.layers)):
+            x = layer.sublayer[0](x, lambda y: self._self_attention(y, c, i, layer.self_attn, weights))
+            x = layer.sublayer[1](x, lambda y: self._source_attention(y, c, i, layer.src_attn, weights))
+            x = layer.sublayer[2](x, layer.feed_forward)
         self.t += 1
         if weights is not None:
             self.recorded.append(weights)
-        return x if self.final_norm is None else F.layer_norm(x, (H * K,), *self.final_norm)
+        return self.decoder.norm(x)[:, 0]
 
-    def _sublayer(self, x, norm, f):
-        """x + f(LN(x)) (pre-norm), or LN(x + f(x)) (post-norm)."""
-        if self.post:
-            return F.layer_norm(x + f(x), (x.size(-1),), *norm)
-        return x + f(F.layer_norm(x, (x.size(-1),), *norm))
-
-    def _self_attention(self, y, c, i, weights):
+    def _self_attention(self, y, c, i, mha, weights):
         """Self-attention over the prefix: this position's q, k, v in one product, k and v kept."""
         t, B, H, K = self.t, y.size(0), self.h, self.d_k
         qkv = F.linear(y, *c["qkv"]).float().view(B, 3, H, 1, K)
@@ -130,16 +109,15 @@ class IncrementalDecoder:
                          weights, attention_name("decoder", i))  # (B, H, 1, K)
         if c["self_keep"] is not None:
             y = y * c["self_keep"]
-        return F.linear(y.view(B, H * K).to(self.dtype), *c["self_out"])
+        return mha.concat(y.to(self.dtype))
 
-    def _source_attention(self, y, c, i, weights):
+    def _source_attention(self, y, c, i, mha, weights):
         """Attention over the memory, whose keys and values were projected once."""
-        B, H, K = y.size(0), self.h, self.d_k
-        q = F.linear(y, *c["src_q"]).float().view(B, H, 1, K)
+        q = mha._split(y, mha.w_q).float()  # (B, H, 1, K)
         y = self._attend(q, c["mk"], c["mv"], self.mask, weights, attention_name("cross", i))
         if c["src_keep"] is not None:
             y = y * c["src_keep"]
-        return F.linear(y.view(B, H * K).to(self.dtype), *c["src_out"])
+        return mha.concat(y.to(self.dtype))
 
     def _attend(self, q, k, v, mask, weights, name):
         """softmax(q K^T / sqrt(d_k)) V for one position (B, H, 1, K); the fused kernel, or with `weights` (a

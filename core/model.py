@@ -52,19 +52,15 @@ class Dropout(nn.Dropout):
 class SublayerConnection(nn.Module):
     """A residual connection around each sub-layer, with dropout, "followed by layer normalization".
 
-    Where the norm stands is the config's `norm`: "pre" (the default, as in The Annotated Transformer) normalises
-    the sub-layer's input, x + Sublayer(LayerNorm(x)); "post" is the paper's own LayerNorm(x + Sublayer(x)), as
-    Marian (OPUS-MT) models do."""
+    As in The Annotated Transformer the norm comes first, x + Sublayer(LayerNorm(x)); the paper's own order,
+    LayerNorm(x + Sublayer(x)), is PostNormSublayerConnection below."""
 
-    def __init__(self, size, dropout, norm="pre", eps=1e-6):
+    def __init__(self, size, dropout):
         super().__init__()
-        self.norm = LayerNorm(size, eps)
+        self.norm = LayerNorm(size)
         self.dropout = Dropout(dropout)
-        self.post = norm == "post"
 
     def forward(self, x, sublayer):
-        if self.post:
-            return self.norm(x + self.dropout(sublayer(x)))
         return x + self.dropout(sublayer(self.norm(x)))
 
 
@@ -127,20 +123,16 @@ class MultiHeadedAttention(nn.Module):
         return self.linears[-1](x)
 
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu}  # the paper's max(0, x); GELU (erf); x * sigmoid(x)
-
-
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, "applied to each position separately and identically".
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, "applied to each position separately and identically"."""
 
-    The config's `activation` may put GELU or swish (x * sigmoid(x), OPUS-MT's) in the place of max(0, .)."""
+    activation = staticmethod(F.relu)  # max(0, x)
 
-    def __init__(self, d_model, d_ff, dropout=0.1, activation="relu"):
+    def __init__(self, d_model, d_ff, dropout=0.1):
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.dropout = Dropout(dropout)
-        self.activation = ACTIVATIONS[activation]
 
     def forward(self, x):
         return self.w_2(self.dropout(self.activation(self.w_1(x))))
@@ -150,24 +142,16 @@ class EncoderLayer(nn.Module):
     """An encoder layer: "a multi-head self-attention mechanism, and a position-wise fully connected
     feed-forward network"."""
 
-    def __init__(self, size, self_attn, feed_forward, dropout, norm="pre", eps=1e-6):
+    def __init__(self, size, self_attn, feed_forward, dropout):
         super().__init__()
         self.self_attn = self_attn
         self.feed_forward = feed_forward
-        self.sublayer = clones(SublayerConnection(size, dropout, norm, eps), 2)
+        self.sublayer = clones(SublayerConnection(size, dropout), 2)
         self.size = size
 
     def forward(self, x, mask):
         x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, mask))
         return self.sublayer[1](x, self.feed_forward)
-
-
-def final_norm(layer):
-    """The norm after the last layer: a LayerNorm after pre-norm layers; after post-norm layers, whose outputs are
-    normalised already, the identity (Marian has none), so that `encoder.norm` and `decoder.norm` name the stack's
-    output either way."""
-    first = layer.sublayer[0]
-    return nn.Identity() if first.post else LayerNorm(layer.size, first.norm.eps)
 
 
 class Encoder(nn.Module):
@@ -176,7 +160,7 @@ class Encoder(nn.Module):
     def __init__(self, layer, N):
         super().__init__()
         self.layers = clones(layer, N)
-        self.norm = final_norm(layer)
+        self.norm = LayerNorm(layer.size)
 
     def forward(self, x, mask):
         for layer in self.layers:
@@ -188,13 +172,13 @@ class DecoderLayer(nn.Module):
     """A decoder layer adds "a third sub-layer, which performs multi-head attention over the output of
     the encoder stack"."""
 
-    def __init__(self, size, self_attn, src_attn, feed_forward, dropout, norm="pre", eps=1e-6):
+    def __init__(self, size, self_attn, src_attn, feed_forward, dropout):
         super().__init__()
         self.size = size
         self.self_attn = self_attn
         self.src_attn = src_attn
         self.feed_forward = feed_forward
-        self.sublayer = clones(SublayerConnection(size, dropout, norm, eps), 3)
+        self.sublayer = clones(SublayerConnection(size, dropout), 3)
 
     def forward(self, x, memory, src_mask, tgt_mask):
         m = memory
@@ -209,7 +193,7 @@ class Decoder(nn.Module):
     def __init__(self, layer, N):
         super().__init__()
         self.layers = clones(layer, N)
-        self.norm = final_norm(layer)
+        self.norm = LayerNorm(layer.size)
 
     def forward(self, x, memory, src_mask, tgt_mask):
         for layer in self.layers:
@@ -218,38 +202,29 @@ class Decoder(nn.Module):
 
 
 class Embeddings(nn.Module):
-    """Learned embeddings; "in the embedding layers, we multiply those weights by sqrt(d_model)" (unless the
-    config's `scale_embedding` is false, as in some Marian models)."""
+    """Learned embeddings; "in the embedding layers, we multiply those weights by sqrt(d_model)"."""
 
-    def __init__(self, d_model, vocab, scale=True):
+    def __init__(self, d_model, vocab):
         super().__init__()
         self.lut = nn.Embedding(vocab, d_model)
         self.d_model = d_model
-        self.scale = math.sqrt(d_model) if scale else 1.0
 
     def forward(self, x):
-        return self.lut(x) * self.scale
+        return self.lut(x) * math.sqrt(self.d_model)
 
 
 class PositionalEncoding(nn.Module):
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...), added to the embeddings,
-    followed by dropout. Computed once in log space and kept as a buffer, not a parameter.
+    followed by dropout. Computed once in log space and kept as a buffer, not a parameter."""
 
-    The config's `pe_layout` says where the sines and cosines sit: "interleaved" (the paper's, above) or "halves"
-    (Marian's: the D/2 sines first, then the D/2 cosines of the same frequencies, computed in float64)."""
-
-    def __init__(self, d_model, dropout, max_len=5000, layout="interleaved"):
+    def __init__(self, d_model, dropout, max_len=5000):
         super().__init__()
         self.dropout = Dropout(p=dropout)
         pe = torch.zeros(max_len, d_model)
         position = torch.arange(0, max_len).unsqueeze(1)
-        if layout == "halves":
-            angle = position.double() / 10000 ** (torch.arange(0, d_model, 2).double() / d_model)  # (max_len, D/2)
-            pe = torch.cat([angle.sin(), angle.cos()], dim=1).float()
-        else:
-            div_term = torch.exp(torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
-            pe[:, 0::2] = torch.sin(position * div_term)
-            pe[:, 1::2] = torch.cos(position * div_term)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
         self.register_buffer("pe", pe.unsqueeze(0), persistent=False)  # (1, max_len, D)
 
     def forward(self, x):
@@ -290,6 +265,87 @@ class EncoderDecoder(nn.Module):
         return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)  # (B, T, D)
 
 
+# ---- other models' variants -------------------------------------------------------------------------------
+# Each is a small class of its own beside the paper's, chosen by make_model from the config (core.convert writes a
+# Marian / OPUS-MT model's choices there); the classes above never branch on them.
+
+class PostNormSublayerConnection(SublayerConnection):
+    """The paper's own order, "LayerNorm(x + Sublayer(x))": the norm after the residual sum (Marian's)."""
+
+    def forward(self, x, sublayer):
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class PostNormEncoderLayer(EncoderLayer):
+    """An encoder layer whose sub-layers are PostNormSublayerConnections."""
+
+    def __init__(self, size, self_attn, feed_forward, dropout):
+        super().__init__(size, self_attn, feed_forward, dropout)
+        self.sublayer = clones(PostNormSublayerConnection(size, dropout), 2)
+
+
+class PostNormDecoderLayer(DecoderLayer):
+    """A decoder layer whose sub-layers are PostNormSublayerConnections."""
+
+    def __init__(self, size, self_attn, src_attn, feed_forward, dropout):
+        super().__init__(size, self_attn, src_attn, feed_forward, dropout)
+        self.sublayer = clones(PostNormSublayerConnection(size, dropout), 3)
+
+
+class PostNormEncoder(Encoder):
+    """A stack of post-norm layers, whose outputs are normalised already: its `norm` is the identity (Marian has
+    none), so that `encoder.norm` still names the stack's output."""
+
+    def __init__(self, layer, N):
+        super().__init__(layer, N)
+        self.norm = nn.Identity()
+
+
+class PostNormDecoder(Decoder):
+    """The decoder's stack of post-norm layers, ending in no norm (PostNormEncoder)."""
+
+    def __init__(self, layer, N):
+        super().__init__(layer, N)
+        self.norm = nn.Identity()
+
+
+class GELUFeedForward(PositionwiseFeedForward):
+    """The feed-forward network with GELU (the erf form) in the place of max(0, .)."""
+
+    activation = staticmethod(F.gelu)
+
+
+class SwishFeedForward(PositionwiseFeedForward):
+    """The feed-forward network with swish, x * sigmoid(x) (OPUS-MT's), in the place of max(0, .)."""
+
+    activation = staticmethod(F.silu)
+
+
+class UnscaledEmbeddings(Embeddings):
+    """Learned embeddings not multiplied by sqrt(d_model) (Marian models with scale_embedding false)."""
+
+    def forward(self, x):
+        return self.lut(x)
+
+
+class HalvesPositionalEncoding(PositionalEncoding):
+    """The same sinusoids laid out as Marian lays them: the D/2 sines first, then the D/2 cosines of the same
+    frequencies, computed in float64."""
+
+    def __init__(self, d_model, dropout, max_len=5000):
+        super().__init__(d_model, dropout, max_len)
+        position = torch.arange(0, max_len).unsqueeze(1).double()
+        angle = position / 10000 ** (torch.arange(0, d_model, 2).double() / d_model)  # (max_len, D/2)
+        self.pe = torch.cat([angle.sin(), angle.cos()], dim=1).float().unsqueeze(0)  # (1, max_len, D)
+
+
+FEED_FORWARDS = {"relu": PositionwiseFeedForward, "gelu": GELUFeedForward, "swish": SwishFeedForward}
+ACTIVATIONS = tuple(FEED_FORWARDS)  # the config's `activation`
+LAYERS = {"pre": (EncoderLayer, DecoderLayer, Encoder, Decoder),  # the config's `norm`
+          "post": (PostNormEncoderLayer, PostNormDecoderLayer, PostNormEncoder, PostNormDecoder)}
+POSITIONS = {"interleaved": PositionalEncoding, "halves": HalvesPositionalEncoding}  # the config's `pe_layout`
+
+
 def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,
                max_len=5000, tie_weights=True, norm="pre", layer_norm_eps=1e-6, activation="relu",
                pe_layout="interleaved", scale_embedding=True, init=True):
@@ -297,21 +353,26 @@ def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0
     weights about to be loaded over it); "we share the same weight matrix between the two embedding layers and
     the pre-softmax linear transformation".
 
-    The last five name the variants of other models (converted by core.convert); their defaults are the
-    Annotated Transformer's: where the norm stands ("pre" or "post"), the norms' eps, the feed-forward's
+    The last five choose the variants of other models (converted by core.convert) above; their defaults are the
+    Annotated Transformer's classes: where the norm stands ("pre" or "post"), the norms' eps, the feed-forward's
     activation ("relu", "gelu", "swish"), the sinusoids' layout ("interleaved" or "halves") and whether the
     embeddings are multiplied by sqrt(d_model)."""
     c = copy.deepcopy
+    EncLayer, DecLayer, Enc, Dec = LAYERS[norm]
+    Embed = Embeddings if scale_embedding else UnscaledEmbeddings
     attn = MultiHeadedAttention(h, d_model, dropout)
-    ff = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
-    position = PositionalEncoding(d_model, dropout, max_len, pe_layout)
+    ff = FEED_FORWARDS[activation](d_model, d_ff, dropout)
+    position = POSITIONS[pe_layout](d_model, dropout, max_len)
     model = EncoderDecoder(
-        Encoder(EncoderLayer(d_model, c(attn), c(ff), dropout, norm, layer_norm_eps), N),
-        Decoder(DecoderLayer(d_model, c(attn), c(attn), c(ff), dropout, norm, layer_norm_eps), N),
-        nn.Sequential(Embeddings(d_model, src_vocab, scale_embedding), c(position)),
-        nn.Sequential(Embeddings(d_model, tgt_vocab, scale_embedding), c(position)),
+        Enc(EncLayer(d_model, c(attn), c(ff), dropout), N),
+        Dec(DecLayer(d_model, c(attn), c(attn), c(ff), dropout), N),
+        nn.Sequential(Embed(d_model, src_vocab), c(position)),
+        nn.Sequential(Embed(d_model, tgt_vocab), c(position)),
         Generator(d_model, tgt_vocab),
     )
+    for m in model.modules():  # the norms' eps, a number of the config (the paper's classes take 1e-6)
+        if isinstance(m, LayerNorm):
+            m.eps = layer_norm_eps
     if init:
         for p in model.parameters():
             if p.dim() > 1:

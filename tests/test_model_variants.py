@@ -188,3 +188,26 @@ def test_the_shipped_model_keeps_every_output():
     if (torch.__version__, torch.backends.cpu.get_cpu_capability()) != EXPECTED_TORCH:
         pytest.skip(f"the floats' bits were recorded with torch {EXPECTED_TORCH}: the token ids matched")
     assert floats == EXPECTED_FLOATS
+
+
+def test_the_papers_classes_take_the_papers_arguments_and_a_variant_is_a_class_of_its_own():
+    """The classes a learner reads have the Annotated Transformer's signatures (no switch for another model);
+    make_model picks the variant classes from the config."""
+    import inspect
+
+    from core import model as m
+    papers = {m.SublayerConnection: ["size", "dropout"], m.PositionwiseFeedForward: ["d_model", "d_ff", "dropout"],
+              m.EncoderLayer: ["size", "self_attn", "feed_forward", "dropout"],
+              m.DecoderLayer: ["size", "self_attn", "src_attn", "feed_forward", "dropout"],
+              m.Encoder: ["layer", "N"], m.Decoder: ["layer", "N"], m.Embeddings: ["d_model", "vocab"],
+              m.PositionalEncoding: ["d_model", "dropout", "max_len"]}
+    for cls, args in papers.items():
+        assert list(inspect.signature(cls.__init__).parameters)[1:] == args, cls.__name__
+    plain, variant = make_model(16, 16, N=1, d_model=8, d_ff=8, h=2), variant_model()
+    assert type(plain.encoder.layers[0].sublayer[0]) is m.SublayerConnection
+    assert type(plain.decoder.norm) is m.LayerNorm and type(plain.src_embed[0]) is m.Embeddings
+    assert type(variant.encoder.layers[0].sublayer[0]) is m.PostNormSublayerConnection
+    assert isinstance(variant.decoder.norm, torch.nn.Identity)
+    assert type(variant.decoder.layers[0].feed_forward) is m.SwishFeedForward
+    assert type(variant.tgt_embed[0]) is m.UnscaledEmbeddings and type(variant.tgt_embed[1]) is m.HalvesPositionalEncoding
+    assert all(n.eps == 1e-5 for n in variant.modules() if isinstance(n, m.LayerNorm))

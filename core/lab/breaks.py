@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from ..data import PAD, Batch
-from ..model import MultiHeadedAttention, SublayerConnection, make_model, subsequent_mask
+from ..model import MultiHeadedAttention, PostNormSublayerConnection, make_model, subsequent_mask
 from ..train import rate, seeded
 from ..words import said
 from .tasks import FACTOR, HIGH_LR_FACTOR, SIZE, VOCAB, WARMUP
@@ -16,13 +16,6 @@ BREAKS = {name: said(f"lab.break.{name}") for name in (
     "shared_layers", "plain_list", "no_subsequent_mask", "no_padding_mask", "no_positional_encoding", "no_scale",
     "no_warmup", "high_lr", "post_norm", "default_init", "no_embedding_scale", "untied")}
 BREAKS["high_lr"] = said("lab.break.high_lr", factor=HIGH_LR_FACTOR)
-
-
-class PostNormSublayerConnection(SublayerConnection):
-    """The paper's arrangement: "LayerNorm(x + Sublayer(x))", the norm after the residual sum."""
-
-    def forward(self, x, sublayer):
-        return self.norm(x + self.dropout(sublayer(x)))
 
 
 class QueryScale(nn.Module):
