@@ -12,11 +12,9 @@ import sys
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # nothing leaves the machine (set before Gradio loads)
 os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")  # Gradio's in-memory record of past events: bounded
 
-from app.gradio_adapter import idle_js  # noqa: E402
-from app.i18n import head_script, i18n, tab_labels  # noqa: E402
-from app.links import page_script  # noqa: E402
+from app.i18n import i18n  # noqa: E402
 from app.shared import SESSIONS_KEPT, get_translator, limit_malloc_arenas  # noqa: E402
-from app.style import CSS, EXPORT_JS, MENU_FIT_JS, SWIPE_JS, theme  # noqa: E402
+from app.style import page_arguments, theme  # noqa: E402
 from app.ui import build_demo  # noqa: E402
 from app.views import warm  # noqa: E402
 from core.checkpoint import AssetError  # noqa: E402
@@ -36,8 +34,7 @@ def main(argv=None):
         return 2
     demo = build_demo()
     warm(demo.tab_views)  # the views that read no sentence, drawn while the server starts
-    demo.launch(server_name=args.host, server_port=args.port, css=CSS, theme=theme(), js=page_script(demo, EXPORT_JS, SWIPE_JS, MENU_FIT_JS, idle_js()),
-                head=head_script(tab_labels(demo)), i18n=i18n(),
+    demo.launch(server_name=args.host, server_port=args.port, theme=theme(), **page_arguments(demo), i18n=i18n(),
                 footer_links=[], state_session_capacity=SESSIONS_KEPT)
     return 0
 

@@ -28,6 +28,7 @@ import xstatic.pkg.jquery as xjquery
 from bertviz import head_view, model_view
 from bertviz.util import format_special_chars
 
+from . import page as page_js
 from .gradio_adapter import static_url
 from .i18n import spoken, text
 
@@ -41,30 +42,12 @@ _CDN_REQUIRE = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/[^"]*req
 _CDN_CONFIG = re.compile(r"require\.config\(\{.*?\}\);", re.DOTALL)  # CDN paths for jQuery and d3
 
 # For a file that must open anywhere, in place of bertviz's CDN loader: jQuery and d3 written into the page, handed
-# over at once.
-_REQUIRE_INLINE = """<script>%(jquery)s</script>
-<script>%(d3)s</script>
-<script>
-window.require = {config: function () {}};
-window.requirejs = function (deps, callback) {
-  callback.apply(null, deps.map(function (d) { return d === "jquery" ? window.jQuery : window.d3; }));
-};
-</script>"""
+# over at once (app/page/bertviz-require.js).
+_REQUIRE_INLINE = "<script>%(jquery)s</script>\n<script>%(d3)s</script>\n<script>%(require)s</script>"
 
-# A button above the view that saves its SVG (bertviz draws each view into one <svg> under #vis).
-_SAVE_SVG = """<button id="save-svg" type="button" style="font-size:12px;margin-bottom:4px">%(save)s</button>
-<script>
-document.getElementById("save-svg").addEventListener("click", function () {
-  var svg = document.querySelector("#vis svg");
-  if (!svg) return;
-  svg.setAttribute("xmlns", "http://www.w3.org/2000/svg");
-  var text = new XMLSerializer().serializeToString(svg);
-  var a = document.createElement("a");
-  a.href = URL.createObjectURL(new Blob([text], {type: "image/svg+xml"}));
-  a.download = "%(name)s.svg";
-  document.body.appendChild(a); a.click(); a.remove();
-});
-</script>"""
+# A button above the view that saves its SVG (app/page/bertviz-save.js).
+_SAVE_SVG = ('<button id="save-svg" type="button" style="font-size:12px;margin-bottom:4px">%(save)s</button>\n'
+             "<script>%(script)s</script>")
 
 
 def _inline(path):
@@ -78,7 +61,8 @@ def _inline(path):
 def _offline(page):
     """Swap bertviz's CDN loader for the libraries themselves and make the embedded JSON unable to end its
     <script>."""
-    shim = _REQUIRE_INLINE % {"jquery": _inline(JQUERY_JS), "d3": _inline(D3_JS)}
+    shim = _REQUIRE_INLINE % {"jquery": _inline(JQUERY_JS), "d3": _inline(D3_JS),
+                              "require": page_js.script("bertviz-require")}
     page, n = _CDN_REQUIRE.subn(lambda _: shim, page)
     if n != 1:
         raise RuntimeError("unexpected bertviz output: RequireJS loader not found")
@@ -138,7 +122,7 @@ def _page(body, name, title="bertviz", save=None):
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title>"
             "<style>body{margin:6px;background:#fff;color:#111;font-family:sans-serif}</style></head>"
-            f"<body>{_SAVE_SVG % {'name': name, 'save': save}}{body}</body></html>")
+            f"<body>{_SAVE_SVG % {'save': save, 'script': page_js.script('bertviz-save', name)}}{body}</body></html>")
 
 
 DECIMALS = 3  # as in the Attention tab's figures: what a colour (here a line's opacity) can show
@@ -169,7 +153,8 @@ VIEWS = {"head": _head_view, "model": _model_view}
 
 # Each weight w is sent as n = round(1000 w), 0 to 1000: one character ALPHABET[n] if n < ONE, else two,
 # ALPHABET[ONE + (n - ONE) // 64] then ALPHABET[(n - ONE) % 64]. Most weights of a sentence are small, so most
-# take one character (JSON's "0.012," takes six); the frame reads them back exactly (FRAME_JS's `weights`).
+# take one character (JSON's "0.012," takes six); the frame reads them back exactly (app/page/bertviz-frame.js's
+# `weights`).
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 ONE = 48
 _LETTERS = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
@@ -208,105 +193,6 @@ _FRAME_WORDS = (('Layer: <select id="layer">', '<span data-word="layer">Layer: <
                 ('<option value="2">Cross</option>', '<option value="2" data-word="cross">Cross</option>'))
 WORDS = ("layer", "attention", "encoder", "decoder", "cross", "heads", "layers", "save", "head", "model", "swipe")
 
-# In the frame, before bertviz's code: its call of RequireJS keeps the drawing function (called again for each
-# translation); jQuery and d3 load from this server; the page around is told once they have. A message is read
-# only from the page around, and only in the shape `view_data` writes (anything else is dropped): bertviz's
-# parameters are built here from its tokens (strings), its counts and its weights, bertviz's box is put back as
-# bertviz wrote it, this app's words written into it (as text), and bertviz draws. The page around is told the
-# frame's height whenever it changes.
-FRAME_JS = r"""(function () {
-  var VIEW = "%(view)s", ROOT = "%(root)s", ALPHABET = "%(alphabet)s", ONE = %(one)d, WORDS = %(words)s;
-  var draw = null, box = null, markup = null, index = new Array(128).fill(-1);
-  for (var i = 0; i < ALPHABET.length; i++) index[ALPHABET.charCodeAt(i)] = i;
-  window.require = {config: function () {}};
-  window.requirejs = function (deps, callback) { draw = callback; };
-  function load(src) {
-    return new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = src; s.onload = resolve; s.onerror = function () { reject(src); };
-      document.head.appendChild(s);
-    });
-  }
-  function strings(a) {
-    return Array.isArray(a) && a.length > 0 && a.every(function (t) { return typeof t === "string"; });
-  }
-  function count(n) { return Number.isInteger(n) && n > 0 && n <= 64; }
-  function range(n) { return Array.from({length: n}, function (_, i) { return i; }); }
-  // the weights of `code` as layers x heads x q x k nested arrays, or null if it does not hold exactly that many
-  function weights(code, layers, heads, q, k) {
-    if (typeof code !== "string") return null;
-    var flat = new Array(layers * heads * q * k), j = 0;
-    for (var i = 0; i < flat.length; i++) {
-      var n = index[code.charCodeAt(j++)];
-      if (!(n >= 0)) return null;
-      if (n >= ONE) {
-        var m = index[code.charCodeAt(j++)];
-        if (!(m >= 0)) return null;
-        n = ONE + (n - ONE) * 64 + m;
-      }
-      flat[i] = n / 1000;
-    }
-    if (j !== code.length) return null;
-    var at = 0;
-    return range(layers).map(function () { return range(heads).map(function () { return range(q).map(function () {
-      var row = flat.slice(at, at + k); at += k; return row; }); }); });
-  }
-  function params(m) {
-    if (!m || m.bertviz !== "draw" || !count(m.layers) || !count(m.heads)) return null;
-    if (!strings(m.src) || !strings(m.tgt) || !Array.isArray(m.attn) || m.attn.length !== 3) return null;
-    if (!m.words || !WORDS.every(function (w) { return typeof m.words[w] === "string"; })) return null;
-    var parts = [["Encoder", m.src, m.src], ["Decoder", m.tgt, m.tgt], ["Cross", m.tgt, m.src]], attention = [];
-    for (var p = 0; p < 3; p++) {
-      var attn = weights(m.attn[p], m.layers, m.heads, parts[p][1].length, parts[p][2].length);
-      if (!attn) return null;
-      attention.push({name: parts[p][0], attn: attn, left_text: parts[p][1].slice(), right_text: parts[p][2].slice()});
-    }
-    var out = {attention: attention, default_filter: "0", root_div_id: ROOT, include_layers: range(m.layers)};
-    if (VIEW === "head") { out.layer = null; out.heads = null; }
-    else { out.display_mode = "light"; out.include_heads = range(m.heads); out.total_heads = m.heads; }
-    return out;
-  }
-  function reset() {
-    box.innerHTML = markup;
-  }
-  function words(w) {
-    document.querySelectorAll("[data-word]").forEach(function (e) { e.textContent = w[e.dataset.word]; });
-    window.bertvizWords = {heads: w.heads, layers: w.layers};
-  }
-  addEventListener("message", function (e) {
-    if (e.source !== window.parent || !draw || !window.jQuery || !window.d3) return;
-    if (e.data && e.data.bertviz === "clear") { reset(); return; }
-    var p = params(e.data);
-    if (!p) return;
-    reset();
-    words(e.data.words);
-    window.bertvizParams = p;
-    var t0 = performance.now();
-    draw(window.jQuery, window.d3);
-    window.bertvizDrawMs = performance.now() - t0;  // bertviz's own drawing, for the benchmark
-    wide();
-  });
-  // a drawing wider than the frame (the model view's heads on a phone) scrolls sideways in it: a line above says so
-  function wide() {
-    var hint = document.getElementById("swipe"), page = document.documentElement;
-    if (hint) hint.hidden = !(page.scrollWidth > page.clientWidth + 2);
-  }
-  addEventListener("resize", wide);
-  var height = 0;
-  new ResizeObserver(function () {
-    var h = Math.ceil(document.documentElement.getBoundingClientRect().height);
-    if (h !== height) { height = h; window.parent.postMessage({bertviz: "height", height: h}, "*"); }
-  }).observe(document.documentElement);
-  document.addEventListener("DOMContentLoaded", function () {
-    box = document.getElementById(ROOT);
-    markup = box.innerHTML;
-    Promise.all([load("%(jquery)s"), load("%(d3)s")]).then(function () {
-      window.parent.postMessage({bertviz: "ready"}, "*");
-    }, function (src) { document.body.insertAdjacentText("beforeend", "Could not load " + src); });
-  });
-})();"""
-
-
 def _markup(view):
     """bertviz's own markup above its drawing (its menus, then the #vis box), as it writes it for `view`, with its
     box's id ROOT_ID and each of its words in an element of its own (data-word)."""
@@ -340,8 +226,8 @@ def _drawing(view):
 @functools.lru_cache(maxsize=None)
 def frame_page(view):
     """The page of a view's frame: the same for every translation and language (the words come with the data)."""
-    js = FRAME_JS % {"view": view, "root": ROOT_ID, "alphabet": ALPHABET, "one": ONE, "words": json.dumps(WORDS),
-                     "jquery": static_url(JQUERY_JS), "d3": static_url(D3_JS)}
+    js = page_js.script("bertviz-frame", dict(view=view, root=ROOT_ID, alphabet=ALPHABET, one=ONE, words=WORDS,
+                                           jqueryUrl=static_url(JQUERY_JS), d3Url=static_url(D3_JS)))
     hint = ('<p id="swipe" data-word="swipe" hidden style="position:sticky;left:0;width:max-content;margin:4px 0;'
             'font-size:12px;color:#667"></p>')
     body = f"<script>{js}</script>{hint}{_markup(view)}<script>{_drawing(view)}</script>"
@@ -349,61 +235,9 @@ def frame_page(view):
         '<button id="save-svg" type="button"', '<button id="save-svg" type="button" data-word="save"', 1)
 
 
-# In the page, once a view's box is on screen (gr.HTML's js_on_load). Both views draw the same data, so what either
-# is sent (view_data's JSON) is the page's `current` and is posted to both frames: a view opened after the other
-# finds it drawn already. A view's value turned "" (its translation is gone) clears `current` if it showed it, then
-# each frame still showing that; a frame is put into its box at its first data. Each frame is posted its data once
-# it says it is ready, and only what it does not show already. From a frame, only its own messages are read: that
-# it is ready, and its height.
-HOST_JS = r"""const box = element.querySelector('.bertviz-box');
-const page = (window.bertvizViews ??= {hosts: [], current: null, read: {}});
-const read = (value) => page.read.value === value ? page.read.data : (page.read = {value, data: JSON.parse(value)}).data;
-let frame = null, ready = false, want = null, posted = null;
-const post = () => {
-  if (!ready || want === posted) return;
-  posted = want;
-  frame.contentWindow.postMessage(want ? read(want) : {bertviz: 'clear'}, '*');
-};
-const host = {draw(value) {
-  want = value;
-  if (value && !frame) {
-    frame = document.createElement('iframe');
-    frame.setAttribute('sandbox', 'allow-scripts allow-downloads');
-    frame.setAttribute('referrerpolicy', 'no-referrer');
-    frame.style.cssText = 'width:100%;border:1px solid #ddd;border-radius:8px;background:#fff';
-    frame.style.height = read(value).height[VIEW] + 'px';
-    frame.srcdoc = PAGE;
-    box.appendChild(frame);
-  }
-  if (value && frame) frame.title = read(value).words[VIEW];
-  if (frame) post();
-}, get shows() { return want; }};
-page.hosts.push(host);
-const show = () => {
-  const value = props.value || null;
-  if (value) {
-    page.current = value;
-    page.hosts.forEach((h) => h.draw(value));
-  } else if (want !== null && want === page.current) {
-    const gone = page.current;
-    page.current = null;
-    page.hosts.forEach((h) => { if (h.shows === gone) h.draw(null); });
-  } else host.draw(page.current);
-};
-window.addEventListener('message', (e) => {
-  if (!frame || e.source !== frame.contentWindow || !e.data) return;
-  if (e.data.bertviz === 'ready') { ready = true; post(); }
-  if (e.data.bertviz === 'height' && Number.isFinite(e.data.height))
-    frame.style.height = Math.min(Math.max(e.data.height + 2, 60), 50000) + 'px';
-});
-watch('value', show);
-show();"""
-
-
 def host_js(view):
-    """The js_on_load of a view's gr.HTML: HOST_JS with its view and its frame's page, as JavaScript strings."""
-    page = json.dumps(frame_page(view)).replace("</", "<\\/").replace("<!--", "<\\!--")
-    return f"const VIEW = {json.dumps(view)}, PAGE = {page};\n{HOST_JS}"
+    """The js_on_load of a view's gr.HTML (app/page/bertviz-host.js), given its view and its frame's page."""
+    return page_js.on_load("bertviz-host", {"view": view, "page": frame_page(view)})
 
 
 def frame_box(view):

@@ -3,7 +3,7 @@ attention kind, layer and head; opening such an address restores them.
 
     http://127.0.0.1:7860/?text=Ein+Hund+läuft.&method=beam&beam=4&tab=attention/all-heads&kind=cross&layer=1
 
-Two halves. In the browser, `LINK_JS` (run once when the page loads) keeps the address up to date: the events
+Two halves. In the browser, app/page/link.js (run once when the page loads) keeps the address up to date: the events
 that change a recorded value call `explorerLink.set`, and a click on a tab records the tab's path; when the page
 opens with a `tab` parameter it clicks that tab (and sub-tab), which draws its views as a click by hand would.
 On the server, `open_link` reads the parameters when the page loads and translates the linked sentence with the
@@ -11,13 +11,12 @@ linked settings. Everything read from an address is untrusted: the sentence goes
 typed text, names must be one of the known ones, numbers are clamped to their controls' ranges, and the tab is
 looked up in the list of the page's own tabs, never used as a selector or as markup.
 """
-import json
-
 import gradio as gr
 
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.instrument import KINDS
 
+from . import page as page_js
 from .common import clamp
 from .gradio_adapter import tab_nesting
 from .learn_path import STEPS
@@ -47,7 +46,7 @@ def link_opener(cfg, default_alpha):
     Learn path's progress at the linked step. A setting, head or step the link does not name is left as the
     reader has it (the page shows its first value already, or the reader's since), and where this session has
     translated already (the reader was quicker than the load: it waits its turn behind that translation) the
-    load changes nothing. The German boxes show the linked sentence from the start (LINK_TEXT_JS)."""
+    load changes nothing. The German boxes show the linked sentence from the start (app/page/link-text.js)."""
     def open_link(previous, progress, request: gr.Request):
         if previous is not None:
             return gr.skip()  # every output (app.gradio_adapter.leave_skipped_alone)
@@ -60,89 +59,10 @@ def link_opener(cfg, default_alpha):
     return open_link
 
 
-# The German boxes' sentence when the page loads (a load event's js, run in the page before the reader can type):
-# the link's, read as read_link reads it (trimmed, cut to TEXT_CAP characters), else the boxes' own. The server's
-# load translates the same sentence; were it to write the boxes when it answers, it would replace what the reader
-# typed meanwhile.
-LINK_TEXT_JS = """(translate_box, learn_box) => {
-  const text = [...(new URLSearchParams(window.location.search).get('text') ?? '').trim()].slice(0, %d).join('');
-  return text ? [text, text] : [translate_box, learn_box];
-}""" % TEXT_CAP
-
-
 def tab_paths(demo):
     """{tab id: path of tab ids from the top ("attention/all-heads")} for every tab of the page."""
     return {str(tab.id): "/".join(str(t.id) for t in path if t.id is not None)
             for tab, path in tab_nesting(demo) if tab.id is not None}
-
-
-# Run by the page once it loads (launch(js=...)); TABS is filled in by link_script. It writes the address with
-# history.replaceState (and tells a parent frame, as a Hugging Face Space expects); `open(path)` clicks the tab
-# buttons along a path (found by their tab ids, whatever the language of their labels); on load it opens the
-# linked tab once the page has settled.
-LINK_JS = """() => {
-  const TABS = %s;
-  const paths = new Set(Object.values(TABS));
-  // Gradio's page has <base href="./">. Where there is one, plotly writes each clip path with the address of the
-  // page as it was ("url('http://host/?text=...#clip')"); once replaceState changes the address, that names
-  // another document, and the browser fetches the whole page again for each plot it lays out. A base that
-  // names the page's own folder changes no address: it is taken away, and plotly writes url(#clip).
-  const base = document.querySelector('base[href]');
-  if (base && new URL(base.getAttribute('href'), window.location.href).href === new URL('./', window.location.href).href)
-    base.remove();
-  // a clip path written before that (a plot drawn first) is written again as the page's own
-  const ownClips = () => document.querySelectorAll('.js-plotly-plot [clip-path^=url]').forEach((e) => {
-    const clip = e.getAttribute('clip-path'), at = clip.lastIndexOf('#');
-    if (at > 4 && !clip.startsWith('url(#')) e.setAttribute('clip-path', 'url(' + clip.slice(at).split(/['")]/)[0] + ')');
-  });
-  const set = (values) => {
-    const url = new URL(window.location.href);
-    for (const [key, value] of Object.entries(values)) {
-      if (value === null || value === undefined || value === '') url.searchParams.delete(key);
-      else url.searchParams.set(key, String(value));
-    }
-    ownClips();
-    window.history.replaceState(null, '', url);
-    if (window.parent !== window) window.parent.postMessage({queryString: url.search, hash: url.hash}, '*');
-  };
-  const button = (id) => [...document.querySelectorAll('[role=tab][data-tab-id]')].find(b => b.dataset.tabId === id);
-  // click the buttons of a path from the top, each once the one above has shown it; false for an unknown path
-  const open = (path, until = Date.now() + 10000) => {
-    if (!paths.has(path)) return false;
-    const ids = path.split('/');
-    const next = () => {
-      if (!ids.length || Date.now() > until) return;
-      const b = button(ids[0]);
-      if (b) { if (b.getAttribute('aria-selected') !== 'true') b.click(); ids.shift(); }
-      setTimeout(next, b ? 0 : 50);
-    };
-    next();
-    return true;
-  };
-  window.explorerLink = {set, open};
-  document.addEventListener('click', (e) => {
-    const b = e.target.closest && e.target.closest('[role=tab][data-tab-id]');
-    const path = b && Object.hasOwn(TABS, b.dataset.tabId) ? TABS[b.dataset.tabId] : null;
-    if (path) set({tab: path});
-  }, true);
-  const wanted = new URLSearchParams(window.location.search).get('tab');
-  if (!wanted || !paths.has(wanted)) return;
-  // Open it only once the page shows its first translation (drawn on the Learn tab, where the page opens): a
-  // click before that can reach the server ahead of the first tab's own opening, which would then be taken as
-  // the tab on screen. After 30 s, open it anyway.
-  const started = Date.now();
-  const ready = () => document.querySelector('#learn-figure .js-plotly-plot') !== null;
-  const wait = () => {
-    if (ready() || Date.now() - started > 30000) open(wanted);
-    else setTimeout(wait, 50);
-  };
-  wait();
-}"""
-
-# after a translation: the sentence and its settings; after a move of the Attention tab's controls: those
-RECORD_TRANSLATION = ("(text, method, beam, alpha, temperature, top_k, max_len) => { window.explorerLink?.set("
-                      "{text, method, beam, alpha, temperature, top_k, max_len}); }")
-RECORD_HEAD = "(kind, layer, head) => { window.explorerLink?.set({kind, layer, head}); }"
 
 
 def wire(demo, cfg, default_alpha, state, translation, attn, learn):
@@ -150,20 +70,19 @@ def wire(demo, cfg, default_alpha, state, translation, attn, learn):
     events that record the sentence, its settings and the attention head in the address."""
     head = [attn.controls[name] for name in HEAD]
     boxes = [translation.form[0], learn.parts.src]
-    demo.load(None, boxes, boxes, js=LINK_TEXT_JS)
+    demo.load(None, boxes, boxes, js=page_js.function("link-text", TEXT_CAP))
     linked = demo.load(link_opener(cfg, default_alpha), [state, learn.progress],
                        [*translation.form[1:], *translation.results, state, *head, learn.progress],
                        api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
     for event in (translation.translated, linked):
-        event.then(None, translation.form, None, js=RECORD_TRANSLATION)
-    gr.on([c.change for c in head], None, head, None, js=RECORD_HEAD)
+        event.then(None, translation.form, None, js=page_js.function("record-translation"))
+    gr.on([c.change for c in head], None, head, None, js=page_js.function("record-head"))
     return linked
 
 
 def link_script(demo):
-    """The page's link script, with the page's own tabs. json.dumps escapes nothing a label could use to leave
-    the script: labels are this app's own, and '<' is written as \\u003c besides."""
-    return LINK_JS % json.dumps(tab_paths(demo)).replace("<", "\\u003c")
+    """The page's link script (app/page/link.js), with the page's own tabs."""
+    return page_js.function("link", tab_paths(demo))
 
 
 def page_script(demo, *others):

@@ -58,30 +58,54 @@ def test_static_url_serves_a_registered_file(tmp_path):
 
 
 def test_the_front_end_still_exports_what_the_language_switch_uses():
-    """LOCALE_JS imports Gradio's front-end core module (assets/core-<hash>.js) for `changeLocale`, and the page
-    relabels tab buttons found by `data-tab-id`: both must be in the installed front end."""
+    """LOCALE_JS (app/page/gradio-core.js) imports Gradio's front-end core module (assets/core-<hash>.js) for
+    `changeLocale`, and the page relabels tab buttons found by `data-tab-id`: both must be in the installed front
+    end, the core module once."""
     import re
 
     from app.gradio_adapter import LOCALE_JS, frontend_assets
     assets = frontend_assets()
     core = [p for p in assets if re.fullmatch(r"core-[\w-]+\.js", p.name)]
-    assert len(core) == 1, [p.name for p in core]
+    assert len(core) == 1, f"one assets/core-<hash>.js expected in gradio {gr.__version__}: {[p.name for p in core]}"
     assert re.search(r"\bas changeLocale\b", core[0].read_text(encoding="utf-8"))
     assert any("data-tab-id" in p.read_text(encoding="utf-8", errors="ignore") for p in assets)
     assert "core-" in LOCALE_JS
 
 
-def test_the_front_end_still_does_what_the_head_script_expects():
-    """HEAD_JS sets the page's language between Gradio's i18n setup and its first drawing, relabels its status lines
-    and gives plotly its locale when Gradio sets window.Plotly: each fact it relies on is in the installed front
-    end (app/gradio_adapter.py FRONTEND_FACTS)."""
-    import re
+def test_the_front_end_still_does_what_the_pages_scripts_expect():
+    """Each of the page's scripts that patch Gradio's front end, or read what it writes (app/page/head.js setting
+    the page's language between Gradio's i18n setup and its first drawing, relabelling its status lines and giving
+    plotly its locale; the plot and status patches; the idle work), relies on facts of the installed front end's
+    code (app/gradio_adapter.py FRONTEND_FACTS): a Gradio that lacks one fails here, naming it and the scripts
+    that rely on it."""
+    from app.gradio_adapter import missing_frontend_facts
+    missing = missing_frontend_facts()
+    assert not missing, ("the installed Gradio's front end no longer has what the page's scripts rely on; check each "
+                         "script named against this Gradio, then change or remove it and its fact:\n"
+                         + "\n".join(missing))
 
-    from app.gradio_adapter import FRONTEND_FACTS, frontend_assets
-    assets = frontend_assets()
-    for what, name, needle in FRONTEND_FACTS:
-        files = [p for p in assets if re.fullmatch(name, p.name)]
-        assert any(needle in p.read_text(encoding="utf-8", errors="ignore") for p in files), (what, name, needle)
+
+def test_every_fact_names_scripts_of_the_page_and_a_fact_missing_is_said():
+    """A fact names the files that rely on it (so a failure says which script to look at), each a file of the page;
+    every script that patches Gradio's front end has its facts; and a fact the front end lacks is said in a line
+    that names it, where it was looked for, and the scripts."""
+    from pathlib import Path
+
+    import app.gradio_adapter as adapter
+    root = Path(adapter.__file__).parent.parent
+    named = {f for fact in adapter.FRONTEND_FACTS for f in fact.used_by}
+    assert all((root / f).exists() for f in named), sorted(f for f in named if not (root / f).exists())
+    patches = {"head", "gradio-core", "plotly-lazy", "plotly-resize", "phone-width", "quiet-statuses", "idle"}
+    assert {f"app/page/{p}.js" for p in patches} <= named
+    gone = adapter.Fact("a call Gradio dropped", r"Blocks-[\w-]+\.js", "no such code", ("app/page/idle.js",))
+    facts = adapter.FRONTEND_FACTS
+    try:
+        adapter.FRONTEND_FACTS = (*facts, gone)
+        (line,) = adapter.missing_frontend_facts()
+    finally:
+        adapter.FRONTEND_FACTS = facts
+    assert "a call Gradio dropped" in line and "'no such code'" in line and "Blocks-" in line
+    assert "app/page/idle.js" in line and gr.__version__ in line
 
 
 def test_the_page_preloads_the_very_module_gradios_plot_imports():
@@ -127,7 +151,7 @@ def test_an_output_left_skipped_keeps_its_component_and_the_answer_is_gradios_ow
             assert (ours.blocks_config.blocks[block._id] is not block) == (updated and value != gr.skip())
 
 
-# Gradio's own LoadingStatus class, patched by STATUS_JS in a blank page: the statuses of two events' components
+# Gradio's own LoadingStatus class, patched by STATUS_JS (app/page/quiet-statuses.js) in a blank page: the statuses of two events' components
 # as its `update` writes them, and what an enumeration outside `update` then lists (what Gradio applies again)
 STATUS_RUN = """async (name) => {
   const m = await import('/assets/' + name);
@@ -167,7 +191,8 @@ def test_a_loading_status_applied_already_is_not_listed_again():
         try:
             page = browser.new_page()
             open_frontend(page)
-            r = page.evaluate(f"(() => {{ {STATUS_JS}\nreturn {STATUS_RUN}; }})()", status_chunk())
+            r = page.evaluate(f"(() => {{ const quietStatuses = {STATUS_JS};\nreturn {STATUS_RUN}; }})()",
+                              status_chunk())
         finally:
             browser.close()
     assert r["installed"] is True and r["again"] is False

@@ -56,7 +56,7 @@ def test_the_curves_and_where_each_point_stands_on_the_log_step_axis(on_history)
     fractions = figs.point_fractions(tab.points(), figs.run_log(on_history)[1])
     assert fractions == [pytest.approx((math.log10(x) - lo) / (hi - lo), abs=1e-5) for x in val.x]
     assert 0 < fractions[0] < fractions[1] < fractions[-1] < 1
-    assert f"const FRACTIONS = {json.dumps(fractions)};" in tab.now_js()
+    assert tab.now_js().endswith(f")({json.dumps(fractions)})")  # app/page/timelapse-now.js, given them
     # counted as the slider counts the points (0, the initialisation, to the last), out of range kept to it
     assert where[0].startswith("2 / 3") and "step 200" in where[0]
     assert where[1].startswith("3 / 3") and where[2].startswith("0 / 3")

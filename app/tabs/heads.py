@@ -21,6 +21,7 @@ from core.analysis.heads import measure as measure_model
 from core.instrument import KINDS
 from core.words import write
 
+from .. import page as page_js
 from ..common import clamp, empty_figure, fitted_plot, kind_choices, kind_name, md_literal
 from ..figures.attention import attention_maps, head_grid
 from ..figures.heads import atlas_html, comparison_html, measure_key, pieces, prompt_html
@@ -261,17 +262,6 @@ def open_head(page, lang, ins, evt: gr.SelectData, top, attn):
 
 # ---- layout and events -----------------------------------------------------------------------------
 
-# Clicking a cell selects its head (the head goes to the server as the select event's value).
-CLICK_JS = """
-element.addEventListener('click', (event) => {
-  const cell = event.target.closest('[data-head]');
-  if (!cell) return;
-  const value = {kind: cell.dataset.kind, layer: +cell.dataset.layer, head: +cell.dataset.head};
-  trigger('select', {index: [value.layer, value.head], value, selected: true});
-});
-"""
-
-
 def _switch_panel(cfg):
     """The controls that choose heads to switch off and the button that translates again."""
     gr.Markdown(L("ui.heads.switch-intro"))
@@ -310,7 +300,7 @@ def build(cfg, page, state, top, attn, lang):
         measure = gr.Dropdown(measure_choices(), value="delta_loss", label=L("ui.heads.measure"),
                               elem_id="heads-measure")
         version = gr.State(0)  # this session's measurements of a model with no atlas (a new one redraws it)
-        atlas = gr.HTML(elem_id="heads-atlas", js_on_load=CLICK_JS)
+        atlas = gr.HTML(elem_id="heads-atlas", js_on_load=page_js.on_load("heads-click"))  # a click selects a head
         # a model with no atlas is measured here, on the reader's request (never on the server's start)
         measure_btn = gr.Button(L("ui.heads.measure-btn", sentences=SAMPLE), visible=load_atlas() is None,
                                 elem_id="heads-measure-btn")

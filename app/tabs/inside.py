@@ -17,6 +17,7 @@ from core.analysis import inside as core
 from core.instrument import KINDS, run_with_cache
 from core.model import LayerNorm, attention
 
+from .. import page as page_js
 from ..cache import per_language
 from ..common import clamp, code_panel, fitted_plot, kind_choices, kind_name, label, md_literal
 from ..figures.inside import (
@@ -53,17 +54,6 @@ FIRST_MODULE = "encoder.layers.0.feed_forward.w_1"
 
 
 # ---- the modules ------------------------------------------------------------------------------------
-
-# Clicking a module's name selects it (its path goes to the server as the select event's value).
-TREE_JS = """
-element.addEventListener('click', (event) => {
-  const mod = event.target.closest('.mod[data-path]');
-  if (!mod) return;
-  event.preventDefault();
-  trigger('select', {index: 0, value: mod.dataset.path, selected: true});
-});
-"""
-
 
 @lru_cache(maxsize=1)
 def tree_nodes():
@@ -251,17 +241,6 @@ def picked(evt: gr.SelectData):
     return evt.value if isinstance(evt.value, str) else FIRST_MODULE
 
 
-CSS = """
-.mod-tree {font-size:0.92em; max-height:520px; overflow:auto; overflow-wrap:anywhere} .mod-tree details {margin-left:14px}
-.mod-tree .mod-leaf {margin-left:28px} .mod {color:#1f5fa8; cursor:pointer; text-decoration:underline}
-.mod-n {font-variant-numeric:tabular-nums; color:#444} .mod-tied {color:#a33; font-size:0.9em}
-.mod-shape {color:#666; font-size:0.85em; font-family:ui-monospace, monospace}
-.mod-bar {display:inline-block; width:80px; height:8px; background:#eef1f6; margin-left:6px}
-.mod-bar span {display:block; height:100%; background:#4a7dc9}
-@media (max-width: 640px) {.mod-tree {max-height:none}}  /* a phone scrolls the page, not a box in it */
-"""
-
-
 def module_label(name):
     """A module's name in the menu: its path in the code, the model's five parts glossed in the page's language
     ("encoder（编码器）"), the root named "model"."""
@@ -275,7 +254,8 @@ def _modules_tab(model):
         summary = gr.Markdown(elem_id="in-summary")
         with gr.Row():
             with gr.Column(scale=1):
-                tree = gr.HTML(js_on_load=TREE_JS, css_template=CSS, elem_id="in-tree")
+                tree = gr.HTML(js_on_load=page_js.on_load("inside-tree"), css_template=page_js.css("inside-tree"),
+                               elem_id="in-tree")
             treemap = fitted_plot(elem_id="in-treemap", scale=1)
         names = [n for n, _ in model.named_modules(remove_duplicate=False)]
         module = gr.Dropdown([(module_label(n), n) for n in names], value=DEFAULTS["module"],

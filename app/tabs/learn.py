@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from .. import page as page_js
 from ..common import clamp, fitted_plot, label
 from ..i18n import L, in_language, text
 from ..learn_path import (
@@ -197,73 +198,6 @@ VIEWS = [View("learn", WHERE, render, outputs=OUTPUTS, uses=("progress",))]
 
 # ---- layout and events -----------------------------------------------------------------------------------
 
-# the step on screen, kept in the address (?learn=K) as a link would open it; its button opens the full tab
-OPEN_JS = "(w) => { const o = JSON.parse(w || '{}'); window.explorerLink?.open(o.tab || 'learn'); }"
-
-# Run when the step on screen changes (Next, Back, a circle, the page's first step): the address records it, and
-# once the new step is drawn (the path and heading show it, no event is pending on its heading or figure) its
-# heading is brought to the top of the screen. The page may still move as it settles (labels switched to the
-# page's language, fonts, a figure drawn, a link's sentence shown above), so the heading is held there until the
-# page's height has stayed the same, with no event pending on anything shown, for a moment, or the reader scrolls
-# or touches.
-WHERE_JS = """(w) => {
-  const o = JSON.parse(w || '{}');
-  if (!o.step) return;
-  window.explorerLink?.set({learn: o.step});
-  const el = s => document.querySelector(s);
-  const settled = id => el(`#${id} [data-testid=status-tracker]`)?.classList.contains('hide') ?? true;
-  const head = el('#learn-head');
-  const busy = () => [...document.querySelectorAll('[data-testid=status-tracker]')]
-    .some((t) => !t.classList.contains('hide') && t.getClientRects().length);
-  // the step's figure drawn by plotly (or waiting, off screen, to be: app/gradio_adapter.py drawWhenNear); until
-  // plotly has loaded, the figure's box holds a placeholder of another height
-  const plotted = () => !!el('#learn-figure .js-plotly-plot, #learn-figure .plot-waiting');
-  const drawn = () => +el('#learn-path .learn-path')?.dataset.step === o.step && settled('learn-head')
-    && settled('learn-figure') && plotted() && head.offsetParent !== null;
-  // one placing at a time: a newer step change takes over, the reader's own scroll or touch ends it
-  const me = window.learnPlacing = (window.learnPlacing || 0) + 1;
-  // the reader's own move: a touch, a click, a key, the wheel, or a scroll to anywhere but where this put the page
-  let moved = false, placed = null;
-  // (a scroll while the page's height changes is the page's own: the browser keeping the position in range)
-  let height = 0;
-  const stop = (e) => {
-    if (e.type !== 'scroll') { moved = true; return; }
-    if (placed !== null && Math.abs(window.scrollY - placed) > 2
-        && document.documentElement.scrollHeight === height) moved = true;
-  };
-  const inputs = ['wheel', 'touchstart', 'pointerdown', 'keydown', 'scroll'];
-  inputs.forEach(e => window.addEventListener(e, stop, {passive: true}));
-  const done = () => inputs.forEach(e => window.removeEventListener(e, stop));
-  const start = Date.now();
-  let shown = 0;
-  const place = () => {
-    if (moved || me !== window.learnPlacing || Date.now() - start > 60000) { done(); return; }
-    if (!drawn()) { setTimeout(place, 40); return; }
-    const top = head.getBoundingClientRect().top;
-    if (Math.abs(top - 8) > 2) window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
-    placed = window.scrollY;
-    // held until the page has kept its height for a moment with no event pending on anything shown: a figure drawn
-    // later (plotly still loading) makes room below the heading that the page could not scroll into before, and a
-    // line filled above it (a link's sentence, translated under load) would push it down
-    const h = document.documentElement.scrollHeight;
-    if (h !== height || busy() || !plotted()) { height = h; shown = Date.now(); }
-    if (Date.now() - shown < 1200) requestAnimationFrame(place);
-    else done();
-  };
-  place();
-}"""
-
-# the path's circles: a click on one asks for its step (its number, from the button's own data); the current
-# step's own circle has nothing to draw, and brings its heading back to the top of the screen
-PICK_JS = """element.addEventListener('click', (e) => {
-  const b = e.target.closest && e.target.closest('button[data-step]');
-  if (!b) return;
-  if (!b.hasAttribute('aria-current')) { trigger('click', {step: Number(b.dataset.step)}); return; }
-  const top = document.querySelector('#learn-head').getBoundingClientRect().top;
-  window.scrollTo({top: window.scrollY + top - 8, behavior: 'instant'});
-});"""
-
-
 def _layout():
     gr.Markdown(L("ui.learn.intro"), elem_id="learn-intro")
     with gr.Row(equal_height=True, elem_id="learn-sentence"):
@@ -273,7 +207,7 @@ def _layout():
         go_btn = gr.Button(L("ui.learn.translate"), variant="secondary", scale=1, min_width=88, elem_id="learn-go")
     english = gr.HTML(elem_id="learn-english")  # the English of the sentence the steps are drawn on
     notice = gr.Markdown(elem_id="learn-notice")  # what is wrong with the sentence typed, if anything
-    path = gr.HTML(elem_id="learn-path", js_on_load=PICK_JS)
+    path = gr.HTML(elem_id="learn-path", js_on_load=page_js.on_load("learn-pick"))  # a circle asks for its step
     head = gr.Markdown(elem_id="learn-head")
     body = gr.Markdown(elem_id="learn-body")
     # predict, then see: the question and its check before the evidence (the action, the figure, the fact line),
@@ -331,8 +265,8 @@ def _wire_step(view, p):
     for button, move in ((p.back, back), (p.next, forward), (p.path, pick)):
         fn, out = sent(move, *OUTPUTS)
         button.click(fn, None, out, inputs_kwargs=named, api_visibility="private")
-    p.where.change(None, p.where, None, js=WHERE_JS)
-    p.open.click(None, p.where, None, js=OPEN_JS)
+    p.where.change(None, p.where, None, js=page_js.function("learn-where"))  # kept in the address (?learn=K)
+    p.open.click(None, p.where, None, js=page_js.function("learn-open"))
     lang.change(by_component(in_language(render), outputs), None, list(outputs.values()), inputs_kwargs=named,
                 api_visibility="private").then(in_language(sentence_notice), None, p.notice,
                                                inputs_kwargs=dict(typed=p.src, lang=lang), api_visibility="private"

@@ -2,18 +2,11 @@
 translation; clicking a block opens the tab that explores it. The drawing is app/figures/overview.py's."""
 import gradio as gr
 
+from .. import page as page_js
 from ..figures.overview import diagram_html
 from ..i18n import L
 from ..shared import get_translator
 from ..views import Tab, View
-
-# Clicking a block opens the tab whose path is its data-tab attribute (app/links.py's explorerLink.open).
-DIAGRAM_JS = """
-element.addEventListener('click', (event) => {
-  const block = event.target.closest('[data-tab]');
-  if (block) window.explorerLink?.open(block.dataset.tab);
-});
-"""
 
 
 def overview_svg(ins):
@@ -40,5 +33,5 @@ def build(cfg, page, state, lang):
     with gr.Tab(L("ui.tab.overview"), id="overview") as tab:
         gr.Markdown(L("ui.overview.model", layers=cfg["N"], d_model=cfg["d_model"], heads=cfg["h"],
                       d_ff=cfg["d_ff"], vocab=cfg["src_vocab"]))
-        diagram = gr.HTML(js_on_load=DIAGRAM_JS, elem_id="diagram")
+        diagram = gr.HTML(js_on_load=page_js.on_load("overview-diagram"), elem_id="diagram")  # a block opens its tab
     return Tab(WHERE, VIEWS, {}, dict(diagram=diagram), page, lang, state).wire(tab)

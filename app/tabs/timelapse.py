@@ -8,7 +8,6 @@ The point's Inspection is made once per (point, sentence) and kept (`_inspected`
 redraws from it. At most core.translate.SNAPSHOTS_KEPT points' weights are held in memory besides the shipped
 model; going to another loads it (Translator.load(snapshot=...)), the one used least recently going.
 """
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -18,6 +17,7 @@ import gradio as gr
 from core.instrument import KINDS
 from core.translate import Translator, kept_snapshots
 
+from .. import page as page_js
 from ..cache import per_language
 from ..common import clamp, empty_figure, fitted_plot, kind_choices
 from ..figures.heads import measure_key, pieces
@@ -195,52 +195,16 @@ def linked_point(request: gr.Request):
 
 
 def record_point_js():
-    """The browser's half of a move: the chosen point's line drawn over the curves (NOW_JS) and its label written
-    in the address. The labels are the run's own (init, step-25, epoch-3), never anything typed."""
-    labels = json.dumps([p["label"] for p in points()])
-    return (f"(i) => {{ const labels = {labels}; window.explorerTimelapse?.place(i); "
-            "window.explorerLink?.set({snapshot: labels[i] ?? null}); }")
-
-
-# Run once when the page loads: the chosen point's line over the curves, drawn by the page so that a move of the
-# scrubber sends no figure. FRACTIONS says where each point stands across the step axis (0..1, figures/timelapse.py
-# point_fractions); the line spans the plot areas that plotly draws (its drag rectangles, one a subplot), and is
-# drawn again whenever the figure is (a new language, the tab's first opening) or the window changes size.
-NOW_JS = """() => {
-  const FRACTIONS = %s;
-  let chosen = FRACTIONS.length - 1, queued = false;
-  const place = () => {
-    queued = false;
-    const plot = document.querySelector('#tl-curves .js-plotly-plot');
-    const areas = plot ? [...plot.querySelectorAll('.nsewdrag')] : [];
-    if (!areas.length || FRACTIONS[chosen] === undefined) return;
-    const box = plot.getBoundingClientRect(), first = areas[0].getBoundingClientRect();
-    const top = Math.min(...areas.map(a => a.getBoundingClientRect().top));
-    const bottom = Math.max(...areas.map(a => a.getBoundingClientRect().bottom));
-    let line = plot.querySelector('#tl-now-line');
-    if (!line) {
-      line = document.createElement('div');
-      line.id = 'tl-now-line';
-      line.style.cssText = 'position:absolute;width:2px;background:#e4572e;pointer-events:none;z-index:5';
-      if (getComputedStyle(plot).position === 'static') plot.style.position = 'relative';
-      plot.appendChild(line);
-    }
-    line.style.left = (first.left - box.left + FRACTIONS[chosen] * first.width - 1) + 'px';
-    line.style.top = (top - box.top) + 'px';
-    line.style.height = (bottom - top) + 'px';
-  };
-  const later = () => { if (!queued) { queued = true; requestAnimationFrame(place); } };
-  window.explorerTimelapse = {place: (i) => { chosen = Number(i); later(); }};
-  new MutationObserver((records) => {
-    if (records.some(r => r.target.closest && r.target.closest('#tl-curves') && r.target.id !== 'tl-now-line')) later();
-  }).observe(document.body, {childList: true, subtree: true});
-  window.addEventListener('resize', later);
-}"""
+    """The browser's half of a move (app/page/timelapse-record.js), given the points' labels, which are the run's
+    own (init, step-25, epoch-3), never anything typed."""
+    return page_js.function("timelapse-record", [p["label"] for p in points()])
 
 
 def now_js():
+    """The chosen point's line over the curves, drawn by the page (app/page/timelapse-now.js), given where each
+    point stands across the step axis."""
     _, steps, _ = run_log(model_dir())
-    return NOW_JS % json.dumps(point_fractions(points(), steps) if points() else [])
+    return page_js.function("timelapse-now", point_fractions(points(), steps) if points() else [])
 
 
 def averaged_epochs(config):

@@ -13,6 +13,7 @@ import gradio as gr
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
+from .. import page as page_js
 from ..common import clamp, export_file, md_literal
 from ..figures.decoding import decoder_input_html, mask_svg, replay_first, step_candidates, token_probs_html
 from ..i18n import L, choices, in_language, speaking, text
@@ -194,12 +195,6 @@ def _layout(default_alpha):
     return src, settings, go_btn, out, (status, api_status), probs, export
 
 
-RESULT_IN_VIEW_JS = """() => {
-  const out = document.querySelector('#out'), r = out?.getBoundingClientRect();
-  if (r && (r.top < 0 || r.bottom > window.innerHeight)) out.scrollIntoView({block: 'start', behavior: 'smooth'});
-}"""
-
-
 def _wire_replay(tab, step, buttons, lang):
     """The replay's slider and buttons, and the language switch, which redraws the tab's views keeping the step."""
     outputs, named = tab.outputs, dict(ins=tab.state, step=step, lang=lang)
@@ -232,7 +227,7 @@ def build(demo, page, state, default_alpha, lang):
                        [out, api_status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
     # where the result is off the screen (a phone, which stacks the columns), the click brings it into view
-    go_btn.click(None, js=RESULT_IN_VIEW_JS)
+    go_btn.click(None, js=page_js.function("translate-result"))
     # the public API's status line is English, and goes to a hidden box; on the page, a problem with the input is
     # said in the page's language (a translation's status line is, by its view)
     translated.then(in_language(input_notice), None, status, inputs_kwargs=dict(typed=src, ins=state, lang=lang),

@@ -1,0 +1,18 @@
+// In the page's head (head.js), given the plotly Gradio sets as window.Plotly. Gradio's plot component follows
+// every Plotly.react with Plotly.Plots.resize, and plotly's resize lays the plot out again 100 ms later whatever
+// its size: every figure was drawn twice, the second time after the tab looked open (about 50 ms a figure here).
+// A resize of a plot on screen whose container has the size it was drawn at is answered at once; any other (a
+// window that changed size, a plot drawn while hidden) goes to plotly's own.
+export default (plotly) => {
+  const resize = plotly.Plots.resize;
+  plotly.Plots.resize = function (gd) {
+    const el = typeof gd === 'string' ? document.getElementById(gd) : gd, full = el && el._fullLayout;
+    if (el?.__waiting) return Promise.resolve(el);  // not drawn yet (plotly-lazy.js): nothing to resize
+    if (full && el.layout && el.getClientRects().length) {
+      const style = window.getComputedStyle(el);
+      if (Math.round(parseFloat(style.width)) === full.width
+          && (el.layout.height || Math.round(parseFloat(style.height)) === full.height)) return Promise.resolve(el);
+    }
+    return resize.apply(this, arguments);
+  };
+};
