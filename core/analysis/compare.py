@@ -15,8 +15,8 @@ their own. A translation's per-unit log-probability is then the sum over the wor
 probability), and an attention map is pooled into words: a key word's weight is the sum of its pieces' weights, a
 query word's row the average of its pieces' rows, so each row still sums to 1. Maps whose rows mean different
 tokens are never subtracted. Where one model has a source unit the other lacks (the <s> that a Marian model does
-not put before a source) its key column is all zeros in that model (it is attended by nothing) and its query row
-is left out of the measure. Two tokenizers that cut a text into different numbers of words: ValueError.
+not put before a source) its key column and its query row are all zeros in that model (it is attended by
+nothing, and attends nothing), `missing` names it, and its query row is left out of the measure. Two tokenizers that cut a text into different numbers of words: ValueError.
 
 **Attention.** A and B are run teacher-forced on the SAME output (`on`: A's translation by default, B's with
 on="b"), so row t of both maps reads the same token. The measure of a head is the mean total-variation distance
@@ -24,6 +24,9 @@ between corresponding rows: TV(row) = 0.5 * sum_k |a_k - b_k| (0: the same distr
 over the query rows. Models of different shapes are compared over the heads both have (layers 0 .. min - 1, heads
 0 .. min - 1 of each stack): `shapes` records A's, B's and the shared (layers, heads), and the maps kept are the
 shared heads'.
+
+**Heads off.** `heads_off_a` / `heads_off_b` switch heads off in one model (the same model as A and B: the whole
+model against one without a head); the triples are checked against that model's shape and kept in `heads_off`.
 
 **Checks.** Both translators need a tokenizer; an empty sentence, or one longer than either model's
 `max_src_tokens` allows, is a ValueError. That A and B read the same language cannot be told from their files.
