@@ -245,6 +245,20 @@ def test_the_batched_grid_equals_a_loop_of_single_patched_runs(shipped, grid):
     assert grid.translation == shipped.translate(SENTENCE) and grid.edited_translation == shipped.translate(EDITED)
 
 
+def test_the_grid_of_a_post_norm_model_equals_the_loop_too(tiny_spm):
+    """A Marian-like model (post-norm, swish, no <s> before a source, <pad> as the decoder's start)."""
+    sp, _ = tiny_spm
+    torch.manual_seed(3)
+    V = sp.get_piece_size()
+    model = make_model(V, V, N=2, d_model=16, d_ff=32, h=2, dropout=0.0, norm="post", activation="swish")
+    tr = Translator(model, sp, {"max_src_tokens": 32, "bos_id": None, "decoder_start_id": 0}, half_rows=0)
+    g = patch_grid(tr, "Der Hund läuft im Park.", "Der Mann läuft im Park.")
+    assert g.src_tokens[0] != "<s>" and g.tgt_tokens[0] == "<pad>" and g.changed
+    p = patch_inputs(tr, "Der Hund läuft im Park.", "Der Mann läuft im Park.")
+    expected = loop_grid(model, p.src_original, p.src_edited, p.tgt_in, p.gold)
+    torch.testing.assert_close(g.logp_patched, expected, rtol=0, atol=1e-5)
+
+
 @needs_shipped
 def test_restoring_every_position_gives_the_original_run_back(shipped, grid):
     p = patch_inputs(shipped, SENTENCE, EDITED)
