@@ -16,6 +16,15 @@ if [ "${1:-}" = "--dev" ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
       || echo "warning: could not install ${missing[*]}; the browser tests will be skipped or may fail" >&2
   fi
+  # eslint, which lints the page's JavaScript (app/page/), from the npm registry at package-lock.json's versions;
+  # again only when the lock file is newer than what node_modules/ holds
+  if command -v npm >/dev/null 2>&1; then
+    if [ ! -x node_modules/.bin/eslint ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      npm ci --no-audit --no-fund --loglevel=error
+    fi
+  else
+    echo "warning: no node/npm here; the page's JavaScript will not be linted (eslint)" >&2
+  fi
 else
   "$PY" -m pip install -q --root-user-action=ignore -r requirements.txt
 fi
