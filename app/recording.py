@@ -4,7 +4,7 @@ needs it, and kept per Inspection with what is computed from it."""
 from core.analysis import inside as core
 
 from .cache import PerTranslation
-from .shared import MODEL_LOCK, get_translator
+from .shared import get_translator
 
 _RECORDINGS = PerTranslation(4)  # a recording of a 15-piece sentence is about 1.5 MB
 _DERIVED = PerTranslation(4 * 2)  # what is computed from them: the logit lens and the other LayerNorm's effect
@@ -13,8 +13,7 @@ _DERIVED = PerTranslation(4 * 2)  # what is computed from them: the logit lens a
 def recorded(ins):
     """The Recording of `ins` (one pass of the float32 model, run the first time and kept)."""
     def record():
-        with MODEL_LOCK:  # the hooks sit on the shared model: one model call at a time
-            return core.record_inspection(get_translator(), ins)
+        return core.record_inspection(get_translator(), ins)
     return _RECORDINGS.get(ins, "recording", record)
 
 
@@ -23,6 +22,5 @@ def derived(ins, name, fn):
     rec = recorded(ins)
 
     def compute():
-        with MODEL_LOCK:
-            return fn(get_translator().model, rec)
+        return fn(get_translator().model, rec)
     return _DERIVED.get(ins, name, compute)

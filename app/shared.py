@@ -1,68 +1,13 @@
-"""The shipped Translator, loaded once per process and shared by every request, and the lock around it."""
-import contextlib
+"""The page's own model (app/models.py holds every model this server opens), what the page says of it, and the
+server's memory hygiene."""
 import ctypes
 import os
-import threading
 from functools import lru_cache
 from pathlib import Path
 
 from core.data import ASSETS, nonblank_lines
-from core.translate import Translator
 
-
-class ModelLock:
-    """One model call at a time, a reader's first. Attention capture sets flags on the shared modules, so the
-    model's callers take turns (`with MODEL_LOCK:`); a call made by the idle work (app/idle.py, inside `idle()`)
-    takes its turn only while no reader's call holds the model or waits for it, so that work computed ahead never
-    keeps a reader waiting longer than the one pass it is in (a Python lock is not first come, first served: a
-    thread that releases it and asks again may get it back before the threads already waiting)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._turns = threading.Condition()
-        self._readers = 0  # readers' calls holding the model or waiting for it
-        self._mine = threading.local()
-
-    @contextlib.contextmanager
-    def idle(self):
-        """The calls this thread makes in the block are idle work's: each gives way to readers."""
-        self._mine.idle = True
-        try:
-            yield
-        finally:
-            self._mine.idle = False
-
-    def wait_free(self):
-        """Return once no reader's call holds the model or waits for it."""
-        with self._turns:
-            self._turns.wait_for(lambda: self._readers == 0)
-
-    def __enter__(self):
-        if getattr(self._mine, "idle", False):
-            while True:
-                self.wait_free()
-                self._lock.acquire()
-                if self._readers == 0:  # no reader came between the wait and the lock
-                    return self
-                self._lock.release()
-        with self._turns:
-            self._readers += 1
-        self._lock.acquire()
-        return self
-
-    def locked(self):
-        return self._lock.locked()
-
-    def __exit__(self, *exc):
-        self._lock.release()
-        if not getattr(self._mine, "idle", False):
-            with self._turns:
-                self._readers -= 1
-                self._turns.notify_all()
-        return False
-
-
-MODEL_LOCK = ModelLock()
+from .models import MODELS
 
 
 def model_dir():
@@ -110,9 +55,9 @@ def training_lengths():
     return (batching_stats() or {}).get("source_pieces")
 
 
-@lru_cache(maxsize=1)
 def get_translator():
-    return Translator.load(model_dir())
+    """The page's own model's Translator (app.models.MODELS keeps it; any number of sessions share it)."""
+    return MODELS.get()
 
 
 @lru_cache(maxsize=1)

@@ -9,7 +9,7 @@ from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 
 from .common import MAX_CHARS, md_literal, within
 from .i18n import speaking, text
-from .shared import MODEL_LOCK, get_translator, training_lengths
+from .shared import get_translator, training_lengths
 
 SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order translate() takes them
 
@@ -128,8 +128,7 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     settings = dict(method=method, **decoding_settings(dict(beam=beam, alpha=alpha, max_len=max_len, **sampling),
                                                        tr.alpha))
     t0 = time.perf_counter()
-    with MODEL_LOCK:
-        ins = tr.inspect(text, **settings)
+    ins = tr.inspect(text, **settings)
     ms = (time.perf_counter() - t0) * 1e3
     ins.server_ms = ms  # for its status line in another language (status_view)
     with speaking("en"):

@@ -11,7 +11,7 @@ wired here, once every tab is built, from what their build() returned).
 """
 import gradio as gr
 
-from . import idle, links, tabs
+from . import links, tabs
 from .bertviz_views import STATIC_FILES
 from .gradio_adapter import leave_skipped_alone
 from .i18n import L, switch
@@ -51,9 +51,7 @@ def build_demo():
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
         shown = [t for t in built if t.shows_translation]  # in page order
-        # what Why and What if will run the model for, computed once a translation is drawn and the model is free
-        warms = [t.warm for t in shown if "warm" in t.more]
-        show = translation_shower(shown, then=lambda ins: idle.WORK.after(ins, warms))
+        show = translation_shower(shown)
         named = page_inputs(shown, page, state, lang)
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (tools.bench --browser)

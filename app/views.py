@@ -278,16 +278,12 @@ def _skipped(value):
     return isinstance(value, dict) and value == gr.skip()
 
 
-def translation_shower(tabs, then=None):
+def translation_shower(tabs):
     """The callback that draws a new translation in every view that shows one: those on screen drawn, the
     others cleared. `tabs` are the tabs that show a translation; it takes the page, the Inspection, the language
-    and each tab's controls by name (page_inputs). `then(ins)`, if given, is called once that is done (the tabs'
-    work for later: app/idle.py)."""
+    and each tab's controls by name (page_inputs)."""
     def show_translation(page, ins, lang, **named):
-        out = _show_all(tabs, page, ins, lang, named)
-        if then is not None and ins is not None:
-            then(ins)
-        return out
+        return _show_all(tabs, page, ins, lang, named)
     return show_translation
 
 

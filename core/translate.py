@@ -144,11 +144,15 @@ class Translator:
         self.snapshot = None   # the snapshot's label, for a translator of one
 
     @classmethod
-    def load(cls, directory=None, device="cpu", half_rows=4, snapshot=None):
+    def load(cls, directory=None, device="cpu", half_rows=4, snapshot=None, kept=True):
         """The model saved in `directory` (the shipped one by default) or, with `snapshot`, that snapshot of its
         training run (a label of `snapshots()`): the same API on that point's weights. The SNAPSHOTS_KEPT
-        snapshots used last stay loaded; the one used least recently goes first."""
+        snapshots used last stay loaded; the one used least recently goes first (`kept=False`: a snapshot loaded
+        afresh, for a caller that keeps its own, and not kept here)."""
         directory = Path(directory or ASSETS)
+        if snapshot is not None and not kept:
+            model, config, _ = load_snapshot(directory, str(snapshot), device)
+            return cls._made(model, config, directory, device, half_rows, snapshot=str(snapshot))
         if snapshot is not None:
             return _snapshot_translator(cls, directory.resolve(), str(snapshot), str(device), half_rows)
         model, config = load_pretrained(directory, device=device)

@@ -26,7 +26,7 @@ from ..common import clamp, empty_figure, fitted_plot, kind_choices, kind_name, 
 from ..figures.attention import attention_maps, head_grid
 from ..figures.heads import atlas_html, comparison_html, measure_key, pieces, prompt_html
 from ..i18n import L, in_language, spoken, text, texts
-from ..shared import MODEL_LOCK, get_translator, is_converted, model_dir
+from ..shared import get_translator, is_converted, model_dir
 from ..views import Tab, View, by_component, open_tab
 
 _t = texts("heads")
@@ -84,7 +84,7 @@ def measure_heads(version, progress=gr.Progress()):
 
         def step(done, total):
             progress(done / total, desc=text(lang, "heads.measure.progress", done=done, total=total))
-        atlas = measure_model(get_translator(), SAMPLE, progress=step, lock=MODEL_LOCK)
+        atlas = measure_model(get_translator(), SAMPLE, progress=step)
         kept = keep_atlas(atlas)
     except Exception as e:  # noqa: BLE001 (said on the page; the tab stays as it was)
         return dict(status=_t("measure.failed", error=md_literal(str(e) or type(e).__name__)), version=version,
@@ -196,8 +196,7 @@ def switch_off(ins, values):
     if not heads_off:
         return dict(status=_t("status.none"), switched=None)
     t0 = time.perf_counter()
-    with MODEL_LOCK:
-        changed = tr.inspect(ins.source, heads_off=heads_off, **ins.decoding)
+    changed = tr.inspect(ins.source, heads_off=heads_off, **ins.decoding)
     ms = (time.perf_counter() - t0) * 1e3
     n = len(heads_off)
     same = _t("status.same" if changed.translation == ins.translation else "status.different")

@@ -22,7 +22,7 @@ from ..figures.masks import (
     shift_table_html,
 )
 from ..i18n import DEFAULT, L, choices, speaking, texts
-from ..shared import MODEL_LOCK, batching_stats, get_translator
+from ..shared import batching_stats, get_translator
 from ..views import Tab, View
 
 DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
@@ -87,8 +87,7 @@ def masks_view(de, en, sentence, kind, layer, head):
     kind = kind if kind in ("encoder", "decoder") else "decoder"
     layer = clamp(layer, 0, tr.config["N"] - 1)
     head = clamp(head, 0, tr.config["h"] - 1)
-    with MODEL_LOCK:
-        raw, masked, weights, m = scores_at_work(tr.model, batch, i, kind, layer, head)
+    raw, masked, weights, m = scores_at_work(tr.model, batch, i, kind, layer, head)
     q = src_p if kind == "encoder" else tgt_p
     title = _t("scores.title", kind=kind_name(kind), layer=layer, head=head, i=i)
     n_pad = int((batch.src == tr.pad_id).sum() + (batch.tgt == tr.pad_id).sum())

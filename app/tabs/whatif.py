@@ -14,7 +14,7 @@ from ..cache import PerTranslation
 from ..common import MAX_CHARS, clamp, empty_figure, export_file, fitted_plot, within
 from ..figures.whatif import comparison_html, tree_figure
 from ..i18n import L, in_language, texts
-from ..shared import MODEL_LOCK, get_translator
+from ..shared import get_translator
 from ..views import Tab, View
 
 _t = texts("whatif")
@@ -33,9 +33,8 @@ def search_tree(ins, beam):
     """The beam search of the translation's source, recorded, once per (translation, beam size)."""
     def compute():
         decoding = ins.decoding or {}
-        with MODEL_LOCK:
-            return searchtree.search(get_translator(), source_text(ins), beam=beam, alpha=decoding.get("alpha"),
-                                     max_len=decoding.get("max_len"))
+        return searchtree.search(get_translator(), source_text(ins), beam=beam, alpha=decoding.get("alpha"),
+                                 max_len=decoding.get("max_len"))
     return _KEPT.get(ins, beam, compute)
 
 
@@ -53,8 +52,7 @@ def source_text(ins):
 def compare(ins, title, english):
     """The model's translation beside `english`, both scored by the model (teacher-forced, float32)."""
     tr = get_translator()
-    with MODEL_LOCK:
-        ours, other = tr.score([source_text(ins)] * 2, [ins.translation, english])
+    ours, other = tr.score([source_text(ins)] * 2, [ins.translation, english])
     return comparison_html(ours, title, other)
 
 
@@ -63,9 +61,8 @@ def _continue(ins, prefix):
     tr = get_translator()
     d = ins.decoding or {}
     method = d.get("method") if d.get("method") in ("greedy", "beam") else "greedy"
-    with MODEL_LOCK:
-        return tr.translate(source_text(ins), method=method, beam=d.get("beam", 4), alpha=d.get("alpha"),
-                            prefix=prefix)
+    return tr.translate(source_text(ins), method=method, beam=d.get("beam", 4), alpha=d.get("alpha"),
+                        prefix=prefix)
 
 
 def swap_word(ins, position, candidate):
@@ -210,11 +207,7 @@ def build(page, state, lang):
     (app/ui.py). Its opening and its beam size may search: they wait for the model."""
     with gr.Tab(L("ui.tab.whatif"), id="whatif") as tab:
         controls, outputs, parts = _layout()
-    first_beam = within(BEAM, controls["beam"].value)
-
-    def warm(ins):  # the tree the tab first draws for a new translation (app/idle.py: before the tab is opened)
-        search_tree(ins, first_beam)
-    view = Tab(WHERE, VIEWS, controls, outputs, page, lang, state, more=dict(warm=warm)).wire(
+    view = Tab(WHERE, VIEWS, controls, outputs, page, lang, state).wire(
         tab, concurrency_id="model")
     _wire_whatifs(view, parts, lang)
     return view

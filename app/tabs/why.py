@@ -16,7 +16,7 @@ from ..cache import PerTranslation
 from ..common import clamp, code_panel, empty_figure, fitted_plot
 from ..figures.why import reading, source_figure, target_figure
 from ..i18n import L, texts
-from ..shared import MODEL_LOCK, get_translator
+from ..shared import get_translator
 from ..views import Tab, View
 
 _t = texts("why")
@@ -37,8 +37,7 @@ def attribution(ins, position):
     def compute():
         tr = get_translator()
         src, tgt = ([tr.tokenizer.piece_to_id(p) for p in tokens] for tokens in (ins.src_tokens, ins.tgt_tokens))
-        with MODEL_LOCK:  # the model's modules are shared: one caller at a time
-            return attribute(tr.model, src, tgt, position, eos=tr.eos_id, unk=tr.unk_id)
+        return attribute(tr.model, src, tgt, position, eos=tr.eos_id, unk=tr.unk_id)
     return _KEPT.get(ins, position, compute)
 
 
@@ -83,12 +82,6 @@ def resolve(ins, position):
 
 # ---- views --------------------------------------------------------------------------------------------
 
-def warm(ins):
-    """What the tab's first drawing for a new translation needs from the model: its default token's attributions
-    (app/idle.py computes them before the tab is opened)."""
-    attribution(ins, default_position(ins))
-
-
 def tokens_view(ins):
     """The token menu for this translation, on its default token."""
     return gr.update(choices=token_choices(ins), value=f"{default_position(ins)}@{tag(ins)}")
@@ -130,5 +123,5 @@ def build(page, state, lang):
         gr.Markdown(L("ui.why.reading"))
         code_panel(None, attribute)
     outputs = dict(token=token, source=src_fig, target=tgt_fig, reading=note)
-    return Tab(WHERE, VIEWS, dict(position=token), outputs, page, lang, state, more=dict(warm=warm)).wire(
+    return Tab(WHERE, VIEWS, dict(position=token), outputs, page, lang, state).wire(
         tab, by_hand=("position",), concurrency_id="model")

@@ -1,0 +1,135 @@
+"""The models this server can open, by name, and the ones it holds, within a memory bound.
+
+A model is a value (core/instrument.py: a recorded run leaves the modules as it found them), so any number of them
+and of sessions share the process. This module names them and keeps the ones in use:
+
+- the page's own model, `EXPLORER_MODEL_DIR` (the shipped one, assets/, by default), named "shipped" when it is the
+  shipped one and by its directory's name otherwise;
+- each point of that model's training run (its snapshots/), named "<its name>@<label>", e.g. "shipped@epoch-1";
+- every model directory under the folder `EXPLORER_MODELS` (a directory with a config.json), by its name.
+
+`MODELS.get(name)` loads a model the first time it is asked for and keeps it; past the memory bound
+(`EXPLORER_MODELS_MB`, MEMORY_MB by default) the model used least recently goes first, the page's own model never.
+A name not on the list is a ValueError that says which names there are.
+"""
+import os
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from core.checkpoint import read_snapshot_index
+from core.data import ASSETS
+from core.translate import Translator
+
+MEMORY_MB = 2048  # the models held at most, their tensors counted (the opus-mt-de-en shape is about 300 MB)
+NAME = re.compile(r"^[\w.@+-]{1,100}$")  # what a model's name may be (it comes from a link)
+
+
+def model_bytes(tr):
+    """The bytes of a Translator's tensors: its model's parameters and buffers, and its float16 decoder's own."""
+    seen, total = set(), 0
+    for module in (tr.model, tr.half_model):
+        if module is None:
+            continue
+        for t in (*module.parameters(), *module.buffers()):
+            if t.data_ptr() not in seen:
+                seen.add(t.data_ptr())
+                total += t.numel() * t.element_size()
+    return total
+
+
+class Models:
+    """The models a server can open (`names`) and those it holds (`held`), least recently used first out."""
+
+    def __init__(self, default_dir=None, folder=None, memory_mb=None):
+        self._default_dir, self._folder, self._memory_mb = default_dir, folder, memory_mb
+        self._held = OrderedDict()  # name -> (Translator, bytes)
+        self._lock = threading.Lock()
+        self._loading = {}  # name -> a lock held while it loads
+
+    @property
+    def default_dir(self):
+        return Path(self._default_dir or os.environ.get("EXPLORER_MODEL_DIR") or ASSETS)
+
+    @property
+    def folder(self):
+        folder = self._folder if self._folder is not None else os.environ.get("EXPLORER_MODELS")
+        return Path(folder) if folder else None
+
+    @property
+    def memory(self):
+        """The bound, in bytes."""
+        mb = self._memory_mb if self._memory_mb is not None else os.environ.get("EXPLORER_MODELS_MB", MEMORY_MB)
+        return int(float(mb) * 2 ** 20)
+
+    @property
+    def default(self):
+        """The page's own model's name."""
+        d = self.default_dir
+        return "shipped" if d.resolve() == ASSETS.resolve() else d.name
+
+    def sources(self):
+        """{name: (directory, snapshot label or None)} of every model this server can open, the page's own first."""
+        out = {self.default: (self.default_dir, None)}
+        for entry in read_snapshot_index(self.default_dir):
+            out[f"{self.default}@{entry['label']}"] = (self.default_dir, entry["label"])
+        if self.folder is not None and self.folder.is_dir():
+            for d in sorted(self.folder.iterdir()):
+                if (d / "config.json").is_file() and NAME.match(d.name) and d.name not in out:
+                    out[d.name] = (d, None)
+        return out
+
+    def names(self):
+        return list(self.sources())
+
+    def check(self, name):
+        """`name` if this server can open it, else a ValueError naming the ones it can."""
+        if not isinstance(name, str) or not NAME.match(name) or name not in self.sources():
+            shown = name if isinstance(name, str) and len(name) <= 100 else "that name"
+            raise ValueError(f"There is no model named {shown!r} here; the models are: {', '.join(self.names())}.")
+        return name
+
+    def get(self, name=None):
+        """The Translator of model `name` (the page's own by default), loaded the first time and then kept."""
+        name = self.default if name is None else self.check(name)
+        while True:
+            with self._lock:
+                if name in self._held:
+                    self._held.move_to_end(name)
+                    return self._held[name][0]
+                busy = self._loading.get(name)
+                if busy is None:
+                    busy = self._loading[name] = threading.Lock()
+                    busy.acquire()
+                    break
+            with busy:  # another request loads it: wait, then look again
+                pass
+        try:
+            directory, label = self.sources()[name]
+            snapshot = label is not None  # a point of a run: decoded by the float32 model alone, as Time-lapse does
+            tr = Translator.load(directory, snapshot=label, half_rows=0 if snapshot else 4, kept=False)
+            with self._lock:
+                self._held[name] = (tr, model_bytes(tr))
+                self._evict()
+            return tr
+        finally:
+            with self._lock:
+                del self._loading[name]
+            busy.release()
+
+    def _evict(self):
+        """Drop the models used least recently, never the page's own, while the held ones exceed the bound."""
+        for name in list(self._held):
+            if sum(b for _, b in self._held.values()) <= self.memory:
+                break
+            if name != self.default and len(self._held) > 1:
+                del self._held[name]
+
+    def held(self):
+        """[(name, bytes)] of the models held, least recently used first."""
+        with self._lock:
+            return [(name, b) for name, (_, b) in self._held.items()]
+
+
+MODELS = Models()
