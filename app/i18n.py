@@ -3,8 +3,8 @@ I18n for every static label and by `text` for what Python builds (the views' fig
 callbacks' messages, the Learn path's steps, questions and answers).
 
 Gradio translates static labels in the browser, in the language the page's head script picks before the first
-paint (the address's, the learner's last choice or the browser's: app/page/head.js) or the page's switch. Text built on
-the server is looked up here with the language the page sends: the switch is one of every tab's controls, so a
+paint (the address's, the learner's last choice or the browser's: app/page/head.js) or the page's switch. Text
+built on the server is looked up here with the language the page sends: the switch is one of every tab's controls, so a
 view reads it like any other control and is drawn again, when on screen, once it changes. A language read from
 the browser or from an address is untrusted: anything but a known code reads as English.
 
@@ -173,7 +173,7 @@ def choices(prefix, values, **fixed):
     return [(L(f"{prefix}.{v}", **fixed), v) for v in values]
 
 
-HOLD_SAFETY_MS = 60000  # app/page/head.js: a page that never reaches its language is shown after this all the same
+HOLD_SAFETY_MS = 60000  # a page that never reaches its language is shown after this all the same (head.js)
 
 WORDS = ("svg", "svg_title", "processing", "queue")  # page.<word>: what the browser itself writes
 

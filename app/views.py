@@ -299,7 +299,7 @@ def ahead_shower(tabs):
 
 def wire_ahead(tabs, page, lang):
     """The page's idle event: a visually hidden button (app.gradio_adapter.AHEAD_ID), which the page clicks once it
-    is quiet (app/gradio_adapter.py IDLE_JS), draws ahead (ahead_shower) the views of `tabs` that read no sentence;
+    is quiet (app/page/idle.js), draws ahead (ahead_shower) the views of `tabs` that read no sentence;
     then <html> gets data-drawn-ahead. Returns the event's settings, for a new language to run it again."""
     quiet = [t for t in tabs if any(not v.reads_translation for v in t.views)]
     button = gr.Button(L("ui.ahead"), visible="hidden", elem_id=AHEAD_ID)

@@ -37,7 +37,7 @@ ATTENTION_VIEWS = {"One head": "#heatmap", "All heads of the layer": "#head-grid
 JS_HELPERS = """const el = s => document.querySelector(s), text = s => el(s)?.innerText ?? '';
 const settled = id => el(`#${id} [data-testid=status-tracker]`)?.classList.contains('hide') ?? false;
 // a reader looks at the figure a condition reads: one further down is drawn only when it comes near the screen
-// (app/gradio_adapter.py drawWhenNear), so a figure still waiting is scrolled to
+// (app/page/plotly-lazy.js), so a figure still waiting is scrolled to
 const look = id => { const box = el(`#${id} [data-testid=plotly]`); if (box?.__waiting) box.scrollIntoView({block: 'center'}); };
 const plot = id => { look(id); return el(`#${id} .js-plotly-plot`); }, plotText = id => plot(id)?.innerText ?? '';
 const replayStep = () => +(plotText('r-fig').match(/step (\\d+) of/) ?? [])[1];"""
@@ -619,7 +619,7 @@ def test_positional_tab_reacts(page):
 def test_a_figure_further_down_is_drawn_when_it_comes_near(page):
     """The Training tab at 1400 x 1000: its first figure drawn as it opens; the label-smoothing figure, over a
     screen further down, waits with its figure's height kept (the page keeps its layout), and is drawn, with the
-    figure the server sent, once the reader scrolls to it (app/gradio_adapter.py drawWhenNear)."""
+    figure the server sent, once the reader scrolls to it (app/page/plotly-lazy.js)."""
     open_tab(page, "Training", "#r-fig")
     wait_plot(page, "r-fig")
     box = """() => { const b = el('#ls-fig [data-testid=plotly]'), r = b.getBoundingClientRect();
@@ -637,9 +637,9 @@ def test_a_figure_further_down_is_drawn_when_it_comes_near(page):
 
 
 def test_the_views_that_read_no_sentence_are_sent_ahead_and_drawn_as_their_tab_opens(page):
-    """Once the page is quiet it sends the views that read no sentence to their closed tabs (app/gradio_adapter.py
-    IDLE_JS, app.views.ahead_shower). Opening such a tab draws what it holds: its figures are drawn before the
-    opening's own event is answered (that event sends nothing), and they are the tab's own."""
+    """Once the page is quiet it sends the views that read no sentence to their closed tabs
+    (app/page/idle.js, app.views.ahead_shower). Opening such a tab draws what it holds: its figures are drawn before
+    the opening's own event is answered (that event sends nothing), and they are the tab's own."""
     wait_until(page, "document.documentElement.dataset.drawnAhead !== undefined", what="the views sent ahead")
     # the page answers no event from here on until told: a figure drawn meanwhile is one it held already
     page.evaluate("""() => { const f = window.fetch; window.__held = [];
@@ -869,7 +869,7 @@ def do_the_action(page, step):
         page.locator("#learn-choice label").filter(has_not=page.locator("input:checked")).last.click()
 
 
-# the step's heading at the top of the screen (WHERE_JS puts it 8 px below the top), or as near it as the page
+# the step's heading at the top of the screen (app/page/learn-where.js puts it 8 px below the top), or as near it as the page
 # scrolls: on a tall screen the page may end before the heading reaches the top
 HEAD_AT_TOP = ("((t, end) => Math.abs(t - 8) < 24 || (end && t > 0 && t < innerHeight / 5))"
                "(el('#learn-head').getBoundingClientRect().top,"

@@ -44,7 +44,7 @@ DRAWN = """(() => { const p = el('[data-checking]');
   return shown.length === 0; })()"""
 
 
-# a figure further down the page is drawn when it comes near the screen (app/gradio_adapter.py drawWhenNear): the
+# a figure further down the page is drawn when it comes near the screen (app/page/plotly-lazy.js): the
 # reader scrolls to each one the check reads, from the top of the panel down; the page is back at its top after
 SCROLL_TO_EACH = """async () => {
   const waiting = () => [...document.querySelectorAll('[data-checking] [data-testid=plotly]')]

@@ -40,7 +40,7 @@ def test_a_link_the_scrubber_and_play(tmp_path, monkeypatch, chromium, history):
         page.goto(f"{app.url}?tab=timelapse&snapshot=step-30&lang=en")
         where_is(page, "1 / 3")  # counted as the slider counts: 0 is the initialisation
         page.wait_for_selector("#tl-curves .js-plotly-plot")
-        # further down: drawn when the reader comes near it (app/gradio_adapter.py drawWhenNear)
+        # further down: drawn when the reader comes near it (app/page/plotly-lazy.js)
         page.locator("#tl-heads").scroll_into_view_if_needed()
         page.wait_for_selector("#tl-heads .js-plotly-plot")
         page.wait_for_function(f"() => ({SAID})().length > 0")

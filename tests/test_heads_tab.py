@@ -149,7 +149,7 @@ def test_maps_show_the_heads_that_were_off_in_grey(ins, english):
 
 
 def cell(value):
-    """The select event of a click on an atlas cell, as heads.CLICK_JS sends it."""
+    """The select event of a click on an atlas cell, as app/page/heads-click.js sends it."""
     return gr.SelectData(None, {"index": [0, 0], "value": value, "selected": True})
 
 

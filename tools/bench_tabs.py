@@ -6,7 +6,7 @@ Starts `python app.py` (tools.serve.AppProcess) and, in a fresh page at desktop 
 has settled and loaded plotly (as a reader types the sentence): translates sentence A on the Translate tab, opens every other top-level tab in page order (its first visit), then translates
 sentence B and opens each again. A tab is open when its button is selected, no Gradio status tracker shows on
 screen, every plot within the window is drawn (its svg there and no drawing of it pending; one further down is
-drawn when it comes near: app/gradio_adapter.py drawWhenNear), its main element is on screen and, where the tab
+drawn when it comes near: app/page/plotly-lazy.js), its main element is on screen and, where the tab
 shows the sentence, a
 word of the new sentence is on screen (text or figure labels), and where its main element is drawn for each
 sentence, it shows something other than before the click. Times are taken inside the page, from the click
@@ -73,10 +73,10 @@ TAB_HELPERS = r"""(() => {
     return arg.words.some(w => shown.has(w)) && !(arg.old ?? []).some(w => shown.has(w)); };
 })()"""
 OPEN = "window.__tabOpen(arg)"
-# the page has settled: plotly is loaded and the views that read no sentence are sent (app/gradio_adapter.py IDLE_JS)
+# the page has settled: plotly is loaded and the views that read no sentence are sent (app/page/idle.js)
 SETTLED = "() => !!window.Plotly && document.documentElement.dataset.drawnAhead !== undefined"
-# a reader looks at the open tab: no plot within NEAR_PX of the window still waits to be drawn (app/gradio_adapter.py
-# drawWhenNear), and the page is quiet, before the next click
+# a reader looks at the open tab: no plot within NEAR_PX of the window still waits to be drawn
+# (app/page/plotly-lazy.js), and the page is quiet, before the next click
 LOOKED = """() => { const near = e => { const r = e.getBoundingClientRect();
     return e.getClientRects().length && r.bottom > -NEAR && r.top < innerHeight + NEAR; };
   return ![...document.querySelectorAll('[data-testid=plotly]')].some(e => e.__waiting && near(e))
@@ -121,7 +121,7 @@ def one_round(browser, url, a, b):
         page.get_by_role("tab", name="Translate", exact=True).wait_for()
         page.evaluate(TAB_HELPERS)
         # a reader types the first sentence in about the time the page takes to settle, load plotly and send the
-        # views that read no sentence, which it does once quiet (app/gradio_adapter.py IDLE_JS): the first click
+        # views that read no sentence, which it does once quiet (app/page/idle.js): the first click
         # comes after that
         page.wait_for_function(SETTLED)
         translate(page, net, a)

@@ -188,7 +188,7 @@ def follow(ins):
 
 def follow_link(ins):
     """The tab's notice and English once the page's load translated a link's sentence; the box shows that sentence
-    from the start (app.links.LINK_TEXT_JS), or what the reader has typed since, which stays."""
+    from the start (app/page/link-text.js), or what the reader has typed since, which stays."""
     return follow(ins)[1:]
 
 

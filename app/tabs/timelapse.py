@@ -97,7 +97,7 @@ def _missing():
 
 @per_language(maxsize=4)
 def curves_view():
-    """The run's curves, drawn once per language: the chosen point's line is the page's own (NOW_JS)."""
+    """The run's curves, drawn once per language: the chosen point's line is the page's own (app/page/timelapse-now.js)."""
     pts = points()
     return curves_figure(pts, run_log(model_dir())[1]) if pts else _missing()
 
