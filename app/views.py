@@ -20,6 +20,7 @@ from typing import Callable
 
 import gradio as gr
 
+from . import page as page_js
 from .gradio_adapter import AHEAD_ID
 from .i18n import LANGS, L, read_lang, speaking
 
@@ -308,8 +309,7 @@ def wire_ahead(tabs, page, lang):
     event = dict(fn=ahead_shower(quiet), inputs=None, outputs=[o for t in quiet for o in t.outputs.values()],
                  inputs_kwargs=page_inputs(quiet, page, None, lang), api_visibility="private", show_progress="hidden",
                  concurrency_id="ahead", concurrency_limit=1)
-    button.click(**event).then(None, js="() => { document.documentElement.dataset.drawnAhead = ''; }",
-                               api_visibility="private")
+    button.click(**event).then(None, js=page_js.function("drawn-ahead"), api_visibility="private")
     return event
 
 
