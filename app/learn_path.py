@@ -2,7 +2,8 @@
 (locale/<lang>.json, `learn.<key>.*`), a question to answer before its answer is shown (the answer computed from
 the model and the sentence), one action (a slider or a choice) that redraws the step's figure
 (app/figures/learn.py), and the full tab it opens. A session's progress says which step is on screen, which are
-done and which answers were checked. Read by the Learn tab and by links (?learn=K)."""
+done (their answer shown), which were answered right at the first try, and which wait for a second try. Read by the
+Learn tab and by links (?learn=K)."""
 import hashlib
 import json
 import math
@@ -289,10 +290,15 @@ STEPS = (
 KEYS = tuple(s.key for s in STEPS)
 
 
+TRIES = 2  # a question's checks before its answer is shown: a wrong pick first gets one more try
+
+
 def new_progress():
-    """A session's place on the path: the step on screen (0-based), the steps done, and the steps whose answer
-    was checked (key -> the choice picked and the question it answered, see `revealed`)."""
-    return {"step": 0, "done": [], "revealed": {}}
+    """A session's place on the path: the step on screen (0-based), the steps done (their answer shown), those
+    answered right at the first try, the steps whose answer was shown (key -> the choice picked and the question it
+    answered, see `revealed`) and those with a wrong first pick still to try again (key -> that pick and its
+    question, see `missed`)."""
+    return {"step": 0, "done": [], "right": [], "revealed": {}, "missed": {}}
 
 
 def step_of(progress):
@@ -325,10 +331,35 @@ def revealed(progress, key, mark):
     return None
 
 
-def verdict(c, key, choices, right, values, pick):
-    """Whether the pick was right, and the answer, computed."""
-    word = c.t("right" if pick == right else "wrong", answer=md_literal(choices[right]))
+def missed(progress, key, mark):
+    """The index of the wrong choice the learner first checked for step `key`, if they did for this very question
+    and its answer is not shown yet (they have one more try); else None."""
+    seen = ((progress or {}).get("missed") or {}).get(key)
+    if isinstance(seen, dict) and seen.get("quiz") == mark and isinstance(seen.get("pick"), int):
+        return seen["pick"]
+    return None
+
+
+def revealed_first(progress, key):
+    """Whether the answer shown for step `key` was picked right at the first try."""
+    seen = ((progress or {}).get("revealed") or {}).get(key)
+    return bool(isinstance(seen, dict) and seen.get("first", True))
+
+
+def first_try(progress, key):
+    """Whether the learner got step `key` right at the first try (of a question they were asked)."""
+    return key in ((progress or {}).get("right") or ())
+
+
+def verdict(c, key, choices, right, values, pick, first=True):
+    """Whether the pick was right (`first`: at the first try, else at the second), and the answer, computed."""
+    word = c.t("wrong" if pick != right else "right" if first else "right.second", answer=md_literal(choices[right]))
     return f"{word}\n\n{c.t(f'{key}.a', **values)}"
+
+
+def try_again(c, choices, pick):
+    """A first wrong pick: said wrong, the answer kept back for one more try."""
+    return c.t("again", pick=md_literal(choices[pick]))
 
 
 def quiz_state(step, ins, progress):

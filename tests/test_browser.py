@@ -899,16 +899,21 @@ def walk_the_path(page, lang, phone):
             wait_until(page, HEAD_AT_TOP, what=f"step {k}'s heading at the top of the screen")
         figure = plot_text(page, "learn-figure")
         do_the_action(page, step)
-        # the action redraws the figure and marks the step done on the path
-        wait_until(page, "el(`#learn-path .learn-mark:nth-child(${arg})`)?.classList.contains('done') "
-                   "&& settled('learn-figure')", k, what=f"step {k} done")
-        assert plot_text(page, "learn-figure") != figure, f"step {k}: the action left the figure as it was"
-        # a prediction, then the computed answer
-        page.locator("#learn-question label").first.click()
-        # the pick taken by the page before Check sends it (else Check answers "pick an answer first")
-        wait_until(page, "el('#learn-question input:checked')", what=f"the prediction picked at step {k}")
-        page.locator("#learn-check").click()
-        wait_until(page, "/^[✓✗]/.test(text('#learn-answer').trim())", what=f"the answer of step {k}")
+        # the action redraws the figure
+        wait_plot_change(page, "learn-figure", figure)  # else: the action left the figure as it was
+        # a prediction, then the computed answer: a wrong first pick gets one more try (the second label's), a
+        # right one or the second try shows the answer and marks the step done on the path, keeping its number
+        for attempt in (1, 2):
+            page.locator("#learn-question label").nth(attempt - 1).click()
+            # the pick taken by the page before Check sends it (else Check answers "pick an answer first")
+            wait_until(page, "el('#learn-question input:checked')", what=f"the prediction picked at step {k}")
+            page.locator("#learn-check").click()
+            wait_until(page, "/^[✓✗]/.test(text('#learn-answer').trim())", what=f"the answer of step {k}")
+            if page.locator(f"#learn-path .learn-mark:nth-child({k}).done").count():
+                break
+        wait_until(page, "el(`#learn-path .learn-mark:nth-child(${arg})`)?.classList.contains('done')", k,
+                   what=f"step {k} done")
+        assert page.locator(f"#learn-path .learn-mark:nth-child({k})").inner_text() == str(k)
         if phone:
             sizes = page.evaluate("""() => ['#learn-next', '#learn-back', '#learn-check', '#learn-question label',
                 '#learn-path button.learn-mark'].map(s => [s, document.querySelector(s).getBoundingClientRect()])
@@ -918,8 +923,10 @@ def walk_the_path(page, lang, phone):
         if k < len(STEPS):
             page.locator("#learn-next").click()
     marks = page.locator("#learn-path .learn-mark.done").count()
-    assert marks == len(STEPS)
-    assert text(lang, "learn.progress", done=len(STEPS), n=len(STEPS)) in page.locator("#learn-path").inner_text()
+    right = page.locator("#learn-path .learn-mark.done.right").count()
+    assert marks == len(STEPS) and 0 < right < len(STEPS)
+    assert text(lang, "learn.progress", done=len(STEPS), n=len(STEPS), right=right) in \
+        page.locator("#learn-path").inner_text()
 
 
 def test_the_learn_path_in_chinese_on_a_phone(app, browser):

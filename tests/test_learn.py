@@ -5,11 +5,13 @@ import json
 import math
 import re
 
+import gradio as gr
 import plotly.graph_objects as go
 import pytest
 import torch
 
 from app import i18n, learn_path
+from app.common import md_literal
 from app.figures import learn as learn_figures
 from app.i18n import in_language
 from app.tabs import learn
@@ -87,8 +89,7 @@ def test_every_step_renders_for_two_sentences(inspections, lang):
             assert len(question["choices"]) >= 2 and question["value"] is None
             for value in _action_values(step, ins):
                 progress, marks, fig, fact = said(learn.act, ins, progress, value, lang=lang).values()
-                assert isinstance(fig, go.Figure) and step.key in progress["done"]
-                assert "✓" in marks
+                assert isinstance(fig, go.Figure) and progress["done"] == []  # done once its answer is shown
             choices, right, _ = said(step.quiz, learn_path.context(ins), lang=lang)
             assert 0 <= right < len(choices) and len(set(choices)) == len(choices)
             value = learn_path._value(step.control.default, ins)
@@ -642,7 +643,10 @@ def test_a_step_that_asks_for_a_word_veils_the_english_until_checked(inspections
     assert 'data-veil="english"' in said(learn.act, ins, progress, 1, lang="en")["path"]
     step = learn_path.STEPS[k]
     choices, right, _ = said(step.quiz, learn_path.context(ins), lang="en")
-    out = said(learn.check, ins, progress, choices[(right + 1) % len(choices)], 1, None, lang="en")
+    wrong = choices[(right + 1) % len(choices)]
+    out = said(learn.check, ins, progress, wrong, 1, None, lang="en")  # a miss: one more try, still veiled
+    assert 'data-veil="english"' in out["path"] and key not in out["progress"]["done"]
+    out = said(learn.check, ins, out["progress"], wrong, 1, None, lang="en")
     assert "data-veil" not in out["path"] and key in out["progress"]["done"]
     assert "data-veil" not in said(learn.render, ins, out["progress"], lang="en")["path"]
     other = {"step": learn_path.KEYS.index("generator"), "done": []}
@@ -658,8 +662,8 @@ def test_check_counts_a_step_done_and_the_last_step_has_no_next(inspections):
     step = learn_path.STEPS[0]
     choices, right, _ = said(step.quiz, learn_path.context(ins), lang="en")
     out = said(learn.check, ins, learn_path.new_progress(), choices[right], 1, None, lang="en")
-    assert out["progress"]["done"] == [step.key]
-    assert i18n.text("en", "learn.progress", done=1, n=len(learn_path.STEPS)) in out["path"]
+    assert out["progress"]["done"] == out["progress"]["right"] == [step.key]
+    assert i18n.text("en", "learn.progress", done=1, n=len(learn_path.STEPS), right=1) in out["path"]
     last = said(learn.go_to, ins, learn_path.new_progress(), len(learn_path.STEPS) - 1, lang="en")
     assert last["next"]["interactive"] is False
     assert said(learn.go_to, ins, learn_path.new_progress(), 0, lang="en")["next"]["interactive"] is True
@@ -673,3 +677,55 @@ def test_the_relative_step_and_the_positional_tab_state_one_error(inspections, e
     note = tab.positional_view(tab.get_translator().config["d_model"], learn_figures.positional.POSITIONS, "0",
                                5)["note"]
     assert f"largest residual {values['res']}" in note and f"0–{values['last']}" in note
+
+
+def _path_marks(path):
+    """The path's circles: (number shown, classes) by step."""
+    return re.findall(r'<button type="button" class="([^"]*)" data-step="\d+"[^>]*>([^<]*)</button>', path)
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_a_wrong_pick_gets_one_more_try_before_the_answer(inspections, lang):
+    """A wrong first pick is said wrong and nothing more: no answer, no evidence, the step not done; the second
+    check shows the answer whatever it picks, and the step is done but not right. Only a right first pick counts
+    right, and the path shows the two apart, every circle keeping its number. The action alone does not finish a
+    step."""
+    ins = inspections[0]
+    for key in ("generator", "buffer"):  # a number, and one of two choices
+        k = learn_path.KEYS.index(key)
+        step = learn_path.STEPS[k]
+        choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
+        wrong = [c for i, c in enumerate(choices) if i != right]
+        value = learn_path._value(step.control.default, ins)
+        start = {"step": k, "done": []}
+        before = said(learn.render, ins, start, lang=lang)
+        assert said(learn.act, ins, start, value, lang=lang)["progress"]["done"] == []
+        out = said(learn.check, ins, start, wrong[0], value, value, lang=lang)
+        explanation = i18n.text(lang, f"learn.{key}.a", **values)
+        assert out["answer"].startswith("✗") and explanation not in out["answer"], out["answer"]
+        assert choices[right] not in out["answer"].replace(wrong[0], "")
+        assert out["figure"] == gr.skip() and out["fact"] == gr.skip()  # the figure keeps the evidence back
+        tried = out["progress"]
+        assert tried["done"] == [] and not tried.get("right") and not tried.get("revealed")
+        # the miss stays said through a redraw, with nothing revealed
+        again = said(learn.render, ins, tried, lang=lang)
+        assert again["answer"] == out["answer"] and again["fact"] == before["fact"]
+        assert again["question"]["value"] is None
+        second = said(learn.check, ins, tried, wrong[-1], value, value, lang=lang)
+        assert second["answer"].startswith("✗") and explanation in second["answer"]
+        assert second["progress"]["done"] == [key] and not second["progress"].get("right")
+        marks = _path_marks(second["path"])
+        assert [m[1] for m in marks] == [str(i + 1) for i in range(len(learn_path.STEPS))]
+        assert "done" in marks[k][0] and "missed" in marks[k][0]
+        assert i18n.text(lang, "learn.progress", done=1, n=len(learn_path.STEPS), right=0) in html.unescape(second["path"])
+        # right at the second try: shown as right, counted as not
+        late = said(learn.check, ins, tried, choices[right], value, value, lang=lang)
+        assert late["answer"].startswith(i18n.text(lang, "learn.right.second", answer=md_literal(choices[right])))
+        assert late["progress"]["done"] == [key] and not late["progress"].get("right")
+        # right at the first try
+        first = said(learn.check, ins, start, choices[right], value, value, lang=lang)
+        assert first["progress"]["done"] == first["progress"]["right"] == [key]
+        mark = _path_marks(first["path"])[k]
+        assert "done" in mark[0] and "right" in mark[0] and "missed" not in mark[0] and mark[1] == str(k + 1)
+        assert i18n.text(lang, "learn.progress", done=1, n=len(learn_path.STEPS), right=1) in html.unescape(first["path"])

@@ -57,7 +57,7 @@ class Buttons(HTMLParser):
 
 @pytest.mark.parametrize("lang", i18n.LANGS)
 def test_the_circles_are_buttons_named_by_their_steps(lang):
-    progress = {"step": 4, "done": ["generator", "scale"]}
+    progress = {"step": 4, "done": ["generator", "scale"], "right": ["scale"]}
     parser = Buttons()
     parser.feed(said(learn.progress_html, progress, lang=lang))
     marks = parser.found
@@ -66,9 +66,13 @@ def test_the_circles_are_buttons_named_by_their_steps(lang):
         name = f"{i18n.text(lang, 'learn.step', k=k, n=len(learn_path.STEPS))} · {i18n.text(lang, f'learn.{step.key}.title')}"
         assert b["aria-label"].startswith(name) and b["title"] == b["aria-label"], b  # read back whole: escaped right
         assert b["type"] == "button"
-        assert (b["text"] == "✓") == (step.key in progress["done"]) and ("✓" in b["aria-label"]) is False
+        assert b["text"] == str(k)  # done or not, a step keeps its number
+        assert ("done" in b["class"].split()) == (step.key in progress["done"])
+        assert ("right" in b["class"].split()) == (step.key == "scale")
+        assert ("missed" in b["class"].split()) == (step.key == "generator")
         assert ("aria-current" in b) == (k == 5)
-    assert sum(i18n.text(lang, "learn.mark.done") in b["aria-label"] for b in marks) == 2
+    assert [b["data-step"] for b in marks if i18n.text(lang, "learn.mark.done") in b["aria-label"]] == ["1"]
+    assert [b["data-step"] for b in marks if i18n.text(lang, "learn.mark.right") in b["aria-label"]] == ["4"]
 
 
 def test_a_title_with_markup_stays_text_in_its_circle(monkeypatch):

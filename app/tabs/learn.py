@@ -3,10 +3,11 @@ note this project serves, each step on the shipped model and the learner's own s
 
 A step is a few sentences (locale/<lang>.json, `learn.<key>.*`), a question to answer before its answer is
 shown (the answer computed from the model and the sentence), one action (a slider or a choice) that redraws the
-step's live figure and completes the step, and a button that opens the full tab at the same place. Predict, then
-see: until the learner checks the answer, the figure and its fact line show the mechanism but keep back what
-would give the answer away (a number, an axis's scale, a hover, the pieces asked about); Check shows it, and the
-session's progress remembers which steps were checked.
+step's live figure, and a button that opens the full tab at the same place. Predict, then see: until the learner
+checks the answer, the figure and its fact line show the mechanism but keep back what would give the answer away
+(a number, an axis's scale, a hover, the pieces asked about); a wrong first pick gets one more try, and the
+second check, or a right first one, shows it and finishes the step. The session's progress remembers which steps
+were checked and which were right at the first try, and the path shows the two apart.
 Nothing here runs the model for a step but what the step itself needs: the translation's Inspection, the
 Inside tab's recorded pass (kept per translation), or a tiny model from the Lab. The steps and their questions
 are app/learn_path.py's, their figures app/figures/learn.py's; this module shows them and wires the tab.
@@ -24,10 +25,14 @@ from ..learn_path import (
     STEPS,
     _value,
     figure_and_fact,
+    first_try,
+    missed,
     new_progress,
     question_mark,
     quiz_state,
+    revealed_first,
     step_of,
+    try_again,
     verdict,
 )
 from ..shared import examples
@@ -43,22 +48,26 @@ VEILS_ENGLISH = ("greedy", "teacher")
 
 
 def progress_html(progress, veil=False):
-    """The path as a row of numbered buttons, each opening its step: done ones ticked, the current one outlined
-    (and marked as the current step for a screen reader), each named by its step's title. `veil`: the step on
-    screen asks for a word of the translation and its answer is not checked, so the English under the sentence
-    box is veiled (style.py) while the path says so."""
+    """The path as a row of numbered buttons, each opening its step and keeping its number: done ones (their
+    answer shown) filled, those answered right at the first try apart from those answered after a miss, the current
+    one outlined (and marked as the current step for a screen reader), each named by its step's title and how it
+    went; then the count of steps done and of those right at the first try. `veil`: the step on screen asks for a
+    word of the translation and its answer is not shown, so the English under the sentence box is veiled
+    (app/page/style.css) while the path says so."""
     done, k = set((progress or {}).get("done", ())), step_of(progress)
+    right = {s.key for s in STEPS if s.key in done and first_try(progress, s.key)}
     marks = []
     for i, s in enumerate(STEPS):
-        cls = "learn-mark" + (" done" if s.key in done else "") + (" current" if i == k else "")
+        how = "" if s.key not in done else " done right" if s.key in right else " done missed"
+        cls = "learn-mark" + how + (" current" if i == k else "")
         name = f"{text('learn.step', k=i + 1, n=len(STEPS))} · {text(f'learn.{s.key}.title')}"
         if s.key in done:
-            name = f"{name} ({text('learn.mark.done')})"
+            name = f"{name} ({text('learn.mark.right' if s.key in right else 'learn.mark.done')})"
         name = html.escape(name, quote=True)  # an attribute: its quotes escaped too
         current = ' aria-current="step"' if i == k else ""
         marks.append(f'<button type="button" class="{cls}" data-step="{i + 1}" title="{name}" aria-label="{name}"'
-                     f'{current}>{"✓" if s.key in done else i + 1}</button>')
-    count = text("learn.progress", done=len(done), n=len(STEPS))
+                     f'{current}>{i + 1}</button>')
+    count = text("learn.progress", done=len(done), n=len(STEPS), right=len(right))
     nav = html.escape(text("learn.mark.nav"), quote=True)
     veil = ' data-veil="english"' if veil else ""
     return (f'<nav class="learn-path" data-step="{k + 1}"{veil} aria-label="{nav}">{"".join(marks)}'
@@ -97,18 +106,21 @@ def render(ins, progress):
     # the question's fields are its answer's: a premise it states (never the answer itself)
     question = gr.update(choices=list(choices), value=None if pick is None else choices[pick],
                          label=c.t(f"{step.key}.q", **values))
-    answer = "" if pick is None else verdict(c, step.key, choices, right, values, pick)
+    mark = question_mark(right, values)
+    if pick is not None:
+        answer = verdict(c, step.key, choices, right, values, pick, first=revealed_first(progress, step.key))
+    else:  # a wrong first pick of this question: said, its one more try still to come
+        first = missed(progress, step.key, mark)
+        answer = "" if first is None or not 0 <= first < len(choices) else try_again(c, choices, first)
     return dict(shown, slider=slider, choice=choice, figure=fig, fact=fact, question=question, answer=answer)
 
 
 def act(ins, progress, value):
-    """The step's action: its figure redrawn for `value`, and the step marked done."""
+    """The step's action: its figure redrawn for `value` (the step is done once its answer is shown)."""
     progress = dict(progress or new_progress())
     step = STEPS[step_of(progress)]
     if ins is None:
         return dict(progress=progress, path=progress_html(progress), figure=gr.skip(), fact=gr.skip())
-    if step.key not in progress["done"]:
-        progress["done"] = [*progress["done"], step.key]
     c, _, _ = quiz_state(step, ins, progress)
     fig, fact = figure_and_fact(step, c, value)
     veil = step.key in VEILS_ENGLISH and not c.revealed
@@ -116,25 +128,37 @@ def act(ins, progress, value):
 
 
 def check(ins, progress, picked, slider, choice):
-    """The answer to the step's question, computed, and whether the learner's pick was it; then the evidence the
-    step kept back: its figure (at the action's value, `slider` or `choice`) and fact line, revealed. The step
-    stays revealed in the session's progress (Next, Back, the language switch and a redraw keep it)."""
+    """The learner's pick checked against the step's answer, computed. A wrong first pick is said wrong and gets
+    one more try, the answer and the evidence kept back; a right first pick, or the second try whatever it is,
+    shows the answer and the evidence the step kept back: its figure (at the action's value, `slider` or `choice`)
+    and fact line, revealed. The step is then done (right at the first try, or not), and stays revealed in the
+    session's progress (Next, Back, the language switch and a redraw keep it)."""
     if ins is None:
         return dict(progress=progress, path=gr.skip(), answer="", figure=gr.skip(), fact=gr.skip())
     progress = dict(progress or new_progress())
     step = STEPS[step_of(progress)]
-    c, (choices, right, values), _ = quiz_state(step, ins, None)
+    c, (choices, right, values), shown = quiz_state(step, ins, progress)
     if picked is None or picked not in choices:
         return dict(progress=progress, path=gr.skip(), answer=c.t("pick"), figure=gr.skip(), fact=gr.skip())
-    pick = choices.index(picked)
+    pick, mark = choices.index(picked), question_mark(right, values)
+    missed_first = missed(progress, step.key, mark)
+    first = shown is None and missed_first is None  # this question's first check
+    if first and pick != right:  # one more try: nothing of the answer shown yet
+        progress["missed"] = {**(progress.get("missed") or {}), step.key: {"pick": pick, "quiz": mark}}
+        return dict(progress=progress, path=progress_html(progress, veil=step.key in VEILS_ENGLISH),
+                    answer=try_again(c, choices, pick), figure=gr.skip(), fact=gr.skip())
+    got = first and pick == right if shown is None else revealed_first(progress, step.key)
     progress["revealed"] = {**(progress.get("revealed") or {}),
-                            step.key: {"pick": pick, "quiz": question_mark(right, values)}}
-    if step.key not in progress["done"]:  # a question answered and checked is a step done, as its action is
+                            step.key: {"pick": pick, "quiz": mark, "first": got}}
+    progress["missed"] = {k: v for k, v in (progress.get("missed") or {}).items() if k != step.key}
+    if step.key not in progress["done"]:  # a question whose answer is shown is a step done
         progress["done"] = [*progress["done"], step.key]
+    right_first = [k for k in progress.get("right") or () if k != step.key]
+    progress["right"] = right_first + [step.key] if got else right_first
     c.revealed = True
     fig, fact = figure_and_fact(step, c, slider if step.control.kind == "slider" else choice)
     return dict(progress=progress, path=progress_html(progress),
-                answer=verdict(c, step.key, choices, right, values, pick), figure=fig, fact=fact)
+                answer=verdict(c, step.key, choices, right, values, pick, first=got), figure=fig, fact=fact)
 
 
 def go_to(ins, progress, k):
