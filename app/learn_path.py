@@ -167,13 +167,16 @@ def quiz_embeddings(c):
     return choices, 1 if one else 0, dict(size=f"{emb.numel():,}", saved=f"{2 * emb.numel():,}" if one else "0")
 
 
+RELATIVE_K = 5  # the offset step 9 asks about, where its slider starts (and the Positional tab opens)
+
+
 def quiz_relative(c):
     d = c.model.src_embed[0].d_model
-    res = positional.relative_residual(positional.encoding(d, positional.POSITIONS), 5).max().item()
+    res = positional.relative_residual(positional.encoding(d, positional.POSITIONS), RELATIVE_K).max().item()
     bands = [1e-1, 1e-3, 1e-5, 1e-9]
     right = min(bands, key=lambda b: abs(math.log10(max(res, 1e-12)) - math.log10(b)))
     choices, idx = _options(bands, right, lambda x: f"≈ {x:.0e}")
-    return choices[::-1], len(bands) - 1 - idx, dict(res=f"{res:.1e}", last=positional.POSITIONS - 1)
+    return choices[::-1], len(bands) - 1 - idx, dict(res=f"{res:.1e}", last=positional.POSITIONS - 1, k=RELATIVE_K)
 
 
 def quiz_init(c):
@@ -276,7 +279,7 @@ STEPS = (
     Step("ffn", "inside/ffn", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_ffn, quiz_ffn),
     Step("embeddings", "positional", Control("radio", choices=("scaled", "raw"), default="scaled"),
          draw_embeddings, quiz_embeddings),
-    Step("relative", "positional", Control("slider", 1, 20, 1, 1), draw_relative, quiz_relative),
+    Step("relative", "positional", Control("slider", 1, 20, 1, RELATIVE_K), draw_relative, quiz_relative),
     Step("init", "inside/modules", Control("radio", choices=("xavier", "default"), default="xavier"), draw_init,
          quiz_init),
     Step("greedy", "translate", Control("slider", 1, _positions, 1, 1), draw_greedy, quiz_greedy),

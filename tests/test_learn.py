@@ -729,3 +729,19 @@ def test_a_wrong_pick_gets_one_more_try_before_the_answer(inspections, lang):
         mark = _path_marks(first["path"])[k]
         assert "done" in mark[0] and "right" in mark[0] and "missed" not in mark[0] and mark[1] == str(k + 1)
         assert i18n.text(lang, "learn.progress", done=1, n=len(learn_path.STEPS), right=1) in html.unescape(first["path"])
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_the_relative_step_asks_about_the_case_it_draws(inspections, lang):
+    """Step 9: one case, one number. The slider starts at the offset the question asks about, and once checked
+    the fact line at that offset states the answer's own error, not another offset's."""
+    ins, k = inspections[0], learn_path.KEYS.index("relative")
+    step = learn_path.STEPS[k]
+    choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
+    start = learn_path._value(step.control.default, ins)
+    assert start == values["k"] and f"{values['k']}" in said(learn.render, ins, {"step": k}, lang=lang)["question"]["label"]
+    out = said(learn.check, ins, {"step": k, "done": []}, choices[right], start, None, lang=lang)
+    stated = re.findall(r"\d\.\de-\d\d", out["fact"])
+    assert stated and stated[0] == values["res"], (stated, values)
+    assert f"k = {values['k']}" in out["answer"] and values["res"] in out["answer"]
