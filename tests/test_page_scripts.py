@@ -34,6 +34,22 @@ def test_every_page_file_is_one_default_function_used_by_the_app():
         assert not source.endswith(";") and "export default" not in source
 
 
+def test_no_script_or_style_of_the_page_is_written_in_python():
+    """Gradio's arguments that carry the page's code (`js`, `js_on_load`, `head`, `css`, `css_template`) are never a
+    string written in app/ or app.py: each comes from a file of app/page/ (so eslint reads it)."""
+    import ast
+    found = []
+    for path in [*(ROOT / "app").rglob("*.py"), ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Call):
+                gradio = getattr(node.func, "attr", getattr(node.func, "id", None)) in ("launch", "HTML", "Blocks")
+                found += [f"{path.relative_to(ROOT)}:{node.lineno} {k.arg}=" for k in node.keywords
+                          if k.arg in ("js", "js_on_load", "css", "css_template", *(("head",) if gradio else ()))
+                          and isinstance(k.value, (ast.Constant, ast.JoinedStr, ast.BinOp))
+                          and not (isinstance(k.value, ast.Constant) and k.value.value in (None, True, False))]
+    assert found == []
+
+
 def test_the_loader_gives_values_as_json_and_keeps_scripts_closed(tmp_path, monkeypatch):
     """A script's values reach it as JSON arguments of its function, in one call; '<' in them is written as
     \\u003c, so nothing a value holds can end the <script> it is in; a Code argument is written as it is; a file
