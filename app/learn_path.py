@@ -39,7 +39,6 @@ from .figures.learn import (
     draw_smoothing,
     draw_teacher,
     ffn_units,
-    greedy_question_step,
     half_bleu_epoch,
     history_points,
     layernorm_vectors,
@@ -187,23 +186,22 @@ def quiz_init(c):
     return choices, right, dict(bound=f"{b:.4f}", d=d, d_ff=d_ff)
 
 
-def _method(ins):
-    """The decoding that made the translation: greedy, beam or sample (greedy when unknown)."""
-    m = (ins.decoding or {}).get("method", "greedy")
-    return m if m in ("greedy", "beam", "sample") else "greedy"
+def greedy_scores(n):
+    """The self-attention scores one head of one decoder layer computes to write `n` pieces (</s> included):
+    without a cache (the Annotated Transformer's loop) step t scores its t queries against its t keys, the masked
+    ones included, t * t; with a key/value cache it scores the newest query alone, t."""
+    return sum(t * t for t in range(1, n + 1)), n * (n + 1) // 2
 
 
 def quiz_greedy(c):
-    t = greedy_question_step(c.ins)
-    cands = [w for w, _ in c.ins.topk[t][:4]]
-    chosen = c.ins.out_tokens[t]
-    if chosen not in cands:
-        cands = cands[:3] + [chosen]
-    order = sorted(cands, key=lambda w: _piece(w).lower())
-    prefix = " ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"
-    return ([_piece(w) for w in order], order.index(chosen),
-            dict(prefix=md_literal(prefix), chosen=md_literal(_piece(chosen)), p=f"{c.ins.token_probs[t]:.3f}",
-                 method=_method(c.ins), before=prefix))  # method: the API's name of it; before: the question's
+    """How many scores the uncached greedy loop computes in one head of one decoder layer: a question none of the
+    page's text answers (the translation on screen before this step answers one about its words; the masks step
+    states the cached count, the subsequent mask's pairs)."""
+    n = len(c.ins.out_tokens)
+    total, cached = greedy_scores(n)
+    values = {v for v in (total, cached, n * n, n ** 3) if v > 0}
+    choices, right = _options(values if len(values) > 1 else values | {2 * n}, total, lambda v: f"{v:,}")
+    return choices, right, dict(n=n, total=f"{total:,}", cached=f"{cached:,}")
 
 
 def quiz_teacher(c):

@@ -204,12 +204,36 @@ def test_the_masks_answer_is_what_the_decoders_mask_lets_a_padding_query_see(ins
 @needs_shipped
 def test_answers_about_the_sentence_follow_the_translation(inspections, english):
     for ins in inspections:
-        assert _quiz("greedy", ins)[0] == ins.out_tokens[1].replace("▁", " ").strip()
         t = min(2, len(ins.out_tokens) - 1)
         assert _quiz("teacher", ins)[0] == (ins.out_tokens[t].replace("▁", " ").strip() or ins.out_tokens[t])
         c = learn_path.context(ins)
         a, _ = learn_figures.ffn_units(c, 1)
         assert _quiz("ffn", ins)[1]["share"] == f"{float((a > 0).float().mean()):.0%}"
+
+
+@needs_shipped
+def test_the_greedy_answer_counts_the_scores_the_uncached_loop_computes(inspections, english):
+    """Step 11's answer against the Annotated Transformer's loop run on the sentence: the scores one head of the
+    first decoder layer's self-attention computes over all steps, counted as it runs (queries × keys at each
+    call), for the translation's own pieces; with the cache, one query a step."""
+    from app.shared import get_translator
+    from core.decode import greedy_decode_uncached
+    tr = get_translator()
+    for ins in inspections:
+        counted = []
+        hook = tr.model.decoder.layers[0].self_attn.register_forward_pre_hook(
+            lambda module, args: counted.append(args[0].size(1) * args[1].size(1)))
+        try:
+            ids, _ = tr.encode_source(ins.source)
+            src = torch.tensor([ids])
+            out = greedy_decode_uncached(tr.model, src, tr.source_mask(src), tr.default_max_len(len(ids)),
+                                         bos=tr.start_id, eos=tr.eos_id)[0]
+        finally:
+            hook.remove()
+        assert len(out) + 1 == len(ins.out_tokens) == len(counted)  # the pieces and </s>: one decoder call each
+        choice, values = _quiz("greedy", ins)
+        assert choice == f"{sum(counted):,}" == values["total"]
+        assert values["cached"] == f"{sum(range(1, len(counted) + 1)):,}"
 
 
 def test_the_training_answers_are_computed(english):
@@ -309,18 +333,33 @@ def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
 # ---- predict, then see: nothing before Check gives the answer away -------------------------------------------
 
 # what kind of answer each step asks for: a number (the default), a piece of the translation, or words; and where
-# the right choice is words or a rounded band, the answer's fields that prove it (the evidence a page could leak)
-PIECES = {"greedy", "teacher"}
+# the right choice is words or a rounded band, the answer's fields that prove it (the evidence a page could leak).
+# A right choice that is a piece of the translation is read as one whatever the step (step 11 once asked for the
+# piece after the first, which the English under the sentence box had shown since step 1)
+PIECES = {"teacher"}
 EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), "ffn": ("share",),
             "relative": ("res",), "history": ("share",)}
-# words that say a step's answer without a number: the encoding called never learned (a buffer), the three
-# matrices called one (tied embeddings), a padding query said to read the real pieces (the decoder's mask)
-SAYS = {"buffer": {"en": ("never learned", "not learned", "fixed signal"), "zh-CN": ("从不学习", "不学习", "固定信号")},
-        "embeddings": {"en": ("serve all three", "one matrix could", "are tied", "is tied"),
-                       "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵")},
-        "masks": {"en": ("real pieces", "real piece"), "zh-CN": ("真实词元",)}}
-# steps whose choices are all numbers the step could show: none may be read before Check (the clones step's bars
-# and fact line once gave the other two counts, leaving the plain list's by elimination)
+# words that say a step's answer without a number: the encoding called never learned or trained (a buffer), the
+# three matrices called one (tied embeddings: the Overview's diagram once said the generator's Linear shares the
+# embedding's weights), a padding query said to read the real pieces (the decoder's mask), the model said to change
+# most at first (where it reached half its BLEU)
+SAYS = {"buffer": {"en": ("never learned", "not learned", "fixed signal", "never trained"),
+                   "zh-CN": ("从不学习", "不学习", "固定信号", "从不训练")},
+        "embeddings": {"en": ("serve all three", "one matrix could", "are tied", "is tied", "tied to", "same table",
+                              "shares weights", "share weights"),
+                       "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵", "共享权重", "同一张嵌入表", "共享的")},
+        "masks": {"en": ("real pieces", "real piece"), "zh-CN": ("真实词元",)},
+        "history": {"en": ("changes the most", "most of the learning", "learns most"),
+                    "zh-CN": ("变化最大", "大部分学习")}}
+# words a step's title must not hold: the path names every step by its title, on every step (step 8's once
+# named weight tying, its own answer)
+TITLE_SAYS = {"embeddings": {"en": ("tying", "tied", "shared", "one matrix"), "zh-CN": ("绑定", "共享", "共用")}}
+# steps whose question asks the reader to reason from the translation, which the English under the box and step 1
+# show (the target is the piece after the input): those carried-over lines are its evidence, not its answer
+READS_THE_TRANSLATION = {"teacher"}
+# steps whose choices are all numbers the step could show: none may be read before Check, nor two of them told
+# apart by the ratio of two bars (the clones step's bars and fact line once gave the other two counts, then its
+# bars stood 2:1 as clones against [layer] * N, leaving the plain list's by elimination)
 ELIMINATION = {"clones"}
 # what the step's figure must not show as it opens: another mask than the one the question asks about (the masks
 # question asks about the decoder's combined mask of the padded English)
@@ -444,13 +483,30 @@ def screen(step, lang, out):
     return texts, fig
 
 
-def gives_away(step, ins, lang, texts, figs):
-    """The places among `texts` and `figs` that state the step's right answer or its evidence (empty: none)."""
+def _is_piece(ins, choice):
+    return choice in {learn_figures._piece(w) for w in ins.out_tokens} and _answer_number(choice) is None
+
+
+def bar_ratios(fig):
+    """The ratios of every two bars a figure draws (heights above 0), which a reader reads without an axis."""
+    heights = [v for t in fig.data if t.type == "bar" and t.visible is not False for v in _flat(t.y) if v > 0]
+    return [a / b for i, a in enumerate(heights) for j, b in enumerate(heights) if i != j]
+
+
+def gives_away(step, ins, lang, texts, figs, carried=(), elsewhere=()):
+    """The places among `texts` and `figs` that state the step's right answer or its evidence (empty: none);
+    `carried`: what the reader has read on the tab before this step (the English under the box, the earlier steps'
+    texts and figures' words, checked or not, the path's titles), read for the answer's words, pieces and numbers;
+    `elsewhere`: the page's other text the path may send the reader to (the Overview's diagram), read for the
+    answer's words."""
     choices, right, values = said(step.quiz, learn_path.context(ins), lang=lang)
     fig_texts = [t for f in figs for t in figure_texts(f)]
     words = [*texts, *fig_texts]
-    found = [t for t in words for w in SAYS.get(step.key, {}).get(lang, ()) if w in t.lower()]
-    if step.key in PIECES:
+    found = [t for t in [*words, *carried, *elsewhere] for w in SAYS.get(step.key, {}).get(lang, ()) if w in t.lower()]
+    titles = [i18n.text(lang, f"learn.{s.key}.title") for s in learn_path.STEPS]
+    found += [t for t in titles for w in TITLE_SAYS.get(step.key, {}).get(lang, ()) if w in t.lower()]
+    carried = [] if step.key in READS_THE_TRANSLATION else list(carried)
+    if step.key in PIECES or _is_piece(ins, choices[right]):
         piece = choices[right]
         items = [t for t in fig_texts if t.strip() == piece]
         if step.key == "teacher":
@@ -458,32 +514,91 @@ def gives_away(step, ins, lang, texts, figs):
             # the next piece): each figure may show the piece as often as the input holds it, and no more
             inputs = [learn_figures._piece(w) for w in ins.tgt_tokens].count(piece)
             items = items[len(figs) * inputs:]
-        found += items + [w for t in texts for w in _md_words(t) if w.strip() == piece]
+        found += items + [w for t in [*texts, *carried] for w in _md_words(t) if w.strip() == piece]
         if len(piece) >= 3 and piece.isalpha():
-            found += [t for t in [*texts, *(fig_texts if step.key != "teacher" else ())]
+            found += [t for t in [*texts, *(fig_texts if step.key != "teacher" else ()), *carried]
                       if re.search(rf"\b{re.escape(piece)}\b", t)]
         return found
     targets = []
     number = _answer_number(choices[right])
     if number is None:
-        found += [t for t in words if choices[right] in t]
+        found += [t for t in [*words, *carried] if choices[right] in t]
     else:
         band = choices[right].lstrip().startswith("≈")
         others = [_answer_number(c)[0] for i, c in enumerate(choices) if i != right]
         targets.append(((*number, band), others))
         if step.key in ELIMINATION:  # every other choice's number, read off the page, leaves the right one
             targets += [((*_answer_number(c), False), []) for i, c in enumerate(choices) if i != right]
+            wrong = [_answer_number(c)[0] for i, c in enumerate(choices) if i != right]
+            pairs = [x / y for x in wrong for y in wrong if x != y]
+            found += [f"bars in the ratio {r:.2f} of two other choices" for f in figs for r in bar_ratios(f)
+                      if any(abs(r - q) <= 0.03 * q for q in pairs)]
     for field in EVIDENCE.get(step.key, ()):
         value = str(values[field])
         if _answer_number(value) is None:
-            found += [t for t in words if any(n.strip("` ") in t for n in value.split(", "))]
+            found += [t for t in [*words, *carried] if any(n.strip("` ") in t for n in value.split(", "))]
         else:
             targets.append(((*_answer_number(value), False), []))
     for target, others in targets:
         found += [t for t in words if any(points_to(n, target, others) for n in numbers(t))]
+        # what earlier steps state, read for the number itself written as precisely (a band's neighbours, a 1 or
+        # a 0.5 there are other measures)
+        found += [t for t in carried if not target[3] and any(written_as(n, target) for n in numbers(t))]
         found += [f"figure data {x}" for f in figs for x, pct in figure_extremes(f)
                   if points_to((x, 9, 9, pct), target, others)]
     return found
+
+
+def written_as(written, right):
+    """Whether a number written on the page is the right choice's number at the choice's precision or finer."""
+    x, shown, sig, pct = written
+    a, p, a_pct, _ = right
+    digits = len(f"{a:g}".replace(".", "").replace("-", "").lstrip("0"))  # a 1 or a 0.5 says nothing apart
+    return pct == a_pct and digits >= 2 and shown >= p and sig >= 2 and abs(x - a) <= 0.5 * 10 ** -p * (1 + 1e-9)
+
+
+def _html_text(s):
+    """The text of an HTML string, its tags taken out."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", s))
+
+
+_CARRIED = {}
+
+
+def step_texts(ins, sentence, lang, j):
+    """Every text step `j` shows a reader who goes through it: before Check and after it, its action at every
+    value, and its figures' words."""
+    key = (sentence, lang, j)
+    if key not in _CARRIED:
+        step = learn_path.STEPS[j]
+        progress = {"step": j, "done": []}
+        out = said(learn.render, ins, progress, lang=lang)
+        texts, fig = screen(step, lang, out)
+        texts += figure_texts(fig)
+        choices, right, _ = said(step.quiz, learn_path.context(ins), lang=lang)
+        value = learn_path._value(step.control.default, ins)
+        checked = said(learn.check, ins, progress, choices[right], value, value, lang=lang)
+        texts += [checked["answer"], checked["fact"], *figure_texts(checked["figure"])]
+        for p in (progress, checked["progress"]):
+            for v in _every_value(step, ins):
+                acted = said(learn.act, ins, p, v, lang=lang)
+                texts += [acted["fact"], *figure_texts(acted["figure"])]
+        _CARRIED[key] = texts
+    return _CARRIED[key]
+
+
+def carried_texts(ins, sentence, lang, k):
+    """What a reader has read on the tab by step `k`: the English under the sentence box, the glossary, the path's
+    step titles, and everything the steps before `k` showed."""
+    texts = [_html_text(said(learn.english_line, ins, lang=lang)), i18n.text(lang, "ui.learn.glossary")]
+    texts += [i18n.text(lang, f"learn.{s.key}.title") for s in learn_path.STEPS]
+    return texts + [t for j in range(k) for t in step_texts(ins, sentence, lang, j)]
+
+
+def overview_texts(ins, lang):
+    """The Overview tab's diagram, both drawings, for the sentence."""
+    from app.tabs import overview
+    return [_html_text(said(overview.overview_svg, ins, lang=lang))]
 
 
 def _every_value(step, ins):
@@ -503,7 +618,9 @@ def _every_value(step, ins):
 def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, lang):
     """The step on screen, and its action at every value, say nothing that gives away the right choice (or what
     proves it) while that choice is offered: no text, no number (however it is written), no figure text, no axis
-    or hover that reads it."""
+    or hover that reads it, no two bars in the ratio of two other choices; nor does anything the reader has read
+    before on the tab (the English under the box, the earlier steps checked or not, every step's title on the path)
+    or the Overview's diagram."""
     ins, k = inspections[sentence], learn_path.KEYS.index(key)
     step = learn_path.STEPS[k]
     progress = {"step": k, "done": []}
@@ -511,7 +628,8 @@ def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, 
     choices, right, _ = said(step.quiz, learn_path.context(ins), lang=lang)
     assert out["question"]["choices"] == choices and choices[right] in out["question"]["choices"]
     texts, fig = screen(step, lang, out)
-    found = gives_away(step, ins, lang, texts, [fig])
+    found = gives_away(step, ins, lang, texts, [fig], carried=carried_texts(ins, sentence, lang, k),
+                       elsewhere=overview_texts(ins, lang))
     flat = [t.replace("<br>", "").replace(" ", "") for t in figure_texts(fig)]
     found += [key for key in OPENS_ON.get(step.key, ())
               if i18n.text(lang, key).replace(" ", "") in flat]

@@ -148,22 +148,26 @@ def clone_counts(how):
 
 @sentence_free
 def draw_clones(c, how):
+    """What parameters() reports against what the layers hold, for the chosen way of making them; once the
+    answer is checked, for all three ways side by side. Before Check the chosen way alone, its axis unnumbered: two
+    ways' bars side by side stand in the ratio of two of the choices (about 2:1 for clones against [layer] * N),
+    which would leave the plain list's count, the third, by elimination."""
     how = how if how in CLONES else "clones"
     counts = {h: clone_counts(h) for h in CLONES}
-    names = [wrap_title(c.t(f"clones.choice.{h}"), width=16) for h in CLONES]  # level, in lines: no tilted text
     hide = not c.revealed  # what parameters() reports for a plain list is the question: its bar waits for Check
-    reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in CLONES]
+    ways = list(CLONES) if c.revealed else [how]
+    names = [wrap_title(c.t(f"clones.choice.{h}"), width=16) for h in ways]  # level, in lines: no tilted text
+    reported = [0 if hide and h == "plain" else counts[h]["registered"] for h in ways]
     fig = go.Figure([go.Bar(name=c.t("clones.registered"), x=names, y=reported,
                             # one mark, narrower than its bar: a phrase would run under the grey bar beside it
-                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in CLONES],
+                            text=[c.t("clones.hidden") if hide and h == "plain" else "" for h in ways],
                             textposition="outside", textfont=dict(size=18), constraintext="none",
                             cliponaxis=False,  # the hidden bar's label above the plot's top is drawn, not cut
                             hoverinfo="skip" if hide else None,
-                            marker_color=[ORANGE if h == how else BLUE for h in CLONES]),
-                     go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in CLONES],
+                            marker_color=[ORANGE if h == how else BLUE for h in ways]),
+                     go.Bar(name=c.t("clones.held"), x=names, y=[counts[h]["held"] for h in ways],
                             marker_color=GREY, hoverinfo="skip" if hide else None)])
-    # before Check the bars' heights alone: the other two counts, read off an axis or a hover, would leave the
-    # plain list's by elimination among the three choices
+    # before Check the bars' heights alone: a count, read off an axis or a hover, would be one of the choices
     fig.update_layout(barmode="group", xaxis=dict(tickangle=0), yaxis=dict(showticklabels=not hide))
     n = counts[how]
     return _compact(fig, c.t("clones.fig", how=c.t(f"clones.choice.{how}"))), dict(how=c.t(f"clones.choice.{how}"), registered=f"{n['registered']:,}",
@@ -440,9 +444,7 @@ GREEDY_CELLS = 8  # the decoding step's mask is drawn in a grid of at least this
 
 def draw_greedy(c, step):
     t = clamp(step, 1, len(c.ins.out_tokens)) - 1
-    asked = greedy_question_step(c.ins) + 1  # the question's piece in tgt_tokens: it and what follows wait for Check
     seen = [label(_piece(w)) if w != "<s>" else "&lt;s&gt;" for w in c.ins.tgt_tokens[:t + 1]]
-    seen = [w if c.revealed or j < asked else "?" for j, w in enumerate(seen)]
     m = subsequent_mask(t + 1)[0].int()
     fig = go.Figure(go.Heatmap(z=m.tolist(), colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
                                hovertemplate="%{y} → %{x}: %{z}<extra></extra>"))
@@ -456,12 +458,8 @@ def draw_greedy(c, step):
                       plot_bgcolor="white")
     return (phone_width(_compact(fig, c.t("greedy.fig", step=t + 1), height=table_height(n)), n),
             dict(step=t + 1, prefix=md_literal(" ".join(_piece(w) for w in c.ins.tgt_tokens[1:t + 1]) or "<s>"),
-                 chosen=md_literal(_piece(c.ins.out_tokens[t]))))
-
-
-def greedy_question_step(ins):
-    """The step the question asks about: the second output piece when there is one (not the sentence's end)."""
-    return min(1, len(ins.out_tokens) - 1)
+                 chosen=md_literal(_piece(c.ins.out_tokens[t])),
+                 sofar=f"{sum(k * k for k in range(1, t + 2)):,}", cached=f"{(t + 1) * (t + 2) // 2:,}"))
 
 
 # ---- 12. Batch and teacher forcing ----------------------------------------------------------------------

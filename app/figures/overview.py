@@ -59,7 +59,7 @@ def architecture_svg(config, src_len=None, tgt_len=None, start="<s>"):
     # decoder column (right)
     p.append(box(520, 560, 340, 60, t("decoder-input"), [t("decoder-input-line", bos=start, T=T)], TAB_MASKS, "#fff"))
     p.append(_arrow(690, 560, 690, 522, f"1 × {T}"))
-    p.append(box(520, 440, 340, 80, t("embedding"), [t("embedding-same"), t("embedding-positions")], TAB_PE,
+    p.append(box(520, 440, 340, 80, t("embedding"), [t("embedding-table", V=V, D=D), t("embedding-positions")], TAB_PE,
                  "#fdf1d6"))
     p.append(_arrow(690, 440, 690, 372, f"1 × {T} × {D}"))
     p.append(box(470, 160, 390, 210, t("decoder", N=N),
@@ -86,7 +86,7 @@ def _column_blocks(config, S, T, t, start="<s>"):
                                     t("encoder-mask", S=S), t("ffn", D=D, F=F), t("residual")], TAB_ATTENTION,
                 "#dbe9f8", None)]
     decoder = [(t("decoder-input"), [t("decoder-input-line", bos=start, T=T)], TAB_MASKS, "#fff", f"1 × {T}"),
-               (t("embedding"), [t("embedding-same"), t("embedding-positions")], TAB_PE, "#fdf1d6",
+               (t("embedding"), [t("embedding-table", V=V, D=D), t("embedding-positions")], TAB_PE, "#fdf1d6",
                 f"1 × {T} × {D}"),
                (t("decoder", N=N), [t("decoder-attention", H=H, T=T), t("decoder-mask", T=T), t("cross", H=H, T=T, S=S),
                                     t("cross-qkv"), t("ffn", D=D, F=F), t("residual"), t("cache")], TAB_ATTENTION,

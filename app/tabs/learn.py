@@ -43,8 +43,9 @@ from ..views import Tab, View, by_component
 WHERE = ("learn",)
 # what the tab shows for the step on screen, by name
 OUTPUTS = ("path", "head", "body", "slider", "choice", "figure", "fact", "question", "answer", "open", "next", "where")
-# the steps that ask which word the model wrote next: the English under the sentence box would answer them
-VEILS_ENGLISH = ("greedy", "teacher")
+# the steps that ask for a piece of the translation (the decoder's target): the English under the sentence box
+# would answer them
+VEILS_ENGLISH = ("teacher",)
 
 
 def progress_html(progress, veil=False):
