@@ -32,7 +32,7 @@ def build_demo():
     with gr.Blocks(title="Transformer Explorer") as demo:
         state = gr.State(None)  # the Inspection of this session's last translation
         # the tabs open at first at each level (app/views.py)
-        page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules"})
+        page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules", "compare": "models"})
         gr.Markdown(L("ui.intro"))
         key, values = model_line(tr.config, model_dir())
         gr.Markdown(L(key, **values), elem_id="model-line")
@@ -42,7 +42,8 @@ def build_demo():
                      translation := tabs.translate.build(demo, page, state, tr.alpha, lang),
                      attn := tabs.attention.build(tr.config, page, state, lang),
                      tabs.heads.build(tr.config, page, state, top, attn, lang), tabs.why.build(page, state, lang),
-                     tabs.whatif.build(page, state, lang), tabs.inside.build(tr.config, page, state, lang),
+                     tabs.whatif.build(page, state, lang), tabs.compare.build(page, lang),
+                     tabs.inside.build(tr.config, page, state, lang),
                      tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
                      tabs.training.build(page, lang),
                      # only for a model that ships with its run's history (snapshots/ beside it)
@@ -50,7 +51,7 @@ def build_demo():
                      tabs.lab.build(page, lang)]
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
-        shown = [t for t in built if t.shows_translation]  # in page order
+        shown = [t for t in built if t.shows_translation and t.state is state]  # in page order (Compare has its own)
         show = translation_shower(shown)
         named = page_inputs(shown, page, state, lang)
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the

@@ -252,12 +252,18 @@ def by_component(fn, outputs):
     return named
 
 
+OWN_STATE = ":state"  # a tab's own state among an event's named inputs: "<tab id>/:state"
+
+
 def page_inputs(tabs, page, state, lang):
     """The inputs by name of one event that reads every tab in `tabs`: the page, the state (unless None), the
-    language, then each tab's controls under "<tab id>/<name>"."""
+    language, then each tab's controls under "<tab id>/<name>", and the state of a tab whose views read one of its
+    own (the Compare tab's results) under "<tab id>/:state"."""
     named = dict(page=page, ins=state, lang=lang) if state is not None else dict(page=page, lang=lang)
     for tab in tabs:
         named.update({f"{_tab_id(tab)}/{n}": c for n, c in tab.controls.items() if c is not lang})
+        if tab.state is not None and tab.state is not state:
+            named[f"{_tab_id(tab)}/{OWN_STATE}"] = tab.state
     return named
 
 
@@ -270,7 +276,8 @@ def _show_all(tabs, page, ins, lang, named, ahead=False):
     for tab in tabs:
         prefix = f"{_tab_id(tab)}/"
         mine = {n[len(prefix):]: v for n, v in named.items() if n.startswith(prefix)}
-        shown_now = tab.show(page, lang, ins if tab.shows_translation else None, ahead=ahead, **mine)
+        own = mine.pop(OWN_STATE, ins)  # a tab's own state, else the translation
+        shown_now = tab.show(page, lang, own if tab.shows_translation else None, ahead=ahead, **mine)
         out.update(shown_now if isinstance(shown_now, dict) and not _skipped(shown_now) else {})
     return out or gr.skip()
 

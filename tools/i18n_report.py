@@ -174,6 +174,8 @@ def view_values(tab, ins, lang):
     values, the page in `lang`; the Learn tab at every step of its path."""
     controls = {name: getattr(c, "value", None) for name, c in tab.controls.items()}
     values = []
+    if "results_of" in tab.more:  # a tab whose views read results of its own (Compare): those of this sentence
+        ins = tab.results_of(ins)
     with speaking(lang):
         if tab.where == ("learn",):
             return [(tab.outputs[name], v) for k in range(len(learn.STEPS))

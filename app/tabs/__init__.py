@@ -1,6 +1,7 @@
 """The tabs of the page, one module each (see app/ui.py for their order on the page)."""
 from . import (
     attention,
+    compare,
     engineering,
     heads,
     inside,
@@ -16,5 +17,5 @@ from . import (
     why,
 )
 
-__all__ = ["attention", "engineering", "heads", "inside", "lab", "learn", "masks", "overview", "positional", "timelapse", "training",
+__all__ = ["attention", "compare", "engineering", "heads", "inside", "lab", "learn", "masks", "overview", "positional", "timelapse", "training",
            "translate", "whatif", "why"]

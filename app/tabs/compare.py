@@ -1,0 +1,317 @@
+"""The Compare tab: two models on one sentence, and two sentences on one model.
+
+Two models (A, B): any two of the models this server can open (app/models.py: the page's own, each point of its
+training run, the models under EXPLORER_MODELS), or one model against itself with heads switched off in B. Both
+translations, each scored under both models, their attention side by side with A - B, and every head ranked by how
+much its maps differ (core/analysis/compare.py). Two sentences: an original and an edited copy, and the patching
+grid of the encoder (core/analysis/patching.py).
+
+The model runs only on the two buttons (in Gradio's queue, one such event at a time); the result is kept in the
+session's state, and every view, the layer, head and token controls included, is drawn from it.
+"""
+from dataclasses import dataclass
+
+import gradio as gr
+
+from core.analysis.compare import Comparison, compare
+from core.analysis.patching import PatchGrid, patch_grid
+from core.instrument import KINDS
+
+from ..common import empty_figure, fitted_plot, kind_choices, md_literal
+from ..figures.compare import (
+    RANKED,
+    difference_heatmap,
+    model_name,
+    patch_figure,
+    patch_probs_figure,
+    patch_summary,
+    ranking_headers,
+    ranking_rows,
+    scores_figure,
+    side_heatmap,
+    token_menu,
+    translations_html,
+)
+from ..i18n import LANGS, L, in_language, speaking, texts, written
+from ..models import MODELS
+from ..shared import examples
+from ..translating import input_problem
+from ..views import Tab, View
+
+_t = texts("compare")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The session's results: the last comparison of two models and the last patching grid (None: not yet)."""
+    models: Comparison | None = None
+    sentences: PatchGrid | None = None
+
+
+# ---- the model's work (the two buttons) ------------------------------------------------------------------
+
+def parse_heads(typed, layers, heads):
+    """Heads typed as "cross 1 3; encoder 0 5" (kind, layer, head; separated by ';' or ','): a list of triples, or
+    a ValueError that says what is wrong."""
+    out = []
+    for part in (typed or "").replace(",", ";").split(";"):
+        words = part.split()
+        if not words:
+            continue
+        if len(words) != 3 or words[0] not in KINDS or not all(w.isdigit() for w in words[1:]):
+            raise ValueError(_t("off.bad", part=part.strip()[:40]))
+        kind, layer, head = words[0], int(words[1]), int(words[2])
+        if layer >= layers or head >= heads:
+            raise ValueError(_t("off.range", part=part.strip()[:40], layers=layers - 1, heads=heads - 1))
+        out.append((kind, layer, head))
+    return out
+
+
+def run_compare(a, b, sentence, off, pair):
+    """Compare models `a` and `b` on `sentence` (heads `off` switched off in B). Returns the new Pair, a status
+    line, and the layer and head menus over the heads both models have; on bad input the Pair is the old one and
+    the status says what is wrong."""
+    pair = pair or Pair()
+    keep = (pair, gr.update(), gr.update())
+    problem = input_problem(sentence)
+    if problem:
+        return (*keep[:1], problem, *keep[1:])
+    try:
+        ta, tb = MODELS.get(a), MODELS.get(b)
+        heads_off = parse_heads(off, tb.config["N"], tb.config["h"])
+        if a == b and not heads_off:
+            return (*keep[:1], _t("status.same-model"), *keep[1:])
+        c = compare(ta, tb, sentence.strip(), heads_off_b=heads_off, names=(a, b))
+    except (ValueError, KeyError, OSError) as e:
+        return (*keep[:1], _t("status.failed", error=md_literal(str(e) or type(e).__name__)), *keep[1:])
+    layers, heads = c.shapes["shared"]
+    status = _t("status.done", a=md_literal(model_name(a)), b=md_literal(model_name(b)))
+    if c.by_words:
+        status += " " + _t("status.by-words")
+    if c.shapes["a"] != c.shapes["b"]:
+        status += " " + _t("status.shapes", layers=layers, heads=heads)
+    return (Pair(c, pair.sentences), status, gr.update(choices=list(range(layers))),
+            gr.update(choices=list(range(heads))))
+
+
+def run_patch(model, original, edited, pair):
+    """The patching grid of `original` and `edited` on `model`. Returns the new Pair, a status line and the token
+    menu; on bad input the Pair is the old one and the status says what is wrong."""
+    pair = pair or Pair()
+    problem = input_problem(original) or input_problem(edited)
+    if problem:
+        return pair, problem, gr.update()
+    try:
+        grid = patch_grid(MODELS.get(model), original.strip(), edited.strip())
+    except (ValueError, KeyError, OSError) as e:
+        return pair, _t("status.failed", error=md_literal(str(e) or type(e).__name__)), gr.update()
+    if not grid.changed:
+        status = _t("patch.status.same")
+    else:
+        status = _t("patch.status.done", model=md_literal(model))
+    return Pair(pair.models, grid), status, gr.update(choices=token_menu(grid), value="all")
+
+
+# one word for another of the same gender and case, so that the edited copy stays German
+SWAPS = (("Mann", "Junge"), ("Junge", "Mann"), ("Frau", "Katze"), ("Hund", "Vogel"), ("Mädchen", "Kind"),
+         ("Kind", "Mädchen"), ("rote", "blaue"), ("roten", "blauen"), ("roter", "blauer"), ("zwei", "drei"),
+         ("Zwei", "Drei"))
+
+
+def edited_default(sentence, tokenizer=None):
+    """The sentence with one word changed (the first of SWAPS it has, whose replacement keeps the number of pieces
+    where a tokenizer is given); the sentence itself where none applies."""
+    words = sentence.split()
+    for old, new in SWAPS:
+        for i, w in enumerate(words):
+            if w.strip(".,!?") == old:
+                changed = " ".join(words[:i] + [w.replace(old, new, 1)] + words[i + 1:])
+                if tokenizer is None or len(tokenizer.encode(changed)) == len(tokenizer.encode(sentence)):
+                    return changed
+    return sentence
+
+
+# ---- views (drawn from the session's Pair, never running the model) ----------------------------------------
+
+def _models(pair):
+    return pair.models if pair is not None else None
+
+
+def result_view(pair):
+    c = _models(pair)
+    if c is None:
+        return dict(table=_t("none"), scores=empty_figure(_t("none")))
+    return dict(table=translations_html(c), scores=scores_figure(c))
+
+
+def maps_view(pair, kind, layer, head):
+    c = _models(pair)
+    if c is None:
+        blank = empty_figure(_t("none"))
+        return dict(map_a=blank, map_b=blank, map_diff=blank)
+    kind = kind if kind in KINDS else "cross"
+    return dict(map_a=side_heatmap(c, "a", kind, layer, head), map_b=side_heatmap(c, "b", kind, layer, head),
+                map_diff=difference_heatmap(c, kind, layer, head))
+
+
+def ranking_view(pair):
+    c = _models(pair)
+    rows = [] if c is None else ranking_rows(c)
+    return gr.update(value=dict(headers=ranking_headers(), data=rows or [["", "", "", "", ""]]))
+
+
+def patch_view(pair):
+    g = pair.sentences if pair is not None else None
+    if g is None:
+        return dict(patch_summary=_t("patch.none"), patch_probs=empty_figure(_t("patch.none")))
+    return dict(patch_summary=md_literal(patch_summary(g)), patch_probs=patch_probs_figure(g))
+
+
+def grid_view(pair, token):
+    g = pair.sentences if pair is not None else None
+    return empty_figure(_t("patch.none")) if g is None else patch_figure(g, token)
+
+
+WHERE = ("compare",)
+VIEWS = [View("compare/result", (*WHERE, "models"), result_view, outputs=("table", "scores"),
+              blank=lambda: result_view(None)),
+         View("compare/maps", (*WHERE, "models"), maps_view, outputs=("map_a", "map_b", "map_diff"),
+              uses=("kind", "layer", "head"), blank=lambda kind, layer, head: maps_view(None, kind, layer, head)),
+         View("compare/ranking", (*WHERE, "models"), ranking_view, outputs=("ranking",),
+              blank=lambda: ranking_view(None)),
+         View("compare/patch", (*WHERE, "sentences"), patch_view, outputs=("patch_summary", "patch_probs"),
+              blank=lambda: patch_view(None)),
+         View("compare/grid", (*WHERE, "sentences"), grid_view, outputs=("patch_grid",), uses=("token",),
+              blank=lambda token: grid_view(None, token))]
+
+
+def results_of(ins):
+    """The tab's results for a translation's sentence, as its buttons would make them (for tools.i18n_report, which
+    draws every view): the page's own model against its run's first epoch, and the sentence beside its edited copy."""
+    tr, sentence = MODELS.get(), ins.source
+    pair = Pair()
+    lesson = _lesson_pair()
+    if lesson is not None:
+        pair = Pair(compare(MODELS.get(lesson[0]), tr, sentence, names=lesson))
+    edited = edited_default(sentence, tr.tokenizer)
+    return Pair(pair.models, patch_grid(tr, sentence, edited) if edited != sentence else None)
+
+
+def open_head_of(pair, evt: gr.SelectData):
+    """A row of the ranking opens its head in the maps above: (kind, layer, head), or no change."""
+    c = _models(pair)
+    row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if c is None or not isinstance(row, int) or not 0 <= row < min(len(c.ranking), RANKED):
+        return gr.update(), gr.update(), gr.update()
+    kind, layer, head, _ = c.ranking[row]
+    return kind, layer, head
+
+
+# ---- layout and events -----------------------------------------------------------------------------------
+
+def model_label(name):
+    """A model's name as the menus show it, written in both languages (app.figures.compare.model_name)."""
+    def said(lang):
+        with speaking(lang):
+            return model_name(name)
+    return written("ui.compare.name.model", {lang: said(lang) for lang in LANGS})
+
+
+def model_choices(names):
+    """A menu's choices of models: (label, name), labelled by model_label."""
+    return [(model_label(name), name) for name in names]
+
+
+def _lesson_pair():
+    """(A, B) of the lesson on the page's own run: its first epoch against its last point; None without a run."""
+    names = MODELS.names()
+    points = [n for n in names if n.startswith(f"{MODELS.default}@")]
+    first = next((n for n in points if n.endswith("@epoch-1")), points[0] if points else None)
+    return (first, points[-1]) if points else None
+
+
+def _models_tab():
+    names, lesson = MODELS.names(), _lesson_pair()
+    with gr.Tab(L("ui.compare.tab.models"), id="models") as tab:
+        gr.Markdown(L("ui.compare.models.intro"))
+        with gr.Row():
+            a = gr.Dropdown(model_choices(names), value=lesson[0] if lesson else names[0], label=L("ui.compare.a"), elem_id="cmp-a")
+            b = gr.Dropdown(model_choices(names), value=lesson[1] if lesson else names[0], label=L("ui.compare.b"), elem_id="cmp-b")
+        off = gr.Textbox(label=L("ui.compare.off"), placeholder=L("ui.compare.off-example"), max_lines=1,
+                         elem_id="cmp-off")
+        sentence = gr.Textbox(value=examples()[0], label=L("ui.compare.sentence"), max_lines=3, elem_id="cmp-text")
+        with gr.Row():
+            run = gr.Button(L("ui.compare.run"), variant="primary", elem_id="cmp-run")
+            lesson_button = gr.Button(L("ui.compare.lesson"), visible=lesson is not None, elem_id="cmp-lesson")
+        status = gr.Markdown(elem_id="cmp-status")
+        table = gr.HTML(elem_id="cmp-table")
+        scores = fitted_plot(elem_id="cmp-scores")
+        with gr.Row():
+            kind = gr.Radio(kind_choices(long=True), value="cross", label=L("ui.attention.kind"), elem_id="cmp-kind")
+            layer = gr.Dropdown(list(range(MODELS.get().config["N"])), value=0, label=L("ui.layer"), elem_id="cmp-layer")
+            head = gr.Dropdown(list(range(MODELS.get().config["h"])), value=0, label=L("ui.head"), elem_id="cmp-head")
+        with gr.Row():
+            map_a = fitted_plot(elem_id="cmp-map-a", min_width=340)
+            map_b = fitted_plot(elem_id="cmp-map-b", min_width=340)
+        map_diff = fitted_plot(elem_id="cmp-map-diff")
+        gr.Markdown(L("ui.compare.ranking"))
+        ranking = gr.Dataframe(interactive=False, elem_id="cmp-ranking", wrap=True)
+    parts = dict(a=a, b=b, off=off, sentence=sentence, run=run, lesson=lesson_button, status=status)
+    outputs = dict(table=table, scores=scores, map_a=map_a, map_b=map_b, map_diff=map_diff, ranking=ranking)
+    return tab, parts, dict(kind=kind, layer=layer, head=head), outputs, lesson
+
+
+def _sentences_tab():
+    first = examples()[0]
+    with gr.Tab(L("ui.compare.tab.sentences"), id="sentences") as tab:
+        gr.Markdown(L("ui.compare.sentences.intro"))
+        model = gr.Dropdown(model_choices(MODELS.names()), value=MODELS.default, label=L("ui.compare.model"), elem_id="cmp-model")
+        original = gr.Textbox(value=first, label=L("ui.compare.original"), max_lines=3, elem_id="cmp-original")
+        edited = gr.Textbox(value=edited_default(first, MODELS.get().tokenizer), label=L("ui.compare.edited"),
+                            max_lines=3, elem_id="cmp-edited")
+        run = gr.Button(L("ui.compare.patch"), variant="primary", elem_id="cmp-patch")
+        status = gr.Markdown(elem_id="cmp-patch-status")
+        summary = gr.Markdown(elem_id="cmp-patch-summary")
+        probs = fitted_plot(elem_id="cmp-patch-probs")
+        token = gr.Dropdown([(L("ui.compare.all-tokens"), "all")], value="all", label=L("ui.compare.token"),
+                            elem_id="cmp-token")
+        grid = fitted_plot(elem_id="cmp-grid")
+        gr.Markdown(L("ui.compare.grid.read"))
+    parts = dict(model=model, original=original, edited=edited, run=run, status=status)
+    return tab, parts, dict(token=token), dict(patch_summary=summary, patch_probs=probs, patch_grid=grid)
+
+
+def build(page, lang):
+    """Lay out the tab and wire its events. Returns its Tab (app/views.py): its views read the session's Pair, not
+    the translation, so a new translation leaves them alone (app/ui.py wires its language)."""
+    with gr.Tab(L("ui.tab.compare"), id="compare") as top:
+        state = gr.State(None)  # inside the tab: a sibling of the tabs would shift the front end's count of them
+        gr.Markdown(L("ui.compare.intro"))
+        with gr.Tabs() as inner:
+            models_tab, m, m_controls, m_outputs, lesson = _models_tab()
+            sentences_tab, s, s_controls, s_outputs = _sentences_tab()
+    tab = Tab(WHERE, VIEWS, {**m_controls, **s_controls}, {**m_outputs, **s_outputs}, page, lang, state,
+              more=dict(tabs=inner, results_of=results_of))
+    shown = dict(fn=tab.show, inputs=None, outputs=list(tab.outputs.values()), inputs_kwargs=tab.inputs(),
+                 api_visibility="private")
+    work = dict(api_visibility="private", concurrency_id="model", concurrency_limit=1)
+    comparing = dict(fn=in_language(run_compare), inputs=None,
+                     outputs=[state, m["status"], m_controls["layer"], m_controls["head"]],
+                     inputs_kwargs=dict(a=m["a"], b=m["b"], sentence=m["sentence"], off=m["off"], pair=state, lang=lang),
+                     show_progress_on=[m["status"]], **work)
+    m["run"].click(**comparing).then(**shown)
+    if lesson is not None:
+        m["lesson"].click(lambda: (*lesson, ""), None, [m["a"], m["b"], m["off"]], api_visibility="private").then(
+            **comparing).then(**shown)
+    s["run"].click(in_language(run_patch), None, [state, s["status"], s_controls["token"]],
+                   inputs_kwargs=dict(model=s["model"], original=s["original"], edited=s["edited"], pair=state,
+                                      lang=lang), show_progress_on=[s["status"]], **work).then(**shown)
+    s["original"].blur(lambda text, model: edited_default(text, MODELS.get(model).tokenizer),
+                       [s["original"], s["model"]], s["edited"], api_visibility="private")
+
+    m_outputs["ranking"].select(open_head_of, [state], [m_controls["kind"], m_controls["layer"], m_controls["head"]],
+                                api_visibility="private").then(**shown)
+    # a control the ranking sets redraws on the reader's own moves only (its change events would carry the others'
+    # old values); the ranking's click draws the maps itself
+    return tab.wire(top, {"models": models_tab, "sentences": sentences_tab}, by_hand=("kind", "layer", "head"),
+                    trigger_mode="always_last")

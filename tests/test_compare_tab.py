@@ -1,0 +1,118 @@
+"""The Compare tab (app/tabs/compare.py) without a browser: its two buttons' work on the shipped model and its run's
+points, every bad input answered by one message with the session's results left as they were, and its views drawn
+from the session's results alone (never the model)."""
+import json
+
+import numpy as np
+import pytest
+
+from app.i18n import speaking
+from tests.conftest import needs_shipped
+
+pytestmark = needs_shipped
+
+SENTENCE = "Ein Mann fährt mit dem Fahrrad eine steile Straße hinunter."
+
+
+@pytest.fixture(scope="module")
+def compared():
+    from app.tabs import compare as tab
+    with speaking("en"):
+        pair, status, layers, heads = tab.run_compare("shipped@epoch-1", "shipped", SENTENCE, "", None)
+    return tab, pair, status, layers, heads
+
+
+def test_two_models_compared_and_drawn_from_the_result(compared, monkeypatch):
+    tab, pair, status, layers, heads = compared
+    c = pair.models
+    assert "after epoch 1" in status and c.names == ["shipped@epoch-1", "shipped"] and not c.by_words
+    assert layers["choices"] == list(range(c.shapes["shared"][0])) and heads["choices"] == list(range(8))
+    # the views never run the model: they are drawn from the Pair alone
+    monkeypatch.setattr(tab, "compare", lambda *a, **k: pytest.fail("a view ran the model"))
+    monkeypatch.setattr(tab.MODELS, "get", lambda *a, **k: pytest.fail("a view asked for a model"))
+    with speaking("en"):
+        shown = tab.result_view(pair)
+        maps = tab.maps_view(pair, "cross", 1, 3)
+        ranking = tab.ranking_view(pair)["value"]
+    assert all(html_escaped in shown["table"] for html_escaped in (c.scored[0].translation, c.scored[1].translation))
+    a, b, diff = c.maps("cross", 1, 3)
+    z = maps["map_diff"].data[0]
+    assert np.allclose(np.asarray(z.z, dtype=float), np.round((a - b).numpy(), 3), atol=1e-3)
+    assert (z.zmin, z.zmid, z.zmax) == (-1, 0, 1) and "0" in z.colorbar.ticktext
+    titles = [maps[k].layout.title.text.replace("<br>", " ") for k in ("map_a", "map_b")]
+    assert "the shipped model, after epoch 1" in titles[0] and "A (" in titles[0]
+    assert "B (the shipped model)" in titles[1]
+    # the ranking's rows are the comparison's, most different first, measured as the tab says
+    assert [r[4] for r in ranking["data"]] == [round(r[3], 3) for r in c.ranking[:len(ranking["data"])]]
+    assert ranking["headers"][-1] == "mean TV"
+
+
+def test_a_ranking_row_opens_its_head(compared):
+    import gradio as gr
+    tab, pair, *_ = compared
+    kind, layer, head, _ = pair.models.ranking[2]
+    picked = tab.open_head_of(pair, gr.SelectData(None, {"index": [2, 1], "value": "x"}))
+    assert picked == (kind, layer, head)
+
+
+@pytest.mark.parametrize("a, b, off, sentence, says", [
+    ("nope", "shipped", "", SENTENCE, "no model named 'nope'"),
+    ("<script>", "shipped", "", SENTENCE, "no model named '&lt;script&gt;'"),
+    ("shipped", "shipped", "", SENTENCE, "same model"),
+    ("shipped", "shipped", "cross 9 1", SENTENCE, "layers 0 to 2"),
+    ("shipped", "shipped", "cross one 1", SENTENCE, "is not a head"),
+    ("shipped", "shipped@epoch-1", "", "", "Type a German sentence"),
+    ("shipped", "shipped@epoch-1", "", "Wort " * 400, "takes up to 1,000"),
+])
+def test_bad_input_gets_one_message_and_keeps_the_results(compared, a, b, off, sentence, says):
+    tab, pair, *_ = compared
+    with speaking("en"):
+        kept, status, layers, heads = tab.run_compare(a, b, sentence, off, pair)
+    assert kept is pair and says.lower() in status.replace("\\", "").lower()
+    assert "<script>" not in status  # what the reader sent is escaped
+    assert layers == heads == {"__type__": "update"}
+
+
+def test_a_model_with_heads_off_against_itself(compared):
+    tab, *_ = compared
+    with speaking("en"):
+        pair, status, *_ = tab.run_compare("shipped", "shipped", SENTENCE, "cross 1 3; encoder 0 5", None)
+    c = pair.models
+    assert [tuple(h) for h in c.heads_off["b"]] == [("encoder", 0, 5), ("cross", 1, 3)] and not c.heads_off["a"]
+    # upstream of the first head switched off nothing differs; the head itself is computed as usual
+    assert float(c.difference("encoder")[0].abs().max()) == 0.0
+    assert float(c.difference("cross")[2].abs().max()) > 0.0
+
+
+def test_two_sentences_patched_and_drawn(compared):
+    tab, pair, *_ = compared
+    edited = tab.edited_default(SENTENCE, tab.MODELS.get().tokenizer)
+    assert edited != SENTENCE and len(edited.split()) == len(SENTENCE.split())
+    with speaking("en"):
+        both, status, menu = tab.run_patch("shipped", SENTENCE, edited, pair)
+        assert both.models is pair.models and both.sentences is not None
+        g = both.sentences
+        assert g.changed == [2] and menu["choices"][0][1] == "all" and len(menu["choices"]) == len(g.out_tokens) + 1
+        shown = tab.patch_view(both)
+        grid = tab.grid_view(both, "all")
+        one = tab.grid_view(both, "1")
+    z = np.asarray(grid.data[0].z, dtype=float)
+    assert z.shape == (4, len(g.edited_tokens))
+    # restoring the changed piece's embedding restores the whole translation's probability (layer 0 is the input)
+    assert z[0, 2] == pytest.approx(1.0, abs=1e-3)
+    assert "★" in grid.data[0].x[2] and "output token 2" in one.layout.title.text.replace("<br>", " ")
+    assert json.loads(g.to_json())["changed"] == [2] and "\\-" not in shown["patch_summary"].split("nats")[0][-8:]
+    with speaking("en"):
+        kept, status, _ = tab.run_patch("shipped", SENTENCE, "Ein Mann fährt.", both)
+    assert kept is both and "pieces" in status
+    with speaking("en"):
+        kept, status, _ = tab.run_patch("nope", SENTENCE, edited, both)
+    assert kept is both and "no model named" in status
+
+
+def test_every_word_of_the_tab_is_in_both_languages():
+    from app.i18n import table
+    en, zh = table("en"), table("zh-CN")
+    keys = {k for k in en if k.startswith(("compare.", "ui.compare.")) or k == "ui.tab.compare"}
+    assert keys and keys <= set(zh)
+    assert all(zh[k] != en[k] for k in keys if any(c.isalpha() for c in en[k]) and not en[k].startswith("{"))
