@@ -72,6 +72,16 @@ def test_english_is_told_from_chinese_code_and_pieces():
     for neutral in ("`d_model`", "d_model = 256", "▁Mann", "PE(pos + k)", "ε = 0.1", "42.05", "LayerNorm"):
         assert not english(neutral), neutral
     assert not english("Hund", frozenset({"Hund"}))  # the sentence's own pieces
+    # Chinese that leaves a term of Dive into Deep Learning in English: a label, a diagram's box, an answer line
+    for mixed in ("每个子层外加残差连接 + LayerNorm", "Linear（与嵌入共享权重）+ softmax",
+                  "这个译文的解码方式是 `greedy`；贪心搜索在每一步都取概率最大的词元。", "第 2 层的 attention 权重"):
+        assert english(mixed), mixed
+    for chinese in ("线性层 + softmax", "decoder（解码器）", "`nn.LayerNorm` 的输出", "**`w_1`**：`Linear`，这里计入",
+                    "masked_fill(mask ==<br>0, -1e9) 之后", "encoder.layers.0.feed_forward.<br>w_1 的参数分布",
+                    "注意力汇，attention sink"):
+        assert not english(chinese), chinese
+    for code in ("[layer] * N", "tgt[:, 1:]", "clones（<br>deepcopy +<br>ModuleList）"):
+        assert not english(code, i18n_report.neutral_words()), code
 
 
 @pytest.fixture(scope="module")

@@ -863,3 +863,19 @@ def test_the_relative_step_asks_about_the_case_it_draws(inspections, lang):
     stated = re.findall(r"\d\.\de-\d\d", out["fact"])
     assert stated and stated[0] == values["res"], (stated, values)
     assert f"k = {values['k']}" in out["answer"] and values["res"] in out["answer"]
+
+
+@needs_shipped
+def test_the_chinese_path_writes_its_terms_in_chinese_before_and_after_check(inspections):
+    """Every step in zh-CN, before its Check and after it (its answer line, its revealed fact line, its figure's
+    titles, labels and categories): no English, and no term of Dive into Deep Learning left in English in a Chinese
+    line (greedy where the page says 贪心搜索, LayerNorm for 层规范化, Linear for 线性层)."""
+    from tools.i18n_report import english, learn_checked, neutral_words, sentence_pieces, value_strings
+    for ins in inspections:
+        pieces = sentence_pieces(ins) | neutral_words()
+        with i18n.speaking("zh-CN"):
+            drawn = [v for k in range(len(learn_path.STEPS))
+                     for out in (learn.render(ins, {"step": k, "done": []}), learn_checked(ins, k))
+                     for name, v in out.items() if name not in ("where", "slider")]
+        words = [s for v in drawn for s in value_strings(v)]
+        assert len(words) > 200 and [s for s in words if english(s, pieces)] == []

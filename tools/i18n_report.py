@@ -26,6 +26,8 @@ from app.tabs import learn
 
 STATIC_VALUES = (gr.Markdown, gr.Button)  # components whose value is text written at build time
 CODE = re.compile(r"^[A-Za-z_][\w]*([._][\w]+)+$|^[\W\d_]*$")  # a module path, a number, a symbol: no language
+CODE_EXPR = re.compile(r"^(?=.*(\w\(|\[))[\w\s\[\]():,.*+=<>-]+$")  # an expression: [layer] * N, tgt[:, 1:]
+CODE_NAMES = {"clones", "deepcopy"}  # the code's functions the Learn path names (clones' choice labels)
 
 
 def words(s):
@@ -98,24 +100,52 @@ class _Text(HTMLParser):
             self.out.append(data.strip())
 
 
+# terms the Chinese page writes as *Dive into Deep Learning* does: one of these in English in a Chinese string, with
+# its Chinese term nowhere in that string (a gloss such as "decoder（解码器）" has both), is a word left untranslated;
+# a name from the code (nn.LayerNorm, `Linear`, `tgt_mask`) is not, but the API's name of a decoding is, whatever
+# else the string says (`greedy` where the page says 贪心搜索)
+API_WORDS = {"greedy", "beam", "sample"}
+D2L_TERMS = {"LayerNorm": "层规范化", "layer norm": "层规范化", "Linear": "线性层", "greedy": "贪心", "beam": "束",
+             "sample": "采样", "dropout": "暂退法", "embedding": "嵌入", "attention": "注意力", "mask": "掩蔽", "encoder": "编码器",
+             "decoder": "解码器", "warm-up": "预热", "smoothing": "平滑", "feed-forward": "前馈",
+             "positional": "位置", "token": "词元", "padding": "填充", "generator": "生成器"}
+
+
+def untranslated_terms(s):
+    """The terms of D2L_TERMS a Chinese string leaves in English (none in a string without Chinese)."""
+    if not CJK.search(s):
+        return []
+    api = [w for w in CODE_SPAN.findall(s) if w.strip("`") in API_WORDS]
+    bare = CODE_SPAN.sub(" ", s)
+    return api + [t for t, zh in D2L_TERMS.items() if zh not in s
+                  and re.search(rf"(?<![\w.(\[]){re.escape(t)}(?![\w.(\]])", bare, re.IGNORECASE)]
+
+
 def english(s, pieces=frozenset()):
     """Whether text is English: words of three letters or more, no Chinese, once code spans, names from the code
-    and the pieces of the sentence (and of the model's candidates) are taken out. A piece with SentencePiece's
-    word mark (▁) is the model's, in no language of the page."""
-    if CJK.search(s) or "▁" in s:
+    and the pieces of the sentence (and of the model's candidates) are taken out; or Chinese that leaves one of the
+    terms it has a Chinese word for in English (untranslated_terms). A piece with SentencePiece's word mark (▁) is
+    the model's, in no language of the page."""
+    if CJK.search(s):
+        return bool(untranslated_terms(s))
+    if "▁" in s or CODE_EXPR.match(s.replace("<br>", " ")):
         return False
     rest = NAME.sub(" ", CODE_SPAN.sub(" ", s))
     return any(w not in pieces for w in WORD.findall(rest))
 
 
+LABELS = ("ticktext", "x", "y", "text")  # data keys whose strings are labels: tick texts, categories, cell texts
+
+
 def figure_strings(obj, key=None):
-    """The words a plotly figure shows: titles, axis titles, legend names, annotations (not its data)."""
+    """The words a plotly figure shows: titles, axis titles, legend names, annotations, and its labels: tick
+    texts, a bar's categories and a cell's text (the sentence's pieces among them are in no language; english()
+    is told them)."""
     if isinstance(obj, dict):
-        return [s for k, v in obj.items() if k not in SKIP_KEYS or k == "text" and isinstance(v, str)
-                for s in figure_strings(v, k)]
+        return [s for k, v in obj.items() if k not in SKIP_KEYS or k in LABELS for s in figure_strings(v, k)]
     if isinstance(obj, (list, tuple)):
         return [s for v in obj for s in figure_strings(v, key)]
-    return [obj] if isinstance(obj, str) and key in ("text", "name", "title") else []
+    return [obj] if isinstance(obj, str) and key in ("text", "name", "title", *LABELS) else []
 
 
 def value_strings(value):
@@ -166,7 +196,7 @@ def neutral_words():
                if tr.tokenizer.is_control(i) or tr.tokenizer.is_unknown(i)}
     _, _, epochs = training.shipped_log()
     data = [*training.probe_sentences(), *(s for e in epochs for s in e.get("probes") or ())]
-    return frozenset(code | {w for s in (*special, *data) for w in WORD.findall(s)})
+    return frozenset(code | CODE_NAMES | {w for s in (*special, *data) for w in WORD.findall(s)})
 
 
 def view_values(tab, ins, lang):
@@ -177,15 +207,26 @@ def view_values(tab, ins, lang):
     if "results_of" in tab.more:  # a tab whose views read results of its own (Compare): those of this sentence
         ins = tab.results_of(ins)
     with speaking(lang):
-        if tab.where == ("learn",):
+        if tab.where == ("learn",):  # every step before its Check and after it: its answer and what it revealed
             return [(tab.outputs[name], v) for k in range(len(learn.STEPS))
-                    for name, v in learn.render(ins, {"step": k, "done": []}).items()]
+                    for out in (learn.render(ins, {"step": k, "done": []}), learn_checked(ins, k))
+                    for name, v in out.items() if name in tab.outputs]
         for view in tab.views:
             used = {name: controls[name] for name in view.uses}
             out = view.draw(ins, **used) if view.reads_translation else view.draw(**used)
             named = out if isinstance(out, dict) and set(out) == set(view.outputs) else {view.outputs[0]: out}
             values += [(tab.outputs[name], v) for name, v in named.items()]
     return values
+
+
+def learn_checked(ins, k):
+    """What step `k` of the Learn path shows once its answer is checked (the right choice picked): its answer, its
+    fact line and its figure, revealed."""
+    step = learn.STEPS[k]
+    choices, right, _ = learn.quiz_state(step, ins, None)[1]
+    value = learn._value(step.control.default, ins)
+    out = learn.check(ins, {"step": k, "done": []}, choices[right], value, value)
+    return {name: out[name] for name in ("answer", "fact", "figure")}
 
 
 def tab_name(tab):
