@@ -87,7 +87,8 @@ def length_hint(src_pieces, lengths):
 def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=None, lengths=None):
     """A translation's status line in Markdown, in the event's language: how it was decoded (`settings`, as translate() hands
     them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
-    notice where the input was cut to `cut_to` pieces, one where the output reached the maximum length, one where
+    notice where the input was cut to `cut_to` pieces (as `src_pieces` counts them: one count for the line and its
+    notices), one where the output reached the maximum length, one where
     the input is longer than nearly all the training sources (`lengths`, length_hint), and `hint` (german_hint's
     notice) where there is one."""
     method = settings.get("method", DEFAULT_METHOD)
@@ -133,6 +134,6 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     ins.server_ms = ms  # for its status line in another language (status_view)
     with speaking("en"):
         status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
-                             tr.max_src_tokens - 2 if ins.truncated else None, hint=german_hint(text),
+                             len(ins.src_tokens) if ins.truncated else None, hint=german_hint(text),
                              lengths=training_lengths())
     return ins.translation, status, ins

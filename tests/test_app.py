@@ -67,13 +67,32 @@ def test_translation_matches_the_plain_translator(ins):
     assert ins.translation == get_translator().translate(SENTENCE)
 
 
+def test_a_cut_sentence_is_told_one_count_of_its_pieces():
+    """A sentence of about 1,000 characters, cut to the model's length: its status line, the notice that it was
+    cut and the one that it is longer than the training sentences name one count of its pieces (as the model reads
+    them), on the page in both languages as in the API's English."""
+    from app.common import MAX_CHARS
+    sentence = ("Ein Mann mit einem roten Hut fährt mit dem Fahrrad eine steile Straße hinunter, "
+                * 20)[:MAX_CHARS].strip()
+    assert len(sentence) >= 990
+    _, status, new = translate.translate(sentence)
+    assert new.truncated and "cut to the" in status
+    counts = {"en": re.findall(r"(\d+) (?:source )?pieces", status)}
+    for lang in ("en", "zh-CN"):
+        with speaking(lang):
+            page = translate.status_view(new)
+        counts[lang + " page"] = re.findall(r"(\d+) (?:个源词元|个词元|(?:source )?pieces)", page)
+    assert all(len(c) >= 3 for c in counts.values()), counts  # the line, the cut, the length
+    assert {n for c in counts.values() for n in c} == {str(len(new.src_tokens))}, counts
+
+
 def test_bad_input_gives_messages_not_errors(ins):
     out, status, state = translate.translate("   ", previous=ins)
     assert out == "" and "Type a German sentence" in status and state is ins
     out, status, state = translate.translate("Hund " * 400, previous=ins)
     assert out == "" and "characters" in status and state is ins
     out, status, new = translate.translate("Ein Hund " * 100)  # under the character limit, over the token limit
-    assert "cut to its first" in status and new.truncated
+    assert "cut to the" in status and new.truncated
     # settings the browser should never send fall back to allowed values (core.decode.DECODING_LIMITS): the
     # default method (greedy), the shortest output the slider allows, which the model would follow with more
     # (the status says the output was cut)
@@ -354,7 +373,7 @@ def test_the_translate_tab_draws_in_the_pages_language(ins):
 def test_the_status_line_is_english_for_the_api_and_in_the_pages_language_on_the_page():
     from core.decode import DECODING_LIMITS
     _, status, new = translate.translate("Ein Hund " * 100, "beam", 3, 0.7, max_len=DECODING_LIMITS["max_len"].lo)
-    assert "cut to its first" in status and "maximum length" in status and "beam search (k = 3, α = 0.7)" in status
+    assert "cut to the" in status and "maximum length" in status and "beam search (k = 3, α = 0.7)" in status
     with speaking("en"):  # the view draws the API's line in English, time included
         assert translate.status_view(new) == status
         # a problem with the input: English from translate(), then in the page's language after the press

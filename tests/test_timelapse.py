@@ -214,3 +214,24 @@ def test_the_tab_names_the_epochs_the_translating_model_averages():
     from app.shared import model_dir
     shipped = json.loads((model_dir() / "config.json").read_text())
     assert len(averaged_epochs(shipped)) == len(shipped.get("averaged_checkpoints", ()))
+
+
+def test_the_changed_tokens_and_the_epochs_are_counted_in_words_that_fit_the_count():
+    """The Time-lapse says how many tokens changed, and how many epochs a step is, in words that fit the count in
+    both languages: no "the 1 tokens", "the 0 tokens" or "1 epochs"."""
+    ins = SimpleNamespace(out_tokens=["▁A", "▁dog", "▁runs", "."], token_probs=[0.9, 0.8, 0.7, 0.6])
+    said = {}
+    for lang in ("en", "zh-CN"):
+        with speaking(lang):
+            for previous, n in ((["▁A", "▁dog", "▁runs", "."], 0), (["▁A", "▁cat", "▁runs", "."], 1),
+                                (["▁A", "▁cat", "▁sits", "."], 2)):
+                said[lang, n] = figs.translation_html(ins, previous, "epoch 1")
+            points = [dict(label="epoch-1", epoch=1, step=1000, val_loss=2.0), dict(label="s", step=500, val_loss=3.0)]
+            said[lang, "epochs"] = [figs.where_now(points, i, per_epoch=1000) for i in (0, 1)]
+    assert "No token differs" in said["en", 0] and "the one token that differs" in said["en", 1]
+    assert "the 2 tokens" in said["en", 2]
+    assert "没有词元改变" in said["zh-CN", 0] and "那一个词元" in said["zh-CN", 1] and "的 2 个词元" in said["zh-CN", 2]
+    for n in (0, 1):
+        assert f"the {n} tokens" not in said["en", n] and f" {n} 个词元" not in said["zh-CN", n]
+    one, half = said["en", "epochs"]
+    assert "(1 epoch)" in one and "epochs" not in one and "(0.5 epochs)" in half

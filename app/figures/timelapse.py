@@ -88,7 +88,8 @@ def where_now(points, i, per_epoch=None):
     p = points[i]
     parts = [f"**{point_name(p)}**", _t("where.step", step=f"{p['step']:,}")]
     if per_epoch:
-        parts[-1] += _t("where.epochs", epochs=f"{p['step'] / per_epoch:.2f}".rstrip("0").rstrip("."))
+        epochs = f"{p['step'] / per_epoch:.2f}".rstrip("0").rstrip(".")
+        parts[-1] += _t("where.epochs.one" if epochs == "1" else "where.epochs", epochs=epochs)
     parts.append(_t("where.loss", loss=f"{p['val_loss']:.2f}"))
     if p.get("bleu") is not None:
         parts.append(_t("where.bleu", bleu=f"{p['bleu']:.1f}"))
@@ -192,7 +193,9 @@ def translation_html(ins, previous=None, previous_name=None):
     the previous point's translation (`previous`, a token list) outlined."""
     tokens = list(ins.out_tokens)
     marked = changed_positions(list(previous), tokens) if previous is not None else set()
-    legend = (_t("said.changed", name=previous_name, n=len(marked)) if previous is not None else _t("said.first"))
+    # none, one or several changed, each said as such ("the 1 tokens" is no English)
+    how = {0: "said.changed.none", 1: "said.changed.one"}.get(len(marked), "said.changed")
+    legend = (_t(how, name=previous_name, n=len(marked)) if previous is not None else _t("said.first"))
     return token_strip(tokens, ins.token_probs, marked=marked, legend=legend)
 
 

@@ -17,7 +17,7 @@ from .. import page as page_js
 from ..common import clamp, export_file, md_literal
 from ..figures.decoding import decoder_input_html, mask_svg, replay_first, step_candidates, token_probs_html
 from ..i18n import L, choices, in_language, speaking, text
-from ..shared import examples, get_translator, training_lengths
+from ..shared import examples, training_lengths
 from ..translating import first_value, german_hint, input_problem, status_line, translate
 from ..views import Tab, View, by_component
 
@@ -36,7 +36,7 @@ def token_probs(ins):
 def status_view(ins):
     """The status line of the kept translation in the page's language (translate() returns it in English, for
     its API)."""
-    cut = get_translator().max_src_tokens - 2 if ins.truncated else None
+    cut = len(ins.src_tokens) if ins.truncated else None  # the count the status line and the length hint say
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
                        hint=german_hint(ins.source), lengths=training_lengths())
 
