@@ -42,7 +42,7 @@ def build_demo():
                      translation := tabs.translate.build(demo, page, state, tr.alpha, lang),
                      attn := tabs.attention.build(tr.config, page, state, lang),
                      tabs.heads.build(tr.config, page, state, top, attn, lang), tabs.why.build(page, state, lang),
-                     tabs.whatif.build(page, state, lang), tabs.compare.build(page, lang),
+                     tabs.whatif.build(page, state, lang), tabs.compare.build(demo, page, lang),
                      tabs.inside.build(tr.config, page, state, lang),
                      tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
                      tabs.training.build(page, lang),

@@ -116,3 +116,20 @@ def test_every_word_of_the_tab_is_in_both_languages():
     keys = {k for k in en if k.startswith(("compare.", "ui.compare.")) or k == "ui.tab.compare"}
     assert keys and keys <= set(zh)
     assert all(zh[k] != en[k] for k in keys if any(c.isalpha() for c in en[k]) and not en[k].startswith("{"))
+
+
+def test_a_link_names_the_models_and_a_wrong_name_is_said():
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    from app.tabs import compare as tab
+
+    def load(**params):
+        return tab.linked_models(SimpleNamespace(query_params=params))
+    a, b, status = load(a="shipped@epoch-4", b="shipped")
+    assert (a, b) == ("shipped@epoch-4", "shipped") and status == gr.skip()
+    a, b, status = load(a="<img src=x onerror=alert(1)>", b="shipped@epoch-1")
+    assert a == gr.skip() and b == "shipped@epoch-1"
+    assert "no model named" in status and "<img" not in status  # said, escaped
+    assert load() == (gr.skip(), gr.skip(), gr.skip())

@@ -17,6 +17,7 @@ from core.analysis.compare import Comparison, compare
 from core.analysis.patching import PatchGrid, patch_grid
 from core.instrument import KINDS
 
+from .. import page as page_js
 from ..common import empty_figure, fitted_plot, kind_choices, md_literal
 from ..figures.compare import (
     RANKED,
@@ -197,6 +198,24 @@ def results_of(ins):
     return Pair(pair.models, patch_grid(tr, sentence, edited) if edited != sentence else None)
 
 
+def linked_models(request: gr.Request):
+    """The page-load callback: the models a link names (?a=...&b=..., the Compare tab's A and B), each one this
+    server can open; a name it cannot is said in the status line and its menu left as it is."""
+    params = dict(request.query_params) if request is not None else {}
+    out, wrong = [], []
+    for side in ("a", "b"):
+        name = params.get(side)
+        if name is None:
+            out.append(gr.skip())
+            continue
+        try:
+            out.append(MODELS.check(name))
+        except ValueError as e:
+            out.append(gr.skip())
+            wrong.append(md_literal(str(e)))
+    return (*out, " ".join(wrong) if wrong else gr.skip())
+
+
 def open_head_of(pair, evt: gr.SelectData):
     """A row of the ranking opens its head in the maps above: (kind, layer, head), or no change."""
     c = _models(pair)
@@ -281,7 +300,7 @@ def _sentences_tab():
     return tab, parts, dict(token=token), dict(patch_summary=summary, patch_probs=probs, patch_grid=grid)
 
 
-def build(page, lang):
+def build(demo, page, lang):
     """Lay out the tab and wire its events. Returns its Tab (app/views.py): its views read the session's Pair, not
     the translation, so a new translation leaves them alone (app/ui.py wires its language)."""
     with gr.Tab(L("ui.tab.compare"), id="compare") as top:
@@ -306,6 +325,8 @@ def build(page, lang):
     s["run"].click(in_language(run_patch), None, [state, s["status"], s_controls["token"]],
                    inputs_kwargs=dict(model=s["model"], original=s["original"], edited=s["edited"], pair=state,
                                       lang=lang), show_progress_on=[s["status"]], **work).then(**shown)
+    demo.load(linked_models, None, [m["a"], m["b"], m["status"]], api_visibility="private")
+    gr.on([m["a"].change, m["b"].change], None, [m["a"], m["b"]], None, js=page_js.function("record-models"))
     s["original"].blur(lambda text, model: edited_default(text, MODELS.get(model).tokenizer),
                        [s["original"], s["model"]], s["edited"], api_visibility="private")
 
