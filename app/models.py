@@ -91,45 +91,48 @@ class Models:
         return name
 
     def get(self, name=None):
-        """The Translator of model `name` (the page's own by default), loaded the first time and then kept."""
+        """The Translator of model `name` (the page's own by default), loaded the first time and then kept (known by
+        its directory and point, so that a name that comes to mean another model is loaded afresh)."""
         name = self.default if name is None else self.check(name)
+        directory, label = self.sources()[name]
+        key = (str(Path(directory).resolve()), label)
         while True:
             with self._lock:
-                if name in self._held:
-                    self._held.move_to_end(name)
-                    return self._held[name][0]
-                busy = self._loading.get(name)
+                if key in self._held:
+                    self._held.move_to_end(key)
+                    return self._held[key][1]
+                busy = self._loading.get(key)
                 if busy is None:
-                    busy = self._loading[name] = threading.Lock()
+                    busy = self._loading[key] = threading.Lock()
                     busy.acquire()
                     break
             with busy:  # another request loads it: wait, then look again
                 pass
         try:
-            directory, label = self.sources()[name]
             snapshot = label is not None  # a point of a run: decoded by the float32 model alone, as Time-lapse does
             tr = Translator.load(directory, snapshot=label, half_rows=0 if snapshot else 4, kept=False)
             with self._lock:
-                self._held[name] = (tr, model_bytes(tr))
+                self._held[key] = (name, tr, model_bytes(tr))
                 self._evict()
             return tr
         finally:
             with self._lock:
-                del self._loading[name]
+                del self._loading[key]
             busy.release()
 
     def _evict(self):
         """Drop the models used least recently, never the page's own, while the held ones exceed the bound."""
-        for name in list(self._held):
-            if sum(b for _, b in self._held.values()) <= self.memory:
+        own = (str(self.default_dir.resolve()), None)
+        for key in list(self._held):
+            if sum(b for _, _, b in self._held.values()) <= self.memory:
                 break
-            if name != self.default and len(self._held) > 1:
-                del self._held[name]
+            if key != own and len(self._held) > 1:
+                del self._held[key]
 
     def held(self):
         """[(name, bytes)] of the models held, least recently used first."""
         with self._lock:
-            return [(name, b) for name, (_, b) in self._held.items()]
+            return [(name, b) for name, _, b in self._held.values()]
 
 
 MODELS = Models()

@@ -5,8 +5,8 @@ the previous point outlined, with its cross-attention; a heads x time map shows 
 settled.
 
 The point's Inspection is made once per (point, sentence) and kept (`_inspected`): moving the layer or the head
-redraws from it. At most core.translate.SNAPSHOTS_KEPT points' weights are held in memory besides the shipped
-model; going to another loads it (Translator.load(snapshot=...)), the one used least recently going.
+redraws from it. Each point is a model of its own, held by app.models.MODELS within the server's memory bound (the
+one used least recently going first); going to one not held loads it.
 """
 import re
 import threading
@@ -15,7 +15,6 @@ from collections import OrderedDict
 import gradio as gr
 
 from core.instrument import KINDS
-from core.translate import Translator, kept_snapshots
 
 from .. import page as page_js
 from ..cache import per_language
@@ -37,6 +36,7 @@ from ..figures.timelapse import (
 )
 from ..figures.training import probe_sentences
 from ..i18n import L, texts
+from ..models import MODELS
 from ..shared import get_translator, model_dir, release_free_memory
 from ..translating import MAX_CHARS
 from ..views import Tab, View
@@ -57,27 +57,29 @@ def _index(i):
 # ---- the point's translation, made once per (point, sentence) ------------------------------------------------
 
 _kept = OrderedDict()
-_lock = threading.Lock()  # one snapshot model call at a time (their recording hooks live for a run)
+_lock = threading.Lock()  # around _kept (the model calls run outside it, any number at once)
 
 
 def _inspected(label, text):
     """The Inspection of `text` by point `label`, kept for the next time: greedy and in float32, as the probe
-    translations were recorded and the measures made (no float16 twin is built for a point)."""
+    translations were recorded and the measures made (no float16 twin is built for a point). The point is a model of
+    its own, held by app.models.MODELS ("<model>@<label>") within the server's memory bound."""
     key = (label, text)
     with _lock:
         if key in _kept:
             _kept.move_to_end(key)
             return _kept[key]
-        held = kept_snapshots()
-        ins = Translator.load(model_dir(), snapshot=label, half_rows=0).inspect(text, method="greedy")
-        if kept_snapshots() != held:
-            # a point loaded (and perhaps another let go): the heap that loading used, and the weights let go,
-            # go back to the system rather than stay in the process's resident memory (tools.bench --timelapse)
-            release_free_memory()
+    held = MODELS.held()
+    ins = MODELS.get(f"{MODELS.default}@{label}").inspect(text, method="greedy")
+    if MODELS.held() != held:
+        # a point loaded (and perhaps another let go): the heap that loading used, and the weights let go,
+        # go back to the system rather than stay in the process's resident memory (tools.bench --timelapse)
+        release_free_memory()
+    with _lock:
         _kept[key] = ins
         while len(_kept) > KEPT_INSPECTIONS:
             _kept.popitem(last=False)
-        return ins
+    return ins
 
 
 def sentence_of(ins, sentence):
