@@ -19,6 +19,7 @@ from core.instrument import KINDS
 
 from .. import page as page_js
 from ..common import empty_figure, fitted_plot, kind_choices, md_literal
+from ..edits import edited_default  # the edited copy the box offers: the Learn path's patching step reads it too
 from ..figures.compare import (
     RANKED,
     difference_heatmap,
@@ -111,25 +112,6 @@ def run_patch(model, original, edited, pair):
     else:
         status = _t("patch.status.done", model=md_literal(model))
     return Pair(pair.models, grid), status, gr.update(choices=token_menu(grid), value="all")
-
-
-# one word for another of the same gender and case, so that the edited copy stays German
-SWAPS = (("Mann", "Junge"), ("Junge", "Mann"), ("Frau", "Katze"), ("Hund", "Vogel"), ("Mädchen", "Kind"),
-         ("Kind", "Mädchen"), ("rote", "blaue"), ("roten", "blauen"), ("roter", "blauer"), ("zwei", "drei"),
-         ("Zwei", "Drei"))
-
-
-def edited_default(sentence, tokenizer=None):
-    """The sentence with one word changed (the first of SWAPS it has, whose replacement keeps the number of pieces
-    where a tokenizer is given); the sentence itself where none applies."""
-    words = sentence.split()
-    for old, new in SWAPS:
-        for i, w in enumerate(words):
-            if w.strip(".,!?") == old:
-                changed = " ".join(words[:i] + [w.replace(old, new, 1)] + words[i + 1:])
-                if tokenizer is None or len(tokenizer.encode(changed)) == len(tokenizer.encode(sentence)):
-                    return changed
-    return sentence
 
 
 # ---- views (drawn from the session's Pair, never running the model) ----------------------------------------
