@@ -18,8 +18,10 @@ from .figures.learn import (
     ACCUM,
     CLONES,
     MASK_REACH,
+    PATCHING,
     _piece,
     accum_check,
+    carried,
     clone_counts,
     context,
     draw_accum,
@@ -34,6 +36,7 @@ from .figures.learn import (
     draw_layernorm,
     draw_masks,
     draw_noam,
+    draw_patching,
     draw_relative,
     draw_scale,
     draw_smoothing,
@@ -45,6 +48,9 @@ from .figures.learn import (
     mask_batch,
     model_schedule,
     pad_query_reach,
+    patch_fields,
+    patch_run,
+    patched_tokens,
     scale_weights,
     smoothed,
     tied,
@@ -159,6 +165,16 @@ def quiz_ffn(c):
                               word=md_literal(_piece(c.ins.src_tokens[min(1, len(c.ins.src_tokens) - 1)])))
 
 
+def quiz_patching(c):
+    """From which layer on a position other than the changed word's carries it: the first layer whose state, put
+    back there, returns at least CARRIES of what the edit cost the translation (app/figures/learn.py carried)."""
+    grid, ours = patch_run(c)
+    values = patch_fields(c, grid, ours)
+    first = carried(grid)[0]
+    right = "never" if first is None else "embedding" if first == 0 else "first" if first == 1 else "later"
+    return [c.t(f"patching.choice.{k}") for k in PATCHING], PATCHING.index(right), values
+
+
 def quiz_embeddings(c):
     one = tied(c.model)
     emb = c.model.src_embed[0].lut.weight
@@ -166,7 +182,7 @@ def quiz_embeddings(c):
     return choices, 1 if one else 0, dict(size=f"{emb.numel():,}", saved=f"{2 * emb.numel():,}" if one else "0")
 
 
-RELATIVE_K = 5  # the offset step 9 asks about, where its slider starts (and the Positional tab opens)
+RELATIVE_K = 5  # the offset step 10 asks about, where its slider starts (and the Positional tab opens)
 
 
 def quiz_relative(c):
@@ -275,6 +291,7 @@ STEPS = (
     Step("buffer", "positional", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_buffer,
          quiz_buffer),
     Step("ffn", "inside/ffn", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_ffn, quiz_ffn),
+    Step("patching", "compare/sentences", Control("slider", 0, patched_tokens, 1, 0), draw_patching, quiz_patching),
     Step("embeddings", "positional", Control("radio", choices=("scaled", "raw"), default="scaled"),
          draw_embeddings, quiz_embeddings),
     Step("relative", "positional", Control("slider", 1, 20, 1, RELATIVE_K), draw_relative, quiz_relative),

@@ -1134,15 +1134,16 @@ def test_a_chinese_page_has_no_english_words_of_its_own(app, browser):
 
 
 def test_a_learn_step_asks_before_it_shows_and_keeps_what_it_showed(app, browser):
-    """Step 14 on a desktop: the question sits above the action and the figure, and until Check neither the fact
-    line nor the figure's rate axis gives the peak away; Check shows both, and the step stays revealed through
+    """The Noam step on a desktop: the question sits above the action and the figure, and until Check neither the
+    fact line nor the figure's rate axis gives the peak away; Check shows both, and the step stays revealed through
     Next and Back and through the language switch."""
     from app import learn_path
     from app.i18n import speaking, text
-    context, page = learner(app, browser, {"width": 1400, "height": 900}, "en-US", "?learn=14&lang=en")
+    noam = learn_path.KEYS.index("noam") + 1  # its number on the path (?learn=K counts from 1)
+    context, page = learner(app, browser, {"width": 1400, "height": 900}, "en-US", f"?learn={noam}&lang=en")
     try:
-        wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')", step_heading("en", 14),
-                   what="step 14")
+        wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')", step_heading("en", noam),
+                   what=f"step {noam}")
         tops = page.evaluate("""() => ['#learn-question', '#learn-check', '#learn-slider', '#learn-figure',
             '#learn-fact'].map(s => document.querySelector(s).getBoundingClientRect().top)""")
         assert tops == sorted(tops), tops  # the question and its check come first, the evidence after
@@ -1156,14 +1157,14 @@ def test_a_learn_step_asks_before_it_shows_and_keeps_what_it_showed(app, browser
         wait_until(page, "text('#learn-answer').trim().startsWith('✓') && text('#learn-fact').includes(arg) "
                    "&& settled('learn-figure')", peak, what="the answer and the peak it kept back")
         assert page.locator("#learn-figure .ytick").count() > ticks  # the rate's scale, drawn now
-        for button, k in (("#learn-back", 13), ("#learn-next", 14)):
+        for button, k in (("#learn-back", noam - 1), ("#learn-next", noam)):
             page.locator(button).click()
             wait_until(page, "text('#learn-head').includes(arg) && settled('learn-fact')", step_heading("en", k),
                        what=f"step {k}")
-        wait_until(page, "text('#learn-fact').includes(arg)", peak, what="step 14, still revealed")
+        wait_until(page, "text('#learn-fact').includes(arg)", peak, what=f"step {noam}, still revealed")
         page.locator("#lang label").filter(has_text="中文").click()
         wait_until(page, "text('#learn-head').includes(arg) && text('#learn-answer').trim().startsWith('✓')",
-                   step_heading("zh-CN", 14), what="step 14 in Chinese, still revealed")
+                   step_heading("zh-CN", noam), what=f"step {noam} in Chinese, still revealed")
         assert text("zh-CN", "learn.noam.seen", peak=peak) in text_of(page, "#learn-fact")
         assert page.errors == [], page.errors
     finally:

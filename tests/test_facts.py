@@ -51,7 +51,7 @@ def other_log(tmp_path, monkeypatch):
 
 
 def _stated(lang):
-    """What the Engineering tab and the Learn path's steps 14 and 16 say about the run, after Check."""
+    """What the Engineering tab and the Learn path's Noam and history steps say about the run, after Check."""
     from app.tabs import engineering
     c = learn_path.context(None)
     page = said(engineering.engineering_md, lang=lang)
@@ -99,7 +99,7 @@ def test_the_chinese_says_epoch_one_way():
 
 @pytest.mark.parametrize("lang", i18n.LANGS)
 def test_the_smoothing_rows_name_each_example_once(lang):
-    """Step 15 and the Training tab: each row is one example, numbered, with its target; the padding target is
+    """The label-smoothing step and the Training tab: each row is one example, numbered, with its target; the padding target is
     called padding (its row gets nothing), and no two rows read the same."""
     fig, _ = said(training.smoothing_figure, 0.1, lang=lang)
     rows = list(fig.layout.yaxis.ticktext)

@@ -213,7 +213,7 @@ def test_answers_about_the_sentence_follow_the_translation(inspections, english)
 
 @needs_shipped
 def test_the_greedy_answer_counts_the_scores_the_uncached_loop_computes(inspections, english):
-    """Step 11's answer against the Annotated Transformer's loop run on the sentence: the scores one head of the
+    """The greedy step's answer against the Annotated Transformer's loop run on the sentence: the scores one head of the
     first decoder layer's self-attention computes over all steps, counted as it runs (queries × keys at each
     call), for the translation's own pieces; with the cache, one query a step."""
     from app.shared import get_translator
@@ -269,7 +269,7 @@ def _noam_traces(fig):
 
 @pytest.mark.parametrize("lang", i18n.LANGS)
 def test_the_noam_step_draws_this_models_schedule_from_its_log(lang, monkeypatch):
-    """Step 14: this model's curve peaks where its logged arguments say (factor · d_model^-0.5 · warmup^-0.5, at
+    """The Noam step: this model's curve peaks where its logged arguments say (factor · d_model^-0.5 · warmup^-0.5, at
     step warmup), its legend names them, the slider starts there, and the paper's 4,000 warm-up steps is a curve
     of its own beside it, not drawn over it; a log with other arguments moves the curve with it."""
     from app.figures import training
@@ -334,11 +334,11 @@ def test_a_sentence_the_tab_cannot_take_is_told_in_the_pages_language():
 
 # what kind of answer each step asks for: a number (the default), a piece of the translation, or words; and where
 # the right choice is words or a rounded band, the answer's fields that prove it (the evidence a page could leak).
-# A right choice that is a piece of the translation is read as one whatever the step (step 11 once asked for the
-# piece after the first, which the English under the sentence box had shown since step 1)
+# A right choice that is a piece of the translation is read as one whatever the step (the greedy step once asked for
+# the piece after the first, which the English under the sentence box had shown since step 1)
 PIECES = {"teacher"}
 EVIDENCE = {"buffer": ("names",), "embeddings": ("saved",), "accum": ("diff",), "ffn": ("share",),
-            "relative": ("res",), "history": ("share",)}
+            "relative": ("res",), "history": ("share",), "patching": ("share",)}
 # words that say a step's answer without a number: the encoding called never learned or trained (a buffer), the
 # three matrices called one (tied embeddings: the Overview's diagram once said the generator's Linear shares the
 # embedding's weights), a padding query said to read the real pieces (the decoder's mask), the model said to change
@@ -350,10 +350,14 @@ SAYS = {"buffer": {"en": ("never learned", "not learned", "fixed signal", "never
                        "zh-CN": ("充当这三者", "一个矩阵就可以", "共用一个矩阵", "共享权重", "同一张嵌入表", "共享的")},
         "masks": {"en": ("real pieces", "real piece"), "zh-CN": ("真实词元",)},
         "history": {"en": ("changes the most", "most of the learning", "learns most"),
-                    "zh-CN": ("变化最大", "大部分学习")}}
-# words a step's title must not hold: the path names every step by its title, on every step (step 8's once
-# named weight tying, its own answer)
-TITLE_SAYS = {"embeddings": {"en": ("tying", "tied", "shared", "one matrix"), "zh-CN": ("绑定", "共享", "共用")}}
+                    "zh-CN": ("变化最大", "大部分学习")},
+        "patching": {"en": ("leave its own position", "leaves its own position", "spread over the sentence",
+                            "after the first encoder layer", "as soon as a layer"),
+                     "zh-CN": ("离开自己的位置", "分散到整个句子", "第一个编码器层之后", "经过一次注意力")}}
+# words a step's title must not hold: the path names every step by its title, on every step (the embeddings step's
+# once named weight tying, its own answer)
+TITLE_SAYS = {"embeddings": {"en": ("tying", "tied", "shared", "one matrix"), "zh-CN": ("绑定", "共享", "共用")},
+              "patching": {"en": ("spread", "travel", "first layer"), "zh-CN": ("分散", "扩散", "第一层")}}
 # steps whose question asks the reader to reason from the translation, which the English under the box and step 1
 # show (the target is the piece after the input): those carried-over lines are its evidence, not its answer
 READS_THE_TRANSLATION = {"teacher"}
@@ -789,7 +793,7 @@ def test_check_counts_a_step_done_and_the_last_step_has_no_next(inspections):
 
 @needs_shipped
 def test_the_relative_step_and_the_positional_tab_state_one_error(inspections, english):
-    """Step 9's answer and the Positional tab as it opens (k = 5) measure the same positions: one number."""
+    """The relative-position step's answer and the Positional tab as it opens (k = 5) measure the same positions: one number."""
     from app.tabs import positional as tab
     values = _quiz("relative", inspections[0])[1]
     note = tab.positional_view(tab.get_translator().config["d_model"], learn_figures.positional.POSITIONS, "0",
@@ -852,7 +856,7 @@ def test_a_wrong_pick_gets_one_more_try_before_the_answer(inspections, lang):
 @needs_shipped
 @pytest.mark.parametrize("lang", i18n.LANGS)
 def test_the_relative_step_asks_about_the_case_it_draws(inspections, lang):
-    """Step 9: one case, one number. The slider starts at the offset the question asks about, and once checked
+    """The relative-position step: one case, one number. The slider starts at the offset the question asks about, and once checked
     the fact line at that offset states the answer's own error, not another offset's."""
     ins, k = inspections[0], learn_path.KEYS.index("relative")
     step = learn_path.STEPS[k]
@@ -879,3 +883,119 @@ def test_the_chinese_path_writes_its_terms_in_chinese_before_and_after_check(ins
                      for name, v in out.items() if name not in ("where", "slider")]
         words = [s for v in drawn for s in value_strings(v)]
         assert len(words) > 200 and [s for s in words if english(s, pieces)] == []
+
+
+# ---- the patching step: where a changed word is carried in the encoder ----------------------------------------
+
+def test_the_patching_step_sits_where_the_note_puts_it_and_opens_compare():
+    """The note's 3.1 sets attention (across tokens) against the feed-forward network (each position alone): the
+    patching step follows the FFN step and comes before the embeddings (3.2), and opens Compare's two sentences."""
+    keys = list(learn_path.KEYS)
+    assert keys.index("patching") == keys.index("ffn") + 1 == keys.index("embeddings") - 1
+    assert learn_path.STEPS[keys.index("patching")].opens == "compare/sentences"
+
+
+def _grid_of(ins):
+    from app.edits import edited_default
+    from app.shared import get_translator
+    from core.analysis.patching import patch_grid
+    tr = get_translator()
+    edited = edited_default(ins.source, tr.tokenizer)
+    assert edited != ins.source  # the test's sentences each have a word the Compare tab's edit changes
+    return patch_grid(tr, ins.source, edited)
+
+
+@needs_shipped
+def test_the_patching_answer_is_the_first_layer_where_another_position_carries_the_word(inspections, english):
+    """The patching step's answer against the grid computed here for the sentence and the Compare tab's edited copy: at the
+    embedding no other position differs (putting it back returns exactly nothing), and the right choice is the first
+    layer after which some other position returns at least 1% of the translation's loss: after the first encoder
+    layer, for the shipped model. Its share is the answer's."""
+    for ins in inspections:
+        grid = _grid_of(ins)
+        r = grid.recovered_total
+        others = [j for j in range(r.size(1)) if j not in grid.changed]
+        assert float(r[0, others].abs().max()) < 1e-6 and float(r[0, grid.changed[0]]) == pytest.approx(1, abs=1e-4)
+        first = next(k for k in range(r.size(0)) if float(r[k, others].max()) >= 0.01)
+        assert first == 1
+        choice, values = _quiz("patching", ins)
+        assert choice == i18n.text("en", "learn.patching.choice.first")
+        assert values["share"] == f"{float(r[first, others].max()):.1%}" and values["layer"] == first
+        assert values["word"] == learn_figures._piece(grid.src_tokens[grid.changed[0]]) != values["new"]
+
+
+@needs_shipped
+def test_with_attention_kept_to_each_position_no_other_position_carries_the_word(inspections, english, monkeypatch):
+    """The answer is the model's, not a fact written in: an encoder whose self-attention is kept to each position
+    (a diagonal mask) leaves every other position the same in both sentences after every layer, and the step then
+    answers that no layer's other positions carry the word."""
+    from core.analysis import patching
+    states, onward = patching.encoder_states, patching.encode_from
+
+    def diagonal(mask):
+        return torch.eye(mask.size(-1), dtype=torch.bool).unsqueeze(0)
+
+    monkeypatch.setattr(patching, "encoder_states", lambda model, src, mask: states(model, src, diagonal(mask)))
+    monkeypatch.setattr(patching, "encode_from", lambda model, x, mask, layer: onward(model, x, diagonal(mask), layer))
+    learn_figures._patch_run.cache_clear()
+    try:
+        ins = inspections[0]
+        grid = learn_figures.patch_run(learn_path.context(ins))[0]
+        others = [j for j in range(len(grid.src_tokens)) if j not in grid.changed]
+        assert float(grid.recovered_total[:, others].abs().max()) < 1e-6
+        assert _quiz("patching", ins)[0] == i18n.text("en", "learn.patching.choice.never")
+    finally:
+        learn_figures._patch_run.cache_clear()
+
+
+@needs_shipped
+def test_the_patching_figure_keeps_the_other_cells_until_check(inspections, english):
+    """Before Check the grid shows the changed piece's cell at the embedding alone (it returns all of the loss),
+    with no value in its hover; after Check every cell the grid defines, the hover reading its share. The slider
+    moves over the English words of the translation (0: all of it)."""
+    ins = inspections[0]
+    c = learn_path.context(ins)
+    grid = learn_figures.patch_run(c)[0]
+    step = learn_path.STEPS[learn_path.KEYS.index("patching")]
+    assert learn_path._value(step.control.hi, ins) == len(grid.out_tokens)
+    for t in (0, 1, len(grid.out_tokens)):
+        fig, _ = learn_figures.draw_patching(c, t)
+        z = fig.data[0].z
+        shown = {(j, k) for j, row in enumerate(z) for k, v in enumerate(row) if v is not None}
+        assert shown <= {(j, 0) for j in grid.changed} and "%{z" not in fig.data[0].hovertemplate
+        if t == 0:
+            assert shown and all(z[j][0] == pytest.approx(1, abs=1e-3) for j, _ in shown)
+    c.revealed = True
+    fig, fields = learn_figures.draw_patching(c, 0)
+    cells = sum(v is not None for row in fig.data[0].z for v in row)
+    assert cells == int(torch.isfinite(grid.recovered_total).sum()) == grid.recovered_total.numel()
+    assert "%{z" in fig.data[0].hovertemplate and [r[0] for r in fig.data[0].y].count("★") == len(grid.changed)
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_a_sentence_the_step_cannot_edit_is_drawn_on_ours_and_says_so(lang):
+    """A sentence with no word app/edits.py changes: the step draws the first of its own pairs and says so in its fact
+    line, before Check and after it, in the page's language."""
+    from app.shared import get_translator
+    ins = get_translator().inspect("Das Wetter ist heute schön.", method="greedy")
+    k = learn_path.KEYS.index("patching")
+    out = said(learn.render, ins, {"step": k, "done": []}, lang=lang)
+    original, edited = learn_figures.OUR_EDITS[0]
+    note = i18n.text(lang, "learn.patching.ours", sentence=md_literal(original), edited=md_literal(edited))
+    assert out["fact"].startswith(note)
+    choices, right, _ = said(learn_path.STEPS[k].quiz, learn_path.context(ins), lang=lang)
+    checked = said(learn.check, ins, {"step": k, "done": []}, choices[right], 0, None, lang=lang)
+    assert checked["answer"].startswith("✓") and checked["fact"].startswith(note)
+
+
+def test_what_counts_the_steps_says_how_many_there_are():
+    """The README, docs/tabs.md and the tab's own introduction (both languages) name the number of steps."""
+    from pathlib import Path
+    words = {16: ("sixteen", "十六"), 17: ("seventeen", "十七"), 18: ("eighteen", "十八")}
+    en, zh = words[len(learn_path.STEPS)]
+    root = Path(__file__).resolve().parents[1]
+    assert f"{en} steps" in (root / "README.md").read_text(encoding="utf-8")
+    assert f"{en} steps" in (root / "docs" / "tabs.md").read_text(encoding="utf-8")
+    assert i18n.text("en", "ui.learn.intro").startswith(f"**Learn the Transformer on a live model.** {en.title()} steps")
+    assert f"{zh}个步骤" in i18n.text("zh-CN", "ui.learn.intro")

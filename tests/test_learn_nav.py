@@ -1,6 +1,6 @@
 """The Learn tab's path and figures as a phone shows them (app/tabs/learn.py): the circles that open their steps,
 figures whose words are escaped once and laid out where nothing collides, the German side of step 5, the buffer's
-shape in step 6, one counting origin in step 12; and the notice for a sentence that does not look like German
+shape in step 6, one counting origin in the teacher-forcing step; and the notice for a sentence that does not look like German
 (app/tabs/translate.py german_hint), measured on our own sentences. The same things in the browser:
 tests/test_browser.py's Learn walks."""
 import html

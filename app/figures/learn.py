@@ -15,12 +15,14 @@ import torch.nn as nn
 
 from core import lab
 from core.analysis import inside as core_inside
+from core.analysis.patching import patch_grid
 from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..cache import per_language
 from ..common import clamp, label, md_literal, phone_width, token_axis
 from ..common import wrap_title as common_wrap_title
+from ..edits import edited_default
 from ..i18n import texts
 from ..recording import recorded
 from ..shared import get_translator
@@ -360,7 +362,117 @@ def draw_ffn(c, pos):
             dict(word=md_literal(word), on=on, d_ff=a.numel(), share=f"{on / a.numel():.0%}"))
 
 
-# ---- 8. embeddings: tying and sqrt(d_model) --------------------------------------------------------------
+# ---- 8. attention carries a word to other positions, the FFN does not: patching the encoder --------------
+
+# our own sentences, each beside a copy with one word changed, for a sentence of the learner's that app/edits.py
+# has no edit for (or one that costs the translation nothing)
+OUR_EDITS = (("Ein Mann fährt Fahrrad.", "Ein Junge fährt Fahrrad."),
+             ("Zwei Hunde laufen durch den Schnee.", "Drei Hunde laufen durch den Schnee."))
+MIN_COST = 0.05  # nats: an edit that costs the translation less tells nothing of where the changed word went
+CARRIES = 0.01   # a position carries the changed word where putting its state back returns this share of the cost
+PATCHING = ("embedding", "first", "later", "never")  # the question's choices: from which layer on others carry it
+
+
+@lru_cache(maxsize=16)
+def _patch_run(translator, source):
+    """The patching grid (core.analysis.patching) of `source` and its edited copy (app/edits.py) on `translator`,
+    or, where the sentence has no edit of as many pieces or the edit costs its translation under MIN_COST nats, of
+    the first of OUR_EDITS that does (or, where none does, of the pair whose edit costs most): (grid, whether it is
+    ours); None where no pair can be patched at all. Kept per sentence: the step's figure, its question and its
+    slider all read it."""
+    edited = edited_default(source, translator.tokenizer) if source else source
+    pairs = ([(source, edited)] if edited != source else []) + list(OUR_EDITS)
+    found = []
+    for original, copy in pairs:
+        try:
+            grid = patch_grid(translator, original, copy)
+        except ValueError:  # another tokenizer cuts the copy into more pieces, or the sentence is too long
+            continue
+        cost = abs(float(grid.logp_original.sum() - grid.logp_edited.sum()))
+        if grid.changed and cost >= grid.min_effect:
+            found.append((cost, grid, original != source))
+            if cost >= MIN_COST:
+                break
+    if not found:
+        return None
+    _, grid, ours = found[-1] if found[-1][0] >= MIN_COST else max(found, key=lambda f: f[0])
+    return grid, ours
+
+
+def patch_run(c):
+    """The step's grid and whether it is drawn on a sentence of ours (the learner's has no edit this step can
+    make); a ValueError where no sentence can be patched on the open model."""
+    run = _patch_run(c.translator, (c.ins.source or "").strip())
+    if run is None:
+        raise ValueError("no sentence of the Learn path's patching step can be edited for this model's tokenizer")
+    return run
+
+
+def patched_tokens(ins):
+    """The output tokens the step's slider moves over (0: the whole translation): those of the grid's translation."""
+    return len(_patch_run(get_translator(), (ins.source or "").strip())[0].out_tokens)
+
+
+def carried(grid):
+    """Where the changed word reaches other positions: (the first layer whose state, put back at one position other
+    than the changed ones, returns at least CARRIES of the translation's cost, or None where no layer's does; the
+    position that returns most there (at the last layer where none does); what it returns; what the changed
+    word's own position returns after the last layer). Layer 0 is the embedding."""
+    r = grid.recovered_total  # (N + 1, S)
+    others = [j for j in range(r.size(1)) if j not in grid.changed]
+    best = []
+    for layer in range(r.size(0)):
+        values = torch.nan_to_num(r[layer, others], nan=-math.inf)
+        j = int(values.argmax())
+        best.append((others[j], float(values[j])))
+        if best[-1][1] >= CARRIES:
+            break
+    first = len(best) - 1 if best[-1][1] >= CARRIES else None
+    own = max(float(torch.nan_to_num(r[-1, j], nan=0.0)) for j in grid.changed)
+    return first, best[-1][0], best[-1][1], own
+
+
+def patch_fields(c, grid, ours):
+    """The step's fields, in the question, the fact line and the answer: the changed word, what it became, the
+    number of encoder layers, and (for the answer and the revealed fact) where the word was carried."""
+    first, pos, share, own = carried(grid)
+    changed = grid.changed[0]
+    note = c.t("patching.ours", sentence=md_literal(grid.original), edited=md_literal(grid.edited)) if ours else ""
+    note += "" if not note or note.endswith(("。", "！", "？")) else " "  # no space after 。
+    return dict(word=_piece(grid.src_tokens[changed]), new=_piece(grid.edited_tokens[changed]),
+                layers=grid.logp_patched.size(0) - 1, least=f"{CARRIES:.0%}", note=note,
+                layer=first if first is not None else grid.logp_patched.size(0) - 1,
+                pos=md_literal(_piece(grid.src_tokens[pos])), share=f"{share:.1%}", own=f"{own:.0%}")
+
+
+def draw_patching(c, t):
+    """The patching grid on its side, for a phone: a row per piece of the sentence (the changed one starred), a
+    column per layer after which the original's state is put back (0: the embedding), coloured by the share of the
+    cost that returns, of the whole translation (t = 0) or of its t-th token. Before Check, the changed piece's
+    cell at the embedding alone: the other cells are the answer."""
+    grid, ours = patch_run(c)
+    T = len(grid.out_tokens)
+    t = clamp(t, 0, T)
+    z = (grid.recovered_total if t == 0 else grid.recovered[..., t - 1]).T  # (S, N + 1)
+    shown = [[None if not math.isfinite(float(v)) or not (c.revealed or (j in grid.changed and k == 0))
+              else round(min(max(float(v), -1.5), 1.5), 3) for k, v in enumerate(row)] for j, row in enumerate(z)]
+    pieces = [("★ " if j in grid.changed else "") + _piece(p) for j, p in enumerate(grid.src_tokens)]
+    columns = [c.t("patching.embedding")] + [str(k) for k in range(1, z.size(1))]
+    fig = go.Figure(go.Heatmap(z=shown, x=columns, y=[label(p) for p in pieces], zmin=-1, zmax=1, zmid=0,
+                               colorscale="RdBu_r", showscale=False, xgap=1, ygap=1, hoverongaps=False,
+                               hovertemplate="%{y} · %{x}" + (": %{z:.0%}" if c.revealed else "") + "<extra></extra>"))
+    fig.update_layout(plot_bgcolor="#eef1f6",
+                      xaxis=dict(type="category", side="top", title=c.t("patching.layer"), tickangle=0),
+                      yaxis=dict(type="category", autorange="reversed"))
+    if not c.revealed:
+        fig.add_annotation(text=c.t("patching.hidden"), x=0.62, xref="paper", y=0.5, yref="paper", showarrow=False,
+                           font=dict(size=13, color="#556"))
+    what = c.t("patching.whole") if t == 0 else c.t("patching.token", token=_piece(grid.out_tokens[t - 1]), pos=t)
+    fields = patch_fields(c, grid, ours)
+    return _compact(fig, c.t("patching.fig", what=what), height=table_height(len(pieces))), dict(fields, what=what)
+
+
+# ---- 9. embeddings: tying and sqrt(d_model) --------------------------------------------------------------
 
 def draw_embeddings(c, how):
     scaled = how != "raw"
@@ -384,7 +496,7 @@ def tied(model):
     return w[0] is w[1] is w[2]
 
 
-# ---- 9. positional encoding in log space, relative positions -------------------------------------------
+# ---- 10. positional encoding in log space, relative positions -------------------------------------------
 
 def log_space_gap(d_model):
     """Largest difference between 1 / 10000^(2i/d) computed directly and as exp(-2i ln(10000) / d), float32."""
@@ -410,7 +522,7 @@ def _relative(d, k, revealed):
                                       scale=revealed)
 
 
-# ---- 10. make_model: Xavier initialisation ------------------------------------------------------------
+# ---- 11. make_model: Xavier initialisation ------------------------------------------------------------
 
 def xavier_bound(fan_in, fan_out):
     return math.sqrt(6.0 / (fan_in + fan_out))
@@ -440,7 +552,7 @@ def draw_init(c, how):
 
 GREEDY_CELLS = 8  # the decoding step's mask is drawn in a grid of at least this many cells a side
 
-# ---- 11. greedy decoding --------------------------------------------------------------------------------
+# ---- 12. greedy decoding --------------------------------------------------------------------------------
 
 def draw_greedy(c, step):
     t = clamp(step, 1, len(c.ins.out_tokens)) - 1
@@ -462,7 +574,7 @@ def draw_greedy(c, step):
                  sofar=f"{sum(k * k for k in range(1, t + 2)):,}", cached=f"{(t + 1) * (t + 2) // 2:,}"))
 
 
-# ---- 12. Batch and teacher forcing ----------------------------------------------------------------------
+# ---- 13. Batch and teacher forcing ----------------------------------------------------------------------
 
 def draw_teacher(c, pos):
     inputs, targets = c.ins.tgt_tokens, c.ins.out_tokens  # tgt[:, :-1] and tgt[:, 1:] of <s> y ... </s>
@@ -477,7 +589,7 @@ def draw_teacher(c, pos):
                  n=len(targets)))
 
 
-# ---- 13. run_epoch: gradient accumulation, freeing the loss ----------------------------------------------
+# ---- 14. run_epoch: gradient accumulation, freeing the loss ----------------------------------------------
 
 ACCUM = (1, 2, 4, 8)
 
@@ -503,7 +615,7 @@ def draw_accum(c, k):
                  acc=f"{r['activation_bytes_accumulated'] / 1e6:.2f}"))
 
 
-# ---- 14. the Noam schedule --------------------------------------------------------------------------------
+# ---- 15. the Noam schedule --------------------------------------------------------------------------------
 
 LEARN_EXAMPLES = ((512, 1.0, 4000), (256, 1.0, 4000))  # the paper's warm-up, at its d_model and at this model's
 
@@ -528,7 +640,7 @@ def draw_noam(c, warmup):
     return _compact(fig, c.t("noam.fig", d=d, warmup=warmup)), dict(warmup=warmup, peak=f"{peak:.2e}", d=d)
 
 
-# ---- 15. label smoothing ---------------------------------------------------------------------------------
+# ---- 16. label smoothing ---------------------------------------------------------------------------------
 
 def smoothed(eps, vocab):
     """The target distribution LabelSmoothing builds for one target (token 2) over `vocab` tokens (0 = padding)."""
@@ -547,7 +659,7 @@ def draw_smoothing(c, eps):
                                                                       other=f"{float(td[0, 1]):.3f}")
 
 
-# ---- 16. how the model learned ---------------------------------------------------------------------------
+# ---- 17. how the model learned ---------------------------------------------------------------------------
 
 def history_points():
     """The points of the shipped model's training run the step moves through: the snapshots that ship beside it
