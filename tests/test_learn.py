@@ -368,6 +368,19 @@ ELIMINATION = {"clones"}
 # what the step's figure must not show as it opens: another mask than the one the question asks about (the masks
 # question asks about the decoder's combined mask of the padded English)
 OPENS_ON = {"masks": ("learn.masks.fig.padding", "learn.masks.fig.subsequent")}
+
+
+def patching_cells(ins, fig):
+    """The patching grid's cells a figure draws that say the answer by their colour alone, hover or not: any cell of a
+    position other than the changed word's, and any of the changed word's past the embedding (how much of the loss
+    its own position still returns there tells how much went elsewhere)."""
+    grid = learn_figures.patch_run(learn_path.context(ins))[0]
+    return [f"cell ({j}, {k}) drawn" for j, row in enumerate(fig.data[0].z) for k, v in enumerate(row)
+            if v is not None and (j not in grid.changed or k > 0)]
+
+
+# what a step's figure must not draw before Check whatever its text and hover say, where a colour is the answer
+COLOURS_SAY = {"patching": patching_cells}
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,.]*(?:[eE][-+−]?\d+)?%?")
 TEXT_KEYS = {"text", "ticktext", "name", "texttemplate", "hovertemplate", "hovertext", "title"}
 
@@ -637,10 +650,12 @@ def test_nothing_before_check_gives_the_answer_away(inspections, key, sentence, 
     flat = [t.replace("<br>", "").replace(" ", "") for t in figure_texts(fig)]
     found += [key for key in OPENS_ON.get(step.key, ())
               if i18n.text(lang, key).replace(" ", "") in flat]
+    coloured = COLOURS_SAY.get(step.key, lambda ins, fig: [])
+    found += coloured(ins, fig)
     assert found == [], f"render: {found}"
     for value in _every_value(step, ins):
         _, _, fig, fact = said(learn.act, ins, progress, value, lang=lang).values()
-        found = gives_away(step, ins, lang, [fact], [fig])
+        found = gives_away(step, ins, lang, [fact], [fig]) + coloured(ins, fig)
         assert found == [], f"act({value!r}): {found}"
 
 
