@@ -84,18 +84,21 @@ def length_hint(src_pieces, lengths):
     return text(key, n=src_pieces, median=lengths["median"], p99=lengths["p99"], longest=lengths["max"])
 
 
-def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=None, lengths=None):
+def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=None, lengths=None, rank=None, of=0):
     """A translation's status line in Markdown, in the event's language: how it was decoded (`settings`, as translate() hands
     them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
     notice where the input was cut to `cut_to` pieces (as `src_pieces` counts them: one count for the line and its
     notices), one where the output reached the maximum length, one where
     the input is longer than nearly all the training sources (`lengths`, length_hint), and `hint` (german_hint's
-    notice) where there is one."""
+    notice) where there is one. `rank`: the output is the beam's hypothesis `rank` of `of` (its n-best list),
+    said where it is not the best."""
     method = settings.get("method", DEFAULT_METHOD)
     decoding = text(f"translate.status.{method}", beam=settings.get("beam"),
                     alpha=f"{settings.get('alpha', 0):g}", temperature=f"{settings.get('temperature', 1):g}",
                     top_k=settings.get("top_k", 0))
     parts = [decoding, text("translate.status.pieces", src=src_pieces, out=out_pieces)]
+    if rank is not None and rank > 1:
+        parts.insert(1, text("translate.status.rank", rank=rank, n=of))
     if ms is not None:
         parts.append(text("translate.status.time", ms=f"{ms:.0f}"))
     status = " · ".join(parts)
@@ -129,7 +132,7 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     settings = dict(method=method, **decoding_settings(dict(beam=beam, alpha=alpha, max_len=max_len, **sampling),
                                                        tr.alpha))
     t0 = time.perf_counter()
-    ins = tr.inspect(text, **settings)
+    ins = tr.inspect(text, nbest=True, **settings)  # a beam search keeps its final hypotheses
     ms = (time.perf_counter() - t0) * 1e3
     ins.server_ms = ms  # for its status line in another language (status_view)
     with speaking("en"):
@@ -137,3 +140,14 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
                              len(ins.src_tokens) if ins.truncated else None, hint=german_hint(text),
                              lengths=training_lengths())
     return ins.translation, status, ins
+
+
+def open_hypothesis(ins, index):
+    """The Inspection of hypothesis `index` (0: the best) of `ins`'s n-best list: its output run teacher-forced
+    with every map kept (Translator.inspect with `output`), the same settings, heads and n-best list."""
+    tr = get_translator()
+    t0 = time.perf_counter()
+    chosen = tr.inspect(ins.source, output=ins.nbest[index].ids, nbest=ins.nbest, heads_off=ins.heads_off,
+                        **ins.decoding)
+    chosen.server_ms = (time.perf_counter() - t0) * 1e3
+    return chosen

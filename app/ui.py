@@ -56,7 +56,8 @@ def build_demo():
         named = page_inputs(shown, page, state, lang)
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (tools.bench --browser)
-        for event in (translation.translated, tabs.learn.translates(learn, translation, state, lang, linked), linked):
+        for event in (translation.translated, translation.picked,
+                      tabs.learn.translates(learn, translation, state, lang, linked), linked):
             event.then(show, None, [o for t in shown for o in _outputs(t)], inputs_kwargs=named,
                        api_visibility="private", show_progress_on=_outputs(translation)[0])
         # the views that read no sentence, sent to their closed tabs once the page is quiet, and again in a new language

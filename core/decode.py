@@ -371,19 +371,44 @@ def best_possible(rules, best_live, step, max_len, alpha):
     return best_live.item() / length_penalty(max_len, alpha) if alpha > 0 else best_live.item()
 
 
+@dataclass(frozen=True)
+class Hypothesis:
+    """One hypothesis of a beam search's final pool (`beam_search(..., nbest=True)`).
+
+    ids:      the output ids, without the start and </s>
+    score:    what decoding ranked it by: log P / lp(length) (finished_score), or, for a hypothesis still live
+              when nothing finished within max_len, its log P
+    logp:     log P of the hypothesis as the decoding model computed it (natural log, </s> included)
+    length:   the |Y| the length penalty counted: tokens after the start, </s> included where it ended with one
+    finished: False for a live hypothesis taken because nothing finished within max_len
+    """
+    ids: list
+    score: float
+    logp: float
+    length: int
+    finished: bool = True
+
+
 def _finish(finished, done, ends, top, tok, ys, base, beam_idx, k, step, eos, rules, alpha):
     """Add to each sentence's pool the candidates among its best k that end here: with </s>, or (transformers'
-    rule) any at the last step. A pool holds (score, ids without </s>)."""
+    rule) any at the last step. A pool holds (score, ids without </s>, log P, length, finished)."""
     for b, j in ends.nonzero().tolist():
         if done[b] or j >= k or top[b, j] == float("-inf"):
             continue  # only the best k continuations may finish
         hyp = ys[base[b, 0] + beam_idx[b, j], 1:].tolist() + ([] if tok[b, j] == eos else [tok[b, j].item()])
-        finished[b].append((finished_score(rules, top[b, j], step, alpha), hyp))
+        finished[b].append((finished_score(rules, top[b, j], step, alpha), hyp, top[b, j].item(), step, True))
+
+
+def _pool(finished, k, eos):
+    """A sentence's final pool as Hypotheses, best first (ties in the order they joined it, as `max` picks the
+    first best), at most k."""
+    return [Hypothesis(_strip(ids, eos), score, logp, length, ended)
+            for score, ids, logp, length, ended in sorted(finished, key=lambda x: -x[0])[:k]]
 
 
 @torch.inference_mode()
 def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=EOS, prefix=None, tree=None, keep=None,
-                rules=PAPER_RULES):
+                rules=PAPER_RULES, nbest=False):
     """Beam search ("beam size of 4 and length penalty alpha = 0.6"), batched over sentences.
 
     Each step extends the `beam` live hypotheses of every sentence by their 2*beam best continuations;
@@ -392,7 +417,8 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
     With `prefix` (an id list per sentence) the first steps may only take the prefix's tokens. Given a
     `SearchTree` as `tree` (one sentence), every candidate of every step is recorded in it. `keep`: one mask
     of heads switched off for every sentence. `rules.beam` chooses lp and the stopping test (finished_score,
-    best_possible)."""
+    best_possible). Returns each sentence's best ids; with `nbest`, each sentence's final pool instead: up to
+    `beam` Hypotheses, best first, the first being the ids returned without it."""
     B, k = src.size(0), beam
     forced = forced_tokens(prefix, B, src.device, repeat=k)  # (B*k, P) or None
     if tree is not None and B != 1:
@@ -435,11 +461,11 @@ def beam_search(model, src, src_mask, max_len, beam=4, alpha=0.6, bos=BOS, eos=E
             break
     results = []
     for b in range(B):
-        if not finished[b]:  # nothing ended within max_len: take the best live hypothesis
-            finished[b].append((scores[b, 0].item(), ys[base[b, 0], 1:].tolist()))
-        results.append(_strip(max(finished[b], key=lambda x: x[0])[1], eos))
+        if not finished[b]:  # nothing ended within max_len: take the best live hypothesis (score: its log P)
+            finished[b].append((scores[b, 0].item(), ys[base[b, 0], 1:].tolist(), scores[b, 0].item(), step, False))
+        results.append(_pool(finished[b], k, eos) if nbest else _strip(max(finished[b], key=lambda x: x[0])[1], eos))
     if tree is not None:
-        tree.mark_returned(results[0])
+        tree.mark_returned(results[0].ids if nbest else results[0])
     return results
 
 
@@ -472,12 +498,17 @@ DECODING_LIMITS = {
 }
 
 
-def decode_batch(model, src, src_mask, max_len, method="greedy", beam=4, alpha=0.6,
-                 temperature=1.0, top_k=0, seed=None, prefix=None, keep=None, bos=BOS, eos=EOS, rules=PAPER_RULES):
+def decode_batch(model, src, src_mask, max_len, method="greedy", beam=4, alpha=0.6, temperature=1.0, top_k=0,
+                 seed=None, prefix=None, keep=None, bos=BOS, eos=EOS, rules=PAPER_RULES, nbest=False):
     """Dispatch to one decoding method; returns id lists without <s> and </s>. `prefix` (greedy and beam
     search): an id list per row that each output starts with. `keep`: heads switched off (greedy_decode).
-    `bos`, `eos`: the decoder's start and end tokens; `rules`: the model's own (Rules)."""
+    `bos`, `eos`: the decoder's start and end tokens; `rules`: the model's own (Rules). `nbest` (beam search of
+    2 or more only): each row's final pool of Hypotheses instead of its ids (beam_search)."""
     common = dict(bos=bos, eos=eos, keep=keep, rules=rules)
+    if nbest and not (method == "beam" and beam > 1):
+        raise ValueError("an n-best list comes from a beam search of 2 or more")
+    if nbest:
+        return beam_search(model, src, src_mask, max_len, beam=beam, alpha=alpha, prefix=prefix, nbest=True, **common)
     if method == "greedy" or (method == "beam" and beam <= 1):
         return greedy_decode(model, src, src_mask, max_len, prefix=prefix, **common)
     if method == "beam":

@@ -4,11 +4,12 @@
 """
 import argparse
 import json
+import math
 import random
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -16,8 +17,33 @@ import torch
 from .checkpoint import load_pretrained, load_snapshot, load_tokenizer, read_snapshot_index
 from .data import ASSETS, BOS, EOS, PAD, UNK, pad_to
 from .decode import HalfPrecisionDecoder, Rules, decode_batch, default_max_len
-from .instrument import KINDS, attention_name, check_heads, keep_mask, model_shape, run_with_cache
+from .instrument import KINDS, attention_name, check_heads, keep_mask, model_shape, run_with_cache, switched_off
 from .model import subsequent_mask
+
+
+@dataclass
+class NBest:
+    """One hypothesis of a beam search's final pool, as `Translator.nbest` and an Inspection's `nbest` give it.
+
+    rank:        its place in the pool, 1 for the best (what `translate` returns)
+    score:       what the search ranked it by, log P / lp(length) (core.decode.Hypothesis)
+    logp:        its log P (natural log, </s> included) as the decoding model computed it (on a CPU, a beam of
+                 up to four hypotheses decodes with the float16 decoder: core.decode.HalfPrecisionDecoder)
+    length:      the |Y| the length penalty counted: tokens after the start, </s> included
+    finished:    False for a live hypothesis taken because none ended within the length limit
+    pieces:      its output pieces, </s> included
+    token_probs: each piece's probability given its prefix, teacher-forced through the float32 model
+                 (`Translator.score_ids`), None where not computed (an Inspection's list)
+    """
+    rank: int
+    translation: str
+    ids: list
+    score: float
+    logp: float
+    length: int
+    finished: bool = True
+    pieces: list = field(default_factory=list)
+    token_probs: list | None = None
 
 
 @dataclass
@@ -37,6 +63,8 @@ class Inspection:
     source: str = ""          # the German text as given
     decoding: dict = field(default_factory=dict)  # the settings that chose the tokens (method, beam, ...)
     server_ms: float | None = None  # how long the app took to make it, where it timed it (not part of its JSON)
+    nbest: list = field(default_factory=list)  # a beam search's final hypotheses (NBest, best first), if kept
+    rank: int | None = None   # which of `nbest` the translation is (1: the search's best), if any
 
     JSON_FORMAT = "transformer-explorer/inspection"
     JSON_DECIMALS = 6  # weights and probabilities lie in [0, 1], where float32 keeps about 7 decimals
@@ -58,7 +86,8 @@ class Inspection:
             "token_probs": [num(p) for p in self.token_probs],
             "topk": [[[piece, num(p)] for piece, p in step] for step in self.topk],
             "truncated": self.truncated, "heads_off": [list(h) for h in self.heads_off], "source": self.source,
-            "decoding": self.decoding}, ensure_ascii=False)
+            "decoding": self.decoding, "nbest": [asdict(h) for h in self.nbest], "rank": self.rank},
+            ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text):
@@ -71,7 +100,8 @@ class Inspection:
                    out_tokens=d["out_tokens"], token_probs=d["token_probs"],
                    topk=[[(piece, p) for piece, p in step] for step in d["topk"]],
                    truncated=d["truncated"], heads_off=tuple(tuple(h) for h in d.get("heads_off", ())),
-                   source=d.get("source", ""), decoding=d.get("decoding", {}), **maps)
+                   source=d.get("source", ""), decoding=d.get("decoding", {}),
+                   nbest=[NBest(**h) for h in d.get("nbest", [])], rank=d.get("rank"), **maps)
 
 
 SNAPSHOTS_KEPT = 2  # snapshot translators held in memory beside the shipped model
@@ -201,10 +231,11 @@ class Translator:
 
     @torch.no_grad()
     def translate_ids(self, texts, method="greedy", beam=4, alpha=None, max_len=None, batch_size=64,
-                      temperature=1.0, top_k=0, seed=None, heads_off=None, prefix=None):
+                      temperature=1.0, top_k=0, seed=None, heads_off=None, prefix=None, nbest=False):
         """Output ids for each text, decoding length-sorted batches; the heads named in `heads_off`, triples
         (kind, layer, head), switched off (core/instrument.py); each output starts with its `prefix` (English,
-        greedy and beam search) when given."""
+        greedy and beam search) when given. `nbest` (beam search of 2 or more): each text's final pool of
+        core.decode.Hypothesis instead of its ids, best first."""
         alpha = self.alpha if alpha is None else alpha
         keep = keep_mask(heads_off, *model_shape(self.model))
         srcs = [self.encode_source(t)[0] for t in texts]
@@ -224,7 +255,7 @@ class Translator:
             outs = decode_batch(model, src, src_mask, n, method=method, beam=beam, alpha=alpha,
                                 temperature=temperature, top_k=top_k, seed=seed, keep=keep,
                                 prefix=[prefixes[j] for j in idx] if prefixes else None,
-                                bos=self.start_id, eos=self.eos_id, rules=self.rules)
+                                bos=self.start_id, eos=self.eos_id, rules=self.rules, nbest=nbest)
             for j, out in zip(idx, outs):
                 results[j] = out
         return results
@@ -238,18 +269,24 @@ class Translator:
                 self.translate_ids(texts, method=method, beam=beam, alpha=alpha, **kw)]
         return outs[0] if single else outs
 
-    @torch.no_grad()
     def score_ids(self, sources, targets):
         """Teacher-forced natural-log probabilities of each target's tokens and </s> given its source, with
         the float32 model: a list of lists of floats."""
-        srcs = [self.encode_source(t)[0] for t in sources]
-        tgts = [self.encode_target(t.strip()) + [self.eos_id] for t in targets]
+        return self.score_id_lists([self.encode_source(t)[0] for t in sources],
+                                   [self.encode_target(t.strip()) + [self.eos_id] for t in targets])
+
+    @torch.no_grad()
+    def score_id_lists(self, srcs, tgts, heads_off=None):
+        """Teacher-forced natural-log probabilities of each target id list (its </s> included) given its source id
+        list (as encode_source gives it), with the float32 model and the heads of `heads_off` switched off: a list
+        of lists of floats."""
         src = pad_to(srcs, self.pad_id).to(self.device)
         tgt_in = pad_to([[self.start_id] + t[:-1] for t in tgts], self.pad_id).to(self.device)
         src_mask = self.source_mask(src)
         real = pad_to([[1] * len(t) for t in tgts], 0).bool().to(self.device)  # not padding (the start may be <pad>)
         tgt_mask = real.unsqueeze(-2) & subsequent_mask(tgt_in.size(1)).to(self.device)
-        logp = self.model.generator(self.model(src, tgt_in, src_mask, tgt_mask))  # (B, T, V)
+        with switched_off(self.model, heads_off):
+            logp = self.model.generator(self.model(src, tgt_in, src_mask, tgt_mask))  # (B, T, V)
         gold = pad_to(tgts, self.pad_id).to(self.device)
         picked = logp.gather(2, gold.unsqueeze(-1)).squeeze(-1)  # (B, T)
         return [row[:len(t)].tolist() for row, t in zip(picked, tgts)]
@@ -265,16 +302,61 @@ class Translator:
             out.append((sum(values), list(zip(pieces, values))))
         return out[0] if single else out
 
+    def ranked(self, pool):
+        """A beam search's pool (core.decode.Hypothesis, best first) as NBest, without per-token probabilities."""
+        piece = self.tokenizer.id_to_piece
+        return [NBest(rank=r, translation=self.tokenizer.decode(h.ids), ids=list(h.ids), score=h.score, logp=h.logp,
+                      length=h.length, finished=h.finished, pieces=[piece(i) for i in [*h.ids, self.eos_id]])
+                for r, h in enumerate(pool, 1)]
+
+    def nbest(self, texts, beam=4, alpha=None, max_len=None, heads_off=None, prefix=None, batch_size=64):
+        """The final hypotheses of a beam search of `beam` (2 or more) for each German text: up to `beam` NBest,
+        best first, the first being what `translate(text, beam=beam)` returns, each with its score as the search
+        ranked it, its log P, its length and each piece's probability (teacher-forced, the float32 model, the
+        heads of `heads_off` off there too). A list of NBest for one string, a list of such lists for a list."""
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        pools = [self.ranked(pool) for pool in self.translate_ids(
+            texts, method="beam", beam=beam, alpha=alpha, max_len=max_len, heads_off=heads_off, prefix=prefix,
+            batch_size=batch_size, nbest=True)]
+        flat = [(i, h) for i, pool in enumerate(pools) for h in pool]
+        for start in range(0, len(flat), batch_size):
+            part = flat[start:start + batch_size]
+            logps = self.score_id_lists([self.encode_source(texts[i])[0] for i, _ in part],
+                                        [[*h.ids, self.eos_id] for _, h in part], heads_off)
+            for (_, h), values in zip(part, logps):
+                h.token_probs = [math.exp(v) for v in values]
+        return pools[0] if single else pools
+
+    def _output(self, text, output, nbest, heads_off, decoding):
+        """inspect's output ids, its n-best list and the output's rank there: `output` as given (ids, or English
+        cut by encode_target) with the list `nbest` if one is given; else decoded, with the beam's pool where
+        `nbest` is True and the method a beam search of 2 or more."""
+        kept = nbest if isinstance(nbest, list) else []
+        if output is not None:
+            ids = self.encode_target(output.strip()) if isinstance(output, str) else [int(i) for i in output]
+            return ids, kept, next((h.rank for h in kept if h.ids == ids), None)
+        if nbest is True and decoding["method"] == "beam" and decoding["beam"] > 1:
+            pool = self.ranked(self.translate_ids([text], heads_off=heads_off, nbest=True, **decoding)[0])
+            return pool[0].ids, pool, 1
+        ids = self.translate_ids([text], heads_off=heads_off, **decoding)[0]
+        return ids, kept, next((h.rank for h in kept if h.ids == ids), None)
+
     @torch.no_grad()
-    def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, heads_off=None, **kw):
+    def inspect(self, text, method="greedy", beam=4, alpha=None, max_len=None, topk=5, heads_off=None, output=None,
+                nbest=False, **kw):
         """Translate `text`, then re-run the chosen output teacher-forced with every attention map kept; with
-        `heads_off`, both with those heads switched off (their maps are still computed, and kept)."""
+        `heads_off`, both with those heads switched off (their maps are still computed, and kept). `output`: the
+        output to record instead of decoding one (ids without the start and </s>, or English text): only the
+        teacher-forced run, the settings kept as given. `nbest`: True keeps a beam search's final hypotheses in
+        the Inspection's `nbest` (beam > 1), a list of NBest (an earlier Inspection's) is kept as it is; `rank`
+        is the output's place there."""
         heads_off = check_heads(heads_off, *model_shape(self.model))
-        if method == "sample" and kw.get("seed") is None:  # recorded, so that the draw can be repeated
+        if method == "sample" and kw.get("seed") is None and output is None:  # recorded, so that the draw can be repeated
             kw["seed"] = random.randrange(2 ** 63)
         decoding = dict(method=method, beam=beam, alpha=self.alpha if alpha is None else alpha, max_len=max_len, **kw)
         src_ids, truncated = self.encode_source(text)
-        out_ids = self.translate_ids([text], heads_off=heads_off, **decoding)[0]
+        out_ids, pool, rank = self._output(text, output, nbest, heads_off, decoding)
         src = torch.tensor([src_ids], device=self.device)
         tgt = torch.tensor([[self.start_id] + out_ids], device=self.device)
         src_mask = self.source_mask(src)
@@ -296,7 +378,7 @@ class Translator:
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
-            truncated=truncated, heads_off=heads_off, source=text, decoding=decoding)
+            truncated=truncated, heads_off=heads_off, source=text, decoding=decoding, nbest=pool, rank=rank)
 
 
 def main(argv=None):

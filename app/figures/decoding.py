@@ -93,3 +93,20 @@ def step_candidates(ins, step):
 def replay_first():
     """What the step replay says before a translation."""
     return f'<div class="cands-title">{html.escape(_t("replay-first"))}</div>'
+
+
+def nbest_headers():
+    """The n-best table's column headers: rank, translation, score, log P, length."""
+    return [_t(f"nbest.col.{name}") for name in ("rank", "translation", "score", "logp", "length")]
+
+
+def nbest_rows(ins):
+    """The n-best table's rows, best first: the hypothesis shown marked ● by its rank, its translation (the
+    table shows it as text), the score the search ranked it by, its log P and its length (</s> included); a
+    hypothesis that never ended (none did within the length limit) says so after its translation."""
+    rows = []
+    for h in ins.nbest:
+        shown = "● " if h.rank == ins.rank else ""
+        translation = h.translation if h.finished else f"{h.translation} ({_t('nbest.unfinished')})"
+        rows.append([f"{shown}{h.rank}", translation, f"{h.score:.3f}", f"{h.logp:.3f}", h.length])
+    return rows

@@ -15,10 +15,18 @@ from core.model import subsequent_mask
 
 from .. import page as page_js
 from ..common import clamp, export_file, md_literal
-from ..figures.decoding import decoder_input_html, mask_svg, replay_first, step_candidates, token_probs_html
+from ..figures.decoding import (
+    decoder_input_html,
+    mask_svg,
+    nbest_headers,
+    nbest_rows,
+    replay_first,
+    step_candidates,
+    token_probs_html,
+)
 from ..i18n import L, choices, in_language, speaking, text
 from ..shared import examples, training_lengths
-from ..translating import first_value, german_hint, input_problem, status_line, translate
+from ..translating import first_value, german_hint, input_problem, open_hypothesis, status_line, translate
 from ..views import Tab, View, by_component
 
 # ---- callbacks -------------------------------------------------------------------------------------
@@ -38,7 +46,29 @@ def status_view(ins):
     its API)."""
     cut = len(ins.src_tokens) if ins.truncated else None  # the count the status line and the length hint say
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
-                       hint=german_hint(ins.source), lengths=training_lengths())
+                       hint=german_hint(ins.source), lengths=training_lengths(), rank=ins.rank, of=len(ins.nbest))
+
+
+NBEST_HIDDEN = dict(nbest_note="", nbest=gr.update(visible=False))
+
+
+def nbest_view(ins):
+    """A beam search's final hypotheses as a table (rank, translation, score, log P, length), the one shown
+    marked; nothing for a translation that kept none (greedy, sampling, a beam of 1)."""
+    if ins is None or not ins.nbest:
+        return NBEST_HIDDEN
+    return dict(nbest_note=text("translate.nbest.note", n=len(ins.nbest)),
+                nbest=gr.update(value=dict(headers=nbest_headers(), data=nbest_rows(ins)), visible=True))
+
+
+def pick_hypothesis(ins, evt: gr.SelectData):
+    """A row of the n-best table opens its hypothesis as the translation shown, in every tab: (the English, the
+    Inspection to keep); nothing changes for the row already shown or a click outside the rows."""
+    row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if ins is None or not isinstance(row, int) or not 0 <= row < len(ins.nbest) or ins.nbest[row].rank == ins.rank:
+        return gr.skip(), gr.skip()
+    chosen = open_hypothesis(ins, row)
+    return chosen.translation, chosen
 
 
 def step_slider(ins):
@@ -92,6 +122,7 @@ CLEARED = dict(step=gr.update(minimum=1, maximum=2, value=1, interactive=False),
 VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dict(probs="")),
          View("translate/status", (), status_view, outputs=("status",), blank=dict(status="")),
          View("translate/replay", WHERE, replay_start, outputs=REPLAY, blank=CLEARED),
+         View("translate/nbest", WHERE, nbest_view, outputs=("nbest_note", "nbest"), blank=NBEST_HIDDEN),
          # the export button's file, written when the tab shows the translation (its click only downloads it)
          View("translate/export", WHERE, export_json, outputs=("export",),
               blank=dict(export=gr.update(value=None, interactive=False)))]
@@ -190,9 +221,13 @@ def _layout(default_alpha):
             # the public API's status line (English), kept out of sight: the page shows its own, in its language
             api_status = gr.Markdown(visible=False)
             probs = gr.HTML(elem_id="token-probs")
+            # a beam search's final hypotheses (its view shows them), a row opening its own in every tab
+            nbest_note = gr.Markdown(elem_id="nbest-note")
+            nbest = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="nbest",
+                                 column_widths=["11%", "43%", "17%", "17%", "12%"])
             # one click downloads the translation's file, which its view writes (gr.DownloadButton)
             export = gr.DownloadButton(L("ui.translate.export"), size="sm", interactive=False, elem_id="export-btn")
-    return src, settings, go_btn, out, (status, api_status), probs, export
+    return src, settings, go_btn, out, (status, api_status), probs, export, dict(nbest_note=nbest_note, nbest=nbest)
 
 
 def _wire_replay(tab, step, buttons, lang):
@@ -221,7 +256,7 @@ def build(demo, page, state, default_alpha, lang):
     text box; the page load translates through app/links.py), its `form` (the box and the settings, in the order
     translate() takes them) and its `results` (the English and the API's status line), which a link fills in."""
     with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
-        src, settings, go_btn, out, (status, api_status), probs, export = _layout(default_alpha)
+        src, settings, go_btn, out, (status, api_status), probs, export, nbest = _layout(default_alpha)
         step, buttons, step_views = _step_replay()
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, api_status, state], api_name="translate", show_progress_on=[out],
@@ -233,8 +268,12 @@ def build(demo, page, state, default_alpha, lang):
     translated.then(in_language(input_notice), None, status, inputs_kwargs=dict(typed=src, ins=state, lang=lang),
                     api_visibility="private")
     # the token strip first: a translation's progress shows on it (app/ui.py)
-    outputs = dict(probs=probs, status=status, step=step, export=export, **step_views)
+    # a row of the n-best table: its hypothesis becomes the translation kept (app/ui.py draws it in every tab)
+    picked = nbest["nbest"].select(pick_hypothesis, [state], [out, state], api_visibility="private",
+                                   concurrency_limit=1, concurrency_id="model", show_progress_on=[out])
+    outputs = dict(probs=probs, status=status, step=step, export=export, **nbest, **step_views)
     view = Tab(WHERE, VIEWS, {}, outputs, page, lang, state,
-               more=dict(translated=translated, form=[src, *settings], results=[out, api_status])).wire(tab)
+               more=dict(translated=translated, picked=picked, form=[src, *settings],
+                         results=[out, api_status])).wire(tab)
     _wire_replay(view, step, buttons, lang)
     return view
