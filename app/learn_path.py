@@ -76,12 +76,15 @@ class Control:
 class Step:
     """A step of the path: its text's key, the full tab it opens (a links path), its action, its figure
     (`draw(ctx, value)` -> (figure, fields of its fact line)) and its question (`quiz(ctx)` -> (choices,
-    index of the right one, fields of its answer))."""
+    index of the right one, fields of its answer)); `fill(ctx)`, for a tab that reads boxes of its own rather than
+    the page's translation: {"boxes": {element id: text}, "run": the id of the button that runs them}, which the
+    step's button writes there and presses once the tab is open (app/page/learn-open.js)."""
     key: str
     tab: str | Callable  # or a function of nothing that says which, where it depends on the model shipped
     control: Control
     draw: Callable
     quiz: Callable
+    fill: Callable | None = None
 
     @property
     def opens(self):
@@ -267,6 +270,12 @@ def quiz_history(c):
                                 share=f"{bleu / final:.0%}")
 
 
+def fill_patching(c):
+    """Compare's two sentences as the patching step drew them: the original, its edited copy, and its Patch button."""
+    grid, _ = patch_run(c)
+    return {"boxes": {"cmp-original": grid.original, "cmp-edited": grid.edited}, "run": "cmp-patch"}
+
+
 def _last_point(ins):
     return len(history_points()) - 1
 
@@ -291,7 +300,8 @@ STEPS = (
     Step("buffer", "positional", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_buffer,
          quiz_buffer),
     Step("ffn", "inside/ffn", Control("slider", 0, lambda ins: len(ins.src_tokens) - 1, 1, 1), draw_ffn, quiz_ffn),
-    Step("patching", "compare/sentences", Control("slider", 0, patched_tokens, 1, 0), draw_patching, quiz_patching),
+    Step("patching", "compare/sentences", Control("slider", 0, patched_tokens, 1, 0), draw_patching, quiz_patching,
+         fill_patching),
     Step("embeddings", "positional", Control("radio", choices=("scaled", "raw"), default="scaled"),
          draw_embeddings, quiz_embeddings),
     Step("relative", "positional", Control("slider", 1, 20, 1, RELATIVE_K), draw_relative, quiz_relative),

@@ -1171,6 +1171,34 @@ def test_a_learn_step_asks_before_it_shows_and_keeps_what_it_showed(app, browser
         context.close()
 
 
+def test_the_patching_steps_button_opens_compare_on_its_own_sentences(app, browser):
+    """The Learn path's patching step: its button opens Compare › Two sentences with the sentence the step drew and
+    the edited copy in the boxes, and the grid patched for them (the Patch button pressed)."""
+    from app import learn_path
+    from app.edits import edited_default
+    from app.i18n import text
+    from app.shared import examples, get_translator
+    k = learn_path.KEYS.index("patching") + 1
+    context, page = learner(app, browser, {"width": 1400, "height": 900}, "en-US", f"?learn={k}&lang=en")
+    try:
+        wait_until(page, "text('#learn-head').includes(arg) && settled('learn-figure')", step_heading("en", k),
+                   what=f"step {k}")
+        page.locator("#learn-open").click()
+        wait_until(page, "el('[role=tab][data-tab-id=sentences]')?.getAttribute('aria-selected') === 'true'",
+                   what="Compare › Two sentences")
+        sentence = examples()[0]
+        edited = edited_default(sentence, get_translator().tokenizer)
+        assert edited != sentence
+        wait_until(page, "el('#cmp-original textarea')?.value === arg[0] && el('#cmp-edited textarea')?.value === arg[1]",
+                   [sentence, edited], what="the step's sentences in Compare's boxes")
+        wait_until(page, "text('#cmp-patch-status').includes(arg) && plot('cmp-grid') && settled('cmp-grid')",
+                   text("en", "compare.patch.status.done", model="shipped"), what="the grid patched for them")
+        assert "tab=compare" in page.url and "sentences" in page.url
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
 # ---- every tab in Chinese --------------------------------------------------------------------------------------
 
 # the short texts a person reads as a page's labels: component labels, buttons, choices, tabs, accordions' titles

@@ -895,7 +895,7 @@ def test_the_chinese_path_writes_its_terms_in_chinese_before_and_after_check(ins
         with i18n.speaking("zh-CN"):
             drawn = [v for k in range(len(learn_path.STEPS))
                      for out in (learn.render(ins, {"step": k, "done": []}), learn_checked(ins, k))
-                     for name, v in out.items() if name not in ("where", "slider")]
+                     for name, v in out.items() if name not in ("where", "fill", "slider")]
         words = [s for v in drawn for s in value_strings(v)]
         assert len(words) > 200 and [s for s in words if english(s, pieces)] == []
 
@@ -1014,3 +1014,21 @@ def test_what_counts_the_steps_says_how_many_there_are():
     assert f"{en} steps" in (root / "docs" / "tabs.md").read_text(encoding="utf-8")
     assert i18n.text("en", "ui.learn.intro").startswith(f"**Learn the Transformer on a live model.** {en.title()} steps")
     assert f"{zh}个步骤" in i18n.text("zh-CN", "ui.learn.intro")
+
+
+@needs_shipped
+def test_the_patching_steps_button_fills_compares_boxes_with_its_sentences(inspections):
+    """The step's button opens Compare › Two sentences with the sentence and the edited copy the step drew (and
+    presses Patch): the page's hidden `fill` names the boxes and the button; no other step fills anything."""
+    from app.edits import edited_default
+    from app.shared import get_translator
+    ins = inspections[0]
+    for k, step in enumerate(learn_path.STEPS):
+        fill = said(learn.render, ins, {"step": k, "done": []}, lang="en")["fill"]
+        if step.key != "patching":
+            assert fill == ""
+            continue
+        assert json.loads(fill) == {"boxes": {"cmp-original": ins.source,
+                                              "cmp-edited": edited_default(ins.source, get_translator().tokenizer)},
+                                    "run": "cmp-patch"}
+    assert said(learn.render, None, {"step": learn_path.KEYS.index("patching")}, lang="en")["fill"] == ""

@@ -462,7 +462,7 @@ def draw_patching(c, t):
                                colorscale="RdBu_r", showscale=False, xgap=1, ygap=1, hoverongaps=False,
                                hovertemplate="%{y} · %{x}" + (": %{z:.0%}" if c.revealed else "") + "<extra></extra>"))
     fig.update_layout(plot_bgcolor="#eef1f6",
-                      xaxis=dict(type="category", side="top", title=c.t("patching.layer"), tickangle=0),
+                      xaxis=dict(type="category", title=c.t("patching.layer"), tickangle=0),
                       yaxis=dict(type="category", autorange="reversed"))
     if not c.revealed:
         fig.add_annotation(text=c.t("patching.hidden"), x=0.62, xref="paper", y=0.5, yref="paper", showarrow=False,

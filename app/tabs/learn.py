@@ -42,7 +42,8 @@ from ..views import Tab, View, by_component
 
 WHERE = ("learn",)
 # what the tab shows for the step on screen, by name
-OUTPUTS = ("path", "head", "body", "slider", "choice", "figure", "fact", "question", "answer", "open", "next", "where")
+OUTPUTS = ("path", "head", "body", "slider", "choice", "figure", "fact", "question", "answer", "open", "next", "where",
+           "fill")
 # the steps that ask for a piece of the translation (the decoder's target): the English under the sentence box
 # would answer them
 VEILS_ENGLISH = ("teacher",)
@@ -99,9 +100,12 @@ def render(ins, progress):
     if ins is None:
         wait = text("learn.wait")
         return dict(shown, slider=gr.update(visible=False), choice=gr.update(visible=False), figure=None, fact=wait,
-                    question=gr.update(choices=[], value=None, label=wait), answer="")
+                    question=gr.update(choices=[], value=None, label=wait), answer="", fill="")
     c, (choices, right, values), pick = quiz_state(step, ins, progress)
     shown["path"] = progress_html(progress, veil=step.key in VEILS_ENGLISH and pick is None)
+    # the tab's own boxes as the step drew them, for its button to fill (kept apart from `where`, whose change
+    # brings the step's heading to the top of the screen: a new sentence must not)
+    shown["fill"] = json.dumps(step.fill(c)) if step.fill is not None else ""
     slider, choice = control_updates(step, ins, c)
     fig, fact = figure_and_fact(step, c, _value(step.control.default, ins))
     # the question's fields are its answer's: a premise it states (never the answer itself)
@@ -249,10 +253,11 @@ def _layout():
         open_btn = gr.Button(" ", elem_id="learn-open", min_width=88)
         next_btn = gr.Button(L("ui.learn.next"), variant="primary", elem_id="learn-next", min_width=88)
     where = gr.Textbox(visible=False, elem_id="learn-where")
+    fill = gr.Textbox(visible=False, elem_id="learn-fill")  # what the step's button writes in its tab's boxes
     with gr.Accordion(L("ui.learn.glossary.title"), open=False, elem_id="learn-glossary"):
         gr.Markdown(L("ui.learn.glossary"))
     outputs = dict(path=path, head=head, body=body, slider=slider, choice=choice, figure=figure, fact=fact,
-                   question=question, answer=answer, open=open_btn, next=next_btn, where=where)
+                   question=question, answer=answer, open=open_btn, next=next_btn, where=where, fill=fill)
     parts = SimpleNamespace(src=src, go=go_btn, slider=slider, choice=choice, question=question, answer=answer,
                             check=check_btn, back=back_btn, open=open_btn, next=next_btn, fact=fact, figure=figure,
                             path=path, where=where, notice=notice, english=english)
@@ -291,7 +296,7 @@ def _wire_step(view, p):
         fn, out = sent(move, *OUTPUTS)
         button.click(fn, None, out, inputs_kwargs=named, api_visibility="private")
     p.where.change(None, p.where, None, js=page_js.function("learn-where"))  # kept in the address (?learn=K)
-    p.open.click(None, p.where, None, js=page_js.function("learn-open"))
+    p.open.click(None, [p.where, outputs["fill"]], None, js=page_js.function("learn-open"))
     lang.change(by_component(in_language(render), outputs), None, list(outputs.values()), inputs_kwargs=named,
                 api_visibility="private").then(in_language(sentence_notice), None, p.notice,
                                                inputs_kwargs=dict(typed=p.src, lang=lang), api_visibility="private"
