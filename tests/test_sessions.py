@@ -68,7 +68,7 @@ def test_a_page_draws_every_view_through_the_server(served):
         # nothing new on opening: the Overview (open at first, drawn with the translation) and the sub-tabs open
         # at first in their tabs (drawn when their tab opened)
         assert [name for name, values in drawn.items() if not values] == [
-            app.events[first]["api_name"], "open_attention_one_head", "open_inside_modules"]
+            app.events[first]["api_name"], "open_attention_one_head", "open_compare_models", "open_inside_modules"]
         assert "▁dog" in str(drawn["open_why"][0]["choices"])  # the Why tab's menu: this translation's tokens
         assert all(skipped(v) for tab in app.tabs for v in page.open(tab))
         held = inspections(demo, page.session)
