@@ -305,10 +305,11 @@ EXPORT_AGE_S = 3600  # an export file is kept this long (Gradio serves its own c
 
 
 def export_file(text, stem, suffix):
-    """`text` written to a file for download, named by its stem and content (the same content is written
-    once), in a directory from which files older than an hour are removed. Returns the path. Servers on one
-    machine share the directory: a file another one removes first is passed over, and a file is written whole
-    under another name and then renamed, so that no reader sees it half written."""
+    """`text` (a string, written as UTF-8, or bytes) written to a file for download, named by its stem and content
+    (the same content is written once), in a directory from which files older than an hour are removed. Returns
+    the path. Servers on one machine share the directory: a file another one removes first is passed over, and a
+    file is written whole under another name and then renamed, so that no reader sees it half written."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     EXPORTS.mkdir(parents=True, exist_ok=True)
     now = time.time()
     for old in EXPORTS.iterdir():
@@ -317,10 +318,10 @@ def export_file(text, stem, suffix):
                 old.unlink(missing_ok=True)
         except FileNotFoundError:
             pass  # removed meanwhile by another server's sweep
-    path = EXPORTS / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
+    path = EXPORTS / f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
     if not path.exists():
         fd, part = tempfile.mkstemp(dir=EXPORTS, prefix=f".{path.name}.", suffix=".part")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(part, path)
     return str(path)

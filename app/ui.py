@@ -13,6 +13,7 @@ import gradio as gr
 
 from . import links, tabs
 from .bertviz_views import STATIC_FILES
+from .common import EXPORT_AGE_S  # delete_cache: Gradio's copies of the files handed out go after it too
 from .gradio_adapter import leave_skipped_alone
 from .i18n import L, switch
 from .shared import free_closed_sessions, get_translator, model_dir, model_line
@@ -29,7 +30,7 @@ def build_demo():
     tr = get_translator()  # loaded once, shared by every session
     gr.set_static_paths(paths=STATIC_FILES)  # jQuery and d3 for bertviz, served from installed packages
     leave_skipped_alone()  # an output an event skips is left as it is, with no new component made for it
-    with gr.Blocks(title="Transformer Explorer") as demo:
+    with gr.Blocks(title="Transformer Explorer", delete_cache=(600, EXPORT_AGE_S)) as demo:
         state = gr.State(None)  # the Inspection of this session's last translation
         # the tabs open at first at each level (app/views.py)
         page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules", "compare": "models"})

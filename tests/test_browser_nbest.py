@@ -1,6 +1,6 @@
 """The Translate tab's n-best list in headless Chromium: after a beam search the table lists the beam's final
 hypotheses, and a click on the second opens it as the translation shown: the English, the status line, the token
-strip and the Attention tab's figure all read it. At 1400 px in English and 390 px in Chinese, nothing wider than
+strip, the files of its numbers and the Attention tab's figure all read it. At 1400 px in English and 390 px in Chinese, nothing wider than
 a phone. It waits on what the page shows, never for a time."""
 import os
 
@@ -37,6 +37,11 @@ def test_a_row_of_the_nbest_list_opens_in_every_tab(app, chromium, width, lang, 
         page.wait_for_function("() => document.querySelector('#nbest [data-testid=cell-1-0]').innerText.trim() === '● 2'")
         strip = page.locator("#token-probs").inner_text()
         assert all(w.strip(".") in strip for w in second.split()[:4]), (strip, second)
+        # its numbers: four files, each named after its view and the sentence
+        page.click("#numbers-btn")
+        page.wait_for_function("() => document.querySelectorAll('#numbers-btn-files a').length === 4")
+        names = page.locator("#numbers-btn-files").inner_text()
+        assert all(n in names for n in ("attention-ein-mann", "probabilities-ein-mann", ".csv", ".npz")), names
         if width < 500:
             assert page.evaluate("() => document.documentElement.scrollWidth") <= width
         # the Attention tab draws the chosen output: its pieces label the cross-attention's rows

@@ -11,6 +11,7 @@ from core.instrument import KINDS
 
 from ..bertviz_views import frame_box, standalone_html, view_data
 from ..common import clamp, code_panel, export_file, fitted_plot, kind_choices, kind_name
+from ..exports import FILES_HIDDEN, attention_files, download, shown_files
 from ..figures.attention import attention_heatmap, attention_maps, head_grid, layer_head_overview
 from ..i18n import L, in_language, texts
 from ..views import Tab, View
@@ -60,7 +61,15 @@ VIEWS = [View("attention/one-head", (*WHERE, "one-head"), one_head, outputs=("he
          View("attention/bertviz-head", (*WHERE, "bertviz-head"), bertviz_head, outputs=("bertviz_head",),
               blank=dict(bertviz_head="")),
          View("attention/bertviz-model", (*WHERE, "bertviz-model"), bertviz_model, outputs=("bertviz_model",),
-              blank=dict(bertviz_model=""))]
+              blank=dict(bertviz_model="")),
+         # a new translation hides the files of the last one: its button writes its own (numbers_files)
+         View("attention/numbers", WHERE, lambda ins: FILES_HIDDEN, outputs=("numbers",),
+              blank=dict(numbers=FILES_HIDDEN))]
+
+
+def numbers_files(ins):
+    """Every attention map of the translation, each kind, layer and head, as CSV and .npz (app/exports.py)."""
+    return shown_files(None if ins is None else attention_files(ins))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -123,8 +132,11 @@ def build(cfg, page, state, lang):
             layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="layer")
             head = gr.Dropdown(list(range(cfg["h"])), value=0, label=L("ui.head"), elem_id="head")
         tabs, subtabs, outputs, saves = _views()
+        numbers_btn, numbers = download("ui.attention.numbers", "attention-numbers")
         code_panel(None, core_model.attention, core_model.MultiHeadedAttention)
     _wire_saves(saves, state, lang)
+    numbers_btn.click(numbers_files, [state], numbers, api_visibility="private")
+    outputs = dict(outputs, numbers=numbers)
     controls = dict(kind=kind, layer=layer, head=head)
     # each redraws when the reader moves it: a click in the Heads tab sets all three, and a change event of each
     # would carry the others' values from before (the kind set, the layer and head not yet), which could reach the

@@ -20,6 +20,7 @@ from core.instrument import KINDS
 from .. import page as page_js
 from ..common import empty_figure, fitted_plot, kind_choices, md_literal
 from ..edits import edited_default  # the edited copy the box offers: the Learn path's patching step reads it too
+from ..exports import FILES_HIDDEN, download, grid_files, ranking_files, shown_files
 from ..figures.compare import (
     RANKED,
     difference_heatmap,
@@ -155,6 +156,23 @@ def grid_view(pair, token):
     return empty_figure(_t("patch.none")) if g is None else patch_figure(g, token)
 
 
+def ranking_numbers(pair):
+    """The head ranking (every shared head) as CSV and .npz (app/exports.py); hidden before a comparison."""
+    c = _models(pair)
+    return shown_files(None if c is None else ranking_files(c))
+
+
+def grid_numbers(pair):
+    """The patching grid as CSV and .npz (app/exports.py); hidden before a grid."""
+    g = pair.sentences if pair is not None else None
+    return shown_files(None if g is None else grid_files(g))
+
+
+def files_cleared(pair):
+    """A new result's file list: hidden until its button writes the files (an earlier result's go)."""
+    return FILES_HIDDEN
+
+
 WHERE = ("compare",)
 VIEWS = [View("compare/result", (*WHERE, "models"), result_view, outputs=("table", "scores"),
               blank=lambda: result_view(None)),
@@ -165,7 +183,11 @@ VIEWS = [View("compare/result", (*WHERE, "models"), result_view, outputs=("table
          View("compare/patch", (*WHERE, "sentences"), patch_view, outputs=("patch_summary", "patch_probs"),
               blank=lambda: patch_view(None)),
          View("compare/grid", (*WHERE, "sentences"), grid_view, outputs=("patch_grid",), uses=("token",),
-              blank=lambda token: grid_view(None, token))]
+              blank=lambda token: grid_view(None, token)),
+         View("compare/ranking-files", (*WHERE, "models"), files_cleared, outputs=("ranking_files",),
+              blank=dict(ranking_files=FILES_HIDDEN)),
+         View("compare/grid-files", (*WHERE, "sentences"), files_cleared, outputs=("grid_files",),
+              blank=dict(grid_files=FILES_HIDDEN))]
 
 
 def results_of(ins):
@@ -257,8 +279,11 @@ def _models_tab():
         map_diff = fitted_plot(elem_id="cmp-map-diff")
         gr.Markdown(L("ui.compare.ranking"))
         ranking = gr.Dataframe(interactive=False, elem_id="cmp-ranking", wrap=True)
-    parts = dict(a=a, b=b, off=off, sentence=sentence, run=run, lesson=lesson_button, status=status)
-    outputs = dict(table=table, scores=scores, map_a=map_a, map_b=map_b, map_diff=map_diff, ranking=ranking)
+        ranking_button, ranking_files = download("ui.compare.ranking-numbers", "cmp-ranking-numbers")
+    parts = dict(a=a, b=b, off=off, sentence=sentence, run=run, lesson=lesson_button, status=status,
+                 numbers=ranking_button)
+    outputs = dict(table=table, scores=scores, map_a=map_a, map_b=map_b, map_diff=map_diff, ranking=ranking,
+                   ranking_files=ranking_files)
     return tab, parts, dict(kind=kind, layer=layer, head=head), outputs, lesson
 
 
@@ -278,8 +303,10 @@ def _sentences_tab():
                             elem_id="cmp-token")
         grid = fitted_plot(elem_id="cmp-grid")
         gr.Markdown(L("ui.compare.grid.read"))
-    parts = dict(model=model, original=original, edited=edited, run=run, status=status)
-    return tab, parts, dict(token=token), dict(patch_summary=summary, patch_probs=probs, patch_grid=grid)
+        grid_button, grid_files = download("ui.compare.grid-numbers", "cmp-grid-numbers")
+    parts = dict(model=model, original=original, edited=edited, run=run, status=status, numbers=grid_button)
+    return tab, parts, dict(token=token), dict(patch_summary=summary, patch_probs=probs, patch_grid=grid,
+                                               grid_files=grid_files)
 
 
 def build(demo, page, lang):
@@ -307,6 +334,9 @@ def build(demo, page, lang):
     s["run"].click(in_language(run_patch), None, [state, s["status"], s_controls["token"]],
                    inputs_kwargs=dict(model=s["model"], original=s["original"], edited=s["edited"], pair=state,
                                       lang=lang), show_progress_on=[s["status"]], **work).then(**shown)
+    # each result's numbers as files, written on a click from the session's Pair
+    m["numbers"].click(ranking_numbers, [state], m_outputs["ranking_files"], api_visibility="private")
+    s["numbers"].click(grid_numbers, [state], s_outputs["grid_files"], api_visibility="private")
     demo.load(linked_models, None, [m["a"], m["b"], m["status"]], api_visibility="private")
     gr.on([m["a"].change, m["b"].change], None, [m["a"], m["b"]], None, js=page_js.function("record-models"))
     s["original"].blur(lambda text, model: edited_default(text, MODELS.get(model).tokenizer),

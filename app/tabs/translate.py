@@ -15,6 +15,7 @@ from core.model import subsequent_mask
 
 from .. import page as page_js
 from ..common import clamp, export_file, md_literal
+from ..exports import FILES_HIDDEN, attention_files, download, probability_files, shown_files
 from ..figures.decoding import (
     decoder_input_html,
     mask_svg,
@@ -47,6 +48,17 @@ def status_view(ins):
     cut = len(ins.src_tokens) if ins.truncated else None  # the count the status line and the length hint say
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
                        hint=german_hint(ins.source), lengths=training_lengths(), rank=ins.rank, of=len(ins.nbest))
+
+
+def numbers_files(ins):
+    """The translation's numbers as files (app/exports.py): its attention maps and its token probabilities with
+    their top-k, each as CSV and as .npz; the list hidden where there is no translation."""
+    return shown_files(None if ins is None else [*attention_files(ins), *probability_files(ins)])
+
+
+def numbers_cleared(ins):
+    """A new translation's file list: hidden until its button writes the files (an earlier sentence's go)."""
+    return FILES_HIDDEN
 
 
 NBEST_HIDDEN = dict(nbest_note="", nbest=gr.update(visible=False))
@@ -125,7 +137,8 @@ VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dic
          View("translate/nbest", WHERE, nbest_view, outputs=("nbest_note", "nbest"), blank=NBEST_HIDDEN),
          # the export button's file, written when the tab shows the translation (its click only downloads it)
          View("translate/export", WHERE, export_json, outputs=("export",),
-              blank=dict(export=gr.update(value=None, interactive=False)))]
+              blank=dict(export=gr.update(value=None, interactive=False))),
+         View("translate/numbers", WHERE, numbers_cleared, outputs=("numbers",), blank=dict(numbers=FILES_HIDDEN))]
 
 
 def relabel(tab, page, lang, ins, step):
@@ -227,7 +240,10 @@ def _layout(default_alpha):
                                  column_widths=["11%", "43%", "17%", "17%", "12%"])
             # one click downloads the translation's file, which its view writes (gr.DownloadButton)
             export = gr.DownloadButton(L("ui.translate.export"), size="sm", interactive=False, elem_id="export-btn")
-    return src, settings, go_btn, out, (status, api_status), probs, export, dict(nbest_note=nbest_note, nbest=nbest)
+            # its numbers as CSV and NumPy files, written on a click (app/exports.py)
+            numbers = download("ui.translate.numbers", "numbers-btn")
+    return (src, settings, go_btn, out, (status, api_status), probs, export,
+            dict(nbest_note=nbest_note, nbest=nbest), numbers)
 
 
 def _wire_replay(tab, step, buttons, lang):
@@ -256,7 +272,8 @@ def build(demo, page, state, default_alpha, lang):
     text box; the page load translates through app/links.py), its `form` (the box and the settings, in the order
     translate() takes them) and its `results` (the English and the API's status line), which a link fills in."""
     with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
-        src, settings, go_btn, out, (status, api_status), probs, export, nbest = _layout(default_alpha)
+        src, settings, go_btn, out, (status, api_status), probs, export, nbest, (numbers_btn, numbers) = \
+            _layout(default_alpha)
         step, buttons, step_views = _step_replay()
     translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
                        [out, api_status, state], api_name="translate", show_progress_on=[out],
@@ -271,7 +288,8 @@ def build(demo, page, state, default_alpha, lang):
     # a row of the n-best table: its hypothesis becomes the translation kept (app/ui.py draws it in every tab)
     picked = nbest["nbest"].select(pick_hypothesis, [state], [out, state], api_visibility="private",
                                    concurrency_limit=1, concurrency_id="model", show_progress_on=[out])
-    outputs = dict(probs=probs, status=status, step=step, export=export, **nbest, **step_views)
+    numbers_btn.click(numbers_files, [state], numbers, api_visibility="private")
+    outputs = dict(probs=probs, status=status, step=step, export=export, numbers=numbers, **nbest, **step_views)
     view = Tab(WHERE, VIEWS, {}, outputs, page, lang, state,
                more=dict(translated=translated, picked=picked, form=[src, *settings],
                          results=[out, api_status])).wire(tab)
