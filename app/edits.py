@@ -18,3 +18,21 @@ def edited_default(sentence, tokenizer=None):
                 if tokenizer is None or len(tokenizer.encode(changed)) == len(tokenizer.encode(sentence)):
                     return changed
     return sentence
+
+
+def edited_any(sentence, tokenizer):
+    """The sentence with one word changed for any word of SWAPS that keeps the number of pieces, tried at each word
+    in turn (the first word last: it is often an article); the sentence itself where none does. For a tokenizer
+    that cuts SWAPS' own pairs into different numbers of pieces, where edited_default finds nothing."""
+    words = sentence.split()
+    n = len(tokenizer.encode(sentence))
+    others = list(dict.fromkeys(w for pair in SWAPS for w in pair))
+    for i in [*range(1, len(words)), 0][:len(words)]:
+        word = words[i].strip(".,!?")
+        for new in others:
+            if not word or new == word:
+                continue
+            changed = " ".join(words[:i] + [words[i].replace(word, new, 1)] + words[i + 1:])
+            if len(tokenizer.encode(changed)) == n:
+                return changed
+    return sentence

@@ -1032,3 +1032,50 @@ def test_the_patching_steps_button_fills_compares_boxes_with_its_sentences(inspe
                                               "cmp-edited": edited_default(ins.source, get_translator().tokenizer)},
                                     "run": "cmp-patch"}
     assert said(learn.render, None, {"step": learn_path.KEYS.index("patching")}, lang="en")["fill"] == ""
+
+
+def test_any_word_edit_keeps_the_pieces_where_the_compare_edit_finds_none():
+    """app/edits.py's last resort for a tokenizer that cuts SWAPS' pairs into other pieces: one word changed for a
+    word of SWAPS, the pieces as many; a sentence it cannot change comes back as it is."""
+    from app.edits import SWAPS, edited_any, edited_default
+
+    class Letters:  # a tokenizer that cuts a text into its letters: only words of as many letters swap
+        def encode(self, text):
+            return [ch for ch in text if not ch.isspace()]
+
+    words = {w for pair in SWAPS for w in pair}
+    sentence = "Das Wetter ist heute schön."
+    assert edited_default(sentence, Letters()) == sentence
+    edited = edited_any(sentence, Letters())
+    changed = [(a, b) for a, b in zip(sentence.split(), edited.split()) if a != b]
+    assert len(changed) == 1 and changed[0][1].strip(".") in words
+    assert len(Letters().encode(edited)) == len(Letters().encode(sentence))
+    assert edited_any("Xy.", Letters()) == "Xy."
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_a_model_that_can_patch_none_of_the_edits_leaves_the_step_to_the_shipped_one(inspections, monkeypatch, lang):
+    """Where the open model can patch none of the step's sentences (its tokenizer cuts every edit into other pieces),
+    the step is drawn on the shipped model, and its fact line says so, before Check and after."""
+    ins, k = inspections[0], learn_path.KEYS.index("patching")
+    real, page = learn_figures.patch_grid, learn_path.context(ins).translator
+
+    def refused(tr, *args, **kwargs):
+        if tr is page:
+            raise ValueError("the edited sentence is cut into other pieces")
+        return real(tr, *args, **kwargs)
+
+    monkeypatch.setattr(learn_figures, "patch_grid", refused)
+    learn_figures._patch_run.cache_clear()
+    try:
+        grid, how = learn_figures.patch_run(learn_path.context(ins))
+        assert how == "shipped" and grid.original == ins.source
+        note = i18n.text(lang, "learn.patching.shipped", sentence=md_literal(grid.original),
+                         edited=md_literal(grid.edited))
+        assert said(learn.render, ins, {"step": k, "done": []}, lang=lang)["fact"].startswith(note)
+        choices, right, _ = said(learn_path.STEPS[k].quiz, learn_path.context(ins), lang=lang)
+        checked = said(learn.check, ins, {"step": k, "done": []}, choices[right], 0, None, lang=lang)
+        assert checked["answer"].startswith("✓") and checked["fact"].startswith(note)
+    finally:
+        learn_figures._patch_run.cache_clear()

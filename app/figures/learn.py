@@ -22,7 +22,7 @@ from core.train import LabelSmoothing, rate
 from ..cache import per_language
 from ..common import clamp, label, md_literal, phone_width, token_axis
 from ..common import wrap_title as common_wrap_title
-from ..edits import edited_default
+from ..edits import edited_any, edited_default
 from ..i18n import texts
 from ..recording import recorded
 from ..shared import get_translator
@@ -373,6 +373,17 @@ CARRIES = 0.01   # a position carries the changed word where putting its state b
 PATCHING = ("embedding", "first", "later", "never")  # the question's choices: from which layer on others carry it
 
 
+def _edits(source, tokenizer):
+    """The pairs the step tries, in order: the learner's sentence with the Compare tab's edit, OUR_EDITS; then, for a
+    tokenizer that cuts those edits into other pieces, the learner's sentence and ours with any word of
+    app/edits.py's that keeps their pieces."""
+    pairs = [(source, edited_default(source, tokenizer))] if source else []
+    pairs += list(OUR_EDITS)
+    pairs += [(original, edited_any(original, tokenizer)) for original in ([source] if source else []) +
+              [o for o, _ in OUR_EDITS]]
+    return list(dict.fromkeys((o, e) for o, e in pairs if e != o))
+
+
 @lru_cache(maxsize=16)
 def _patch_run(translator, source):
     """The patching grid (core.analysis.patching) of `source` and its edited copy (app/edits.py) on `translator`,
@@ -380,10 +391,8 @@ def _patch_run(translator, source):
     the first of OUR_EDITS that does (or, where none does, of the pair whose edit costs most): (grid, whether it is
     ours); None where no pair can be patched at all. Kept per sentence: the step's figure, its question and its
     slider all read it."""
-    edited = edited_default(source, translator.tokenizer) if source else source
-    pairs = ([(source, edited)] if edited != source else []) + list(OUR_EDITS)
     found = []
-    for original, copy in pairs:
+    for original, copy in _edits(source, translator.tokenizer):
         try:
             grid = patch_grid(translator, original, copy)
         except ValueError:  # another tokenizer cuts the copy into more pieces, or the sentence is too long
@@ -399,18 +408,29 @@ def _patch_run(translator, source):
     return grid, ours
 
 
+@lru_cache(maxsize=1)
+def _shipped():
+    """The shipped model (assets/), for a step the open model cannot draw."""
+    from core.data import ASSETS
+    from core.translate import Translator
+    return Translator.load(ASSETS, half_rows=0, kept=False)
+
+
 def patch_run(c):
-    """The step's grid and whether it is drawn on a sentence of ours (the learner's has no edit this step can
-    make); a ValueError where no sentence can be patched on the open model."""
-    run = _patch_run(c.translator, (c.ins.source or "").strip())
-    if run is None:
-        raise ValueError("no sentence of the Learn path's patching step can be edited for this model's tokenizer")
-    return run
+    """The step's grid and how it was found: None on the learner's sentence, "ours" on a sentence of ours (the
+    learner's has no edit the step can make), "shipped" on the shipped model (the open model can patch none of
+    them: a tokenizer that cuts every edit into other pieces)."""
+    source = (c.ins.source or "").strip()
+    run = _patch_run(c.translator, source)
+    if run is not None:
+        return run[0], "ours" if run[1] else None
+    run = _patch_run(_shipped(), source)
+    return run[0], "shipped"
 
 
 def patched_tokens(ins):
     """The output tokens the step's slider moves over (0: the whole translation): those of the grid's translation."""
-    return len(_patch_run(get_translator(), (ins.source or "").strip())[0].out_tokens)
+    return len(patch_run(SimpleNamespace(translator=get_translator(), ins=ins))[0].out_tokens)
 
 
 def carried(grid):
@@ -437,7 +457,7 @@ def patch_fields(c, grid, ours):
     number of encoder layers, and (for the answer and the revealed fact) where the word was carried."""
     first, pos, share, own = carried(grid)
     changed = grid.changed[0]
-    note = c.t("patching.ours", sentence=md_literal(grid.original), edited=md_literal(grid.edited)) if ours else ""
+    note = "" if not ours else c.t(f"patching.{ours}", sentence=md_literal(grid.original), edited=md_literal(grid.edited))
     note += "" if not note or note.endswith(("。", "！", "？")) else " "  # no space after 。
     return dict(word=_piece(grid.src_tokens[changed]), new=_piece(grid.edited_tokens[changed]),
                 layers=grid.logp_patched.size(0) - 1, least=f"{CARRIES:.0%}", note=note,
