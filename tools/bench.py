@@ -6,6 +6,8 @@
     python -m tools.bench --learn [--clicks 4]  (a Learn step change, click to figure drawn: tools/bench_learn.py)
     python -m tools.bench --timelapse [--save FILE]   (the Time-lapse scrubber and the server's memory:
                                                        tools/bench_timelapse.py)
+    python -m tools.bench --compare [--rounds 2]               (the Compare tab beside the Attention tab:
+                                                               tools/bench_compare.py)
     python -m tools.bench --tabs [--rounds 2] [--save FILE]   (each tab opened, first visit and after a new sentence:
                                                                tools/bench_tabs.py)
     python -m tools.bench --model DIR [--runs 3] [--save FILE]   (another model beside the shipped one: loading,
@@ -127,6 +129,9 @@ def other_benchmark(args):
     elif args.timelapse:
         from tools.bench_timelapse import run
         run(save=args.save)
+    elif args.compare:
+        from tools.bench_compare import run
+        run(rounds=args.rounds, save=args.save)
     elif args.learn:
         from tools.bench_learn import run
         run(clicks=max(1, args.clicks // 2))
@@ -154,6 +159,9 @@ def main(argv=None):
                     help="instead: each top-level tab opened, click to drawn, in headless Chromium (tools/bench_tabs.py)")
     ap.add_argument("--timelapse", action="store_true",
                     help="instead: the Time-lapse scrubber, point to point, and the server's memory (tools/bench_timelapse.py)")
+    ap.add_argument("--compare", action="store_true",
+                    help="instead: the Compare tab beside the Attention tab, click to drawn, in headless Chromium "
+                         "(tools/bench_compare.py)")
     ap.add_argument("--model", metavar="DIR",
                     help="instead: the model in DIR beside the shipped one, each in a process of its own (tools/bench_model.py)")
     ap.add_argument("--rounds", type=int, default=2, help="with --tabs: fresh pages measured (median)")
