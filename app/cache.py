@@ -13,45 +13,66 @@ from collections import OrderedDict
 from .i18n import speaking, spoken
 
 
-class PerTranslation:
-    """Values computed per (translation, key), the `size` most recently used kept, the least recently used
-    dropped first. Safe to share between threads: each value is computed once, outside the cache's lock, and a
-    caller asking for a value another one is computing waits for it."""
+class Once:
+    """Values made once per key however many threads ask at once: the first caller computes it, outside the lock,
+    and a caller asking meanwhile waits for it, then looks again. `lock` guards the caller's own store."""
 
-    def __init__(self, size):
-        self.size = size
-        self._kept = OrderedDict()  # (id of the Inspection, key) -> (a weak reference to it, the value)
-        self._computing = {}  # (id of the Inspection, key) -> a lock held while it is computed
-        self._lock = threading.Lock()
+    def __init__(self):
+        self.lock = threading.Lock()
+        self._computing = {}  # key -> a lock held while its value is computed
 
-    def get(self, ins, key, compute):
-        """The value kept for (`ins`, `key`); else compute() run, kept and returned."""
-        k = (id(ins), key)
+    def get(self, key, look, compute, keep):
+        """look() -> (found?, value), called under `lock`; else compute() (by one caller) and keep(value), under
+        `lock`. Returns the value."""
         while True:
-            with self._lock:
-                hit = self._kept.get(k)
-                if hit is not None and hit[0]() is ins:
-                    self._kept.move_to_end(k)
-                    return hit[1]
-                busy = self._computing.get(k)
+            with self.lock:
+                found, value = look()
+                if found:
+                    return value
+                busy = self._computing.get(key)
                 if busy is None:
-                    busy = self._computing[k] = threading.Lock()
+                    busy = self._computing[key] = threading.Lock()
                     busy.acquire()
                     break
             with busy:  # another caller computes it: wait, then look again
                 pass
         try:
             value = compute()
-            with self._lock:
-                self._kept[k] = (weakref.ref(ins), value)
-                self._kept.move_to_end(k)
-                while len(self._kept) > self.size:
-                    self._kept.popitem(last=False)
+            with self.lock:
+                keep(value)
             return value
         finally:
-            with self._lock:
-                del self._computing[k]
+            with self.lock:
+                del self._computing[key]
             busy.release()
+
+
+class PerTranslation:
+    """Values computed per (translation, key), the `size` most recently used kept, the least recently used
+    dropped first. Safe to share between threads: each value is computed once (Once)."""
+
+    def __init__(self, size):
+        self.size = size
+        self._kept = OrderedDict()  # (id of the Inspection, key) -> (a weak reference to it, the value)
+        self._once = Once()
+
+    def get(self, ins, key, compute):
+        """The value kept for (`ins`, `key`); else compute() run, kept and returned."""
+        k = (id(ins), key)
+
+        def look():
+            hit = self._kept.get(k)
+            if hit is not None and hit[0]() is ins:
+                self._kept.move_to_end(k)
+                return True, hit[1]
+            return False, None
+
+        def keep(value):
+            self._kept[k] = (weakref.ref(ins), value)
+            self._kept.move_to_end(k)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return self._once.get(k, look, compute, keep)
 
     def __len__(self):
         return len(self._kept)

@@ -14,13 +14,14 @@ A name not on the list is a ValueError that says which names there are.
 """
 import os
 import re
-import threading
 from collections import OrderedDict
 from pathlib import Path
 
 from core.checkpoint import read_snapshot_index
 from core.data import ASSETS
 from core.translate import Translator
+
+from .cache import Once
 
 MEMORY_MB = 2048  # the models held at most, their tensors counted (the opus-mt-de-en shape is about 300 MB)
 NAME = re.compile(r"^[\w.@+-]{1,100}$")  # what a model's name may be (it comes from a link)
@@ -44,9 +45,8 @@ class Models:
 
     def __init__(self, default_dir=None, folder=None, memory_mb=None):
         self._default_dir, self._folder, self._memory_mb = default_dir, folder, memory_mb
-        self._held = OrderedDict()  # name -> (Translator, bytes)
-        self._lock = threading.Lock()
-        self._loading = {}  # name -> a lock held while it loads
+        self._held = OrderedDict()  # (directory, point) -> (name, Translator, bytes)
+        self._once = Once()  # one load per model, however many requests ask for it at once
 
     @property
     def default_dir(self):
@@ -96,29 +96,20 @@ class Models:
         name = self.default if name is None else self.check(name)
         directory, label = self.sources()[name]
         key = (str(Path(directory).resolve()), label)
-        while True:
-            with self._lock:
-                if key in self._held:
-                    self._held.move_to_end(key)
-                    return self._held[key][1]
-                busy = self._loading.get(key)
-                if busy is None:
-                    busy = self._loading[key] = threading.Lock()
-                    busy.acquire()
-                    break
-            with busy:  # another request loads it: wait, then look again
-                pass
-        try:
-            snapshot = label is not None  # a point of a run: decoded by the float32 model alone, as Time-lapse does
-            tr = Translator.load(directory, snapshot=label, half_rows=0 if snapshot else 4, kept=False)
-            with self._lock:
-                self._held[key] = (name, tr, model_bytes(tr))
-                self._evict()
-            return tr
-        finally:
-            with self._lock:
-                del self._loading[key]
-            busy.release()
+
+        def look():
+            if key in self._held:
+                self._held.move_to_end(key)
+                return True, self._held[key][1]
+            return False, None
+
+        def load():  # a point of a run is decoded by the float32 model alone, as Time-lapse does
+            return Translator.load(directory, snapshot=label, half_rows=0 if label is not None else 4, kept=False)
+
+        def keep(tr):
+            self._held[key] = (name, tr, model_bytes(tr))
+            self._evict()
+        return self._once.get(key, look, load, keep)
 
     def _evict(self):
         """Drop the models used least recently, never the page's own, while the held ones exceed the bound."""
@@ -131,7 +122,7 @@ class Models:
 
     def held(self):
         """[(name, bytes)] of the models held, least recently used first."""
-        with self._lock:
+        with self._once.lock:
             return [(name, b) for name, _, b in self._held.values()]
 
 

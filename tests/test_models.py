@@ -204,7 +204,7 @@ def test_a_failed_load_leaves_the_name_free(monkeypatch, tmp_path):
     models = Models(default_dir=own, memory_mb=10)
     with pytest.raises(Exception):
         models.get()  # a config.json with nothing in it: no model
-    assert models.held() == [] and models._loading == {}
+    assert models.held() == [] and models._once._computing == {}
     shutil.rmtree(own)
     with pytest.raises(Exception):
         models.get()  # asked again: tried again, not waited on for ever
