@@ -203,8 +203,27 @@ def _nested(t):
     return _num(t) if t.dim() == 0 else [_nested(x) for x in t]
 
 
+class Document:
+    """A result that travels as JSON text: its to_dict() with a format and version, to_json(), and `read` of such
+    text back into a dict of its fields."""
+    JSON_FORMAT = ""
+
+    def to_json(self):
+        """to_dict as JSON text; `cls.from_json(text).to_json() == text`."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def read(cls, text):
+        """The fields of to_json's text (ValueError if it is not one of this class's documents)."""
+        d = json.loads(text)
+        if not isinstance(d, dict) or d.get("format") != cls.JSON_FORMAT:
+            raise ValueError(f"not a {cls.JSON_FORMAT} document")
+        d.pop("format"), d.pop("version", None)
+        return d
+
+
 @dataclass
-class Comparison:
+class Comparison(Document):
     """Two models (A, B) on one sentence. `maps_a`, `maps_b`: {kind: (L, H, Q, K)} over the heads both models
     have, teacher-forced on the translation `on` names, over `src_units` and `tgt_units` (the decoder's inputs:
     its first input, then the output's units); `ranking`: every (kind, layer, head, mean TV), most different
@@ -262,18 +281,11 @@ class Comparison:
         d["ranking"] = [[kind, layer, head, _num(v)] for kind, layer, head, v in self.ranking]
         return dict(format=self.JSON_FORMAT, version=1, **d)
 
-    def to_json(self):
-        """to_dict as JSON text; `Comparison.from_json(text).to_json() == text`."""
-        return json.dumps(self.to_dict(), ensure_ascii=False)
-
     @classmethod
     def from_json(cls, text):
         """A Comparison from to_json's text (ValueError if it is not one)."""
-        d = json.loads(text)
-        if not isinstance(d, dict) or d.get("format") != cls.JSON_FORMAT:
-            raise ValueError(f"not a {cls.JSON_FORMAT} document")
-        for k in ("format", "version", "by_words"):
-            d.pop(k, None)
+        d = cls.read(text)
+        d.pop("by_words", None)
         d["scored"] = [Scored(**s) for s in d["scored"]]
         for k in ("maps_a", "maps_b"):
             d[k] = {kind: torch.tensor(v, dtype=torch.float32) for kind, v in d[k].items()}

@@ -44,7 +44,6 @@ as one batch of S rows, calling the model's own modules (`encoder.layers[i](x, m
 threads meanwhile.
 """
 import argparse
-import json
 import math
 import statistics
 import time
@@ -54,7 +53,7 @@ import torch
 
 from ..model import subsequent_mask
 from ..translate import Translator
-from .compare import DECIMALS, pieces, source_ids
+from .compare import DECIMALS, Document, pieces, source_ids
 
 MIN_EFFECT = 1e-4  # nats: below this the edit did not move a token, and `recovered` is undefined (NaN)
 
@@ -142,7 +141,7 @@ ARRAYS = ("logp_original", "logp_edited", "logp_patched", "gain", "recovered", "
 
 
 @dataclass
-class PatchGrid:
+class PatchGrid(Document):
     """The patching grid of an original sentence and an edited copy on one model (see the module's docstring for
     the layers and the measures). Shapes: T output tokens (y_1 ... </s>), S source pieces, N + 1 layers."""
     original: str
@@ -183,17 +182,10 @@ class PatchGrid:
         d.update({k: _nested(getattr(self, k)) for k in ARRAYS})
         return dict(format=self.JSON_FORMAT, version=1, **d)
 
-    def to_json(self):
-        """to_dict as JSON text; `PatchGrid.from_json(text).to_json() == text`."""
-        return json.dumps(self.to_dict(), ensure_ascii=False)
-
     @classmethod
     def from_json(cls, text):
         """A PatchGrid from to_json's text (ValueError if it is not one)."""
-        d = json.loads(text)
-        if not isinstance(d, dict) or d.get("format") != cls.JSON_FORMAT:
-            raise ValueError(f"not a {cls.JSON_FORMAT} document")
-        d.pop("format"), d.pop("version", None)
+        d = cls.read(text)
         return cls(**{k: _tensor(v) if k in ARRAYS else v for k, v in d.items()})
 
 
