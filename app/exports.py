@@ -178,6 +178,25 @@ def grid_files(g):
     return _pair(f"patching-{slug(g.original)}", GRID_HEADER, grid_rows(g), arrays)
 
 
+# ---- the Score tab: a scored set ---------------------------------------------------------------------------
+
+SCORED_HEADER = ("pair", "chrf", "german", "reference", "translation")
+
+
+def scored_files(scored):
+    """A scored set, a row a pair in the set's order (pair: its line, from 1) with its sentence chrF: [CSV, NPZ]
+    paths; the .npz holds german, reference, translation, sentence_chrf, and the corpus bleu, corpus_chrf and ter
+    with their sacreBLEU signatures."""
+    rows = [(i, number(c), s, r, h) for i, (c, s, r, h) in
+            enumerate(zip(scored.chrf, scored.srcs, scored.refs, scored.hyps), 1)]
+    r = scored.result
+    arrays = dict(german=strings(scored.srcs), reference=strings(scored.refs), translation=strings(scored.hyps),
+                  sentence_chrf=np.array(scored.chrf, dtype=np.float64), bleu=np.array(r["bleu"]),
+                  corpus_chrf=np.array(r["chrf"]), ter=np.array(r["ter"]),
+                  **{f"{k}_signature": np.array(r[f"{k}_signature"]) for k in ("bleu", "chrf", "ter")})
+    return _pair(f"scored-{slug(scored.srcs[0])}-{len(scored.srcs)}-pairs", SCORED_HEADER, rows, arrays)
+
+
 # ---- on the page: a small button that writes a view's files, and the list of them it shows --------------------
 
 FILES_HIDDEN = gr.update(value=None, visible=False)  # the files of an earlier result: out of sight

@@ -20,6 +20,20 @@ from core.lab import Config, train
 
 # ZeroGPU is on when the platform says so (the same variable the spaces package reads)
 ZERO_GPU = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")
+# a Space, of any hardware: the platform names it in SPACE_ID
+ON_SPACE = bool(os.environ.get("SPACE_ID")) or ZERO_GPU
+
+# The Score tab's pairs at a time: on a public Space, where every visitor shares two CPU cores, 500 (greedy, about
+# 10 s there); locally 20,000. EXPLORER_SCORE_MAX_PAIRS sets another number.
+SCORE_PAIRS_SPACE, SCORE_PAIRS_LOCAL = 500, 20_000
+
+
+def score_pairs_max(on_space=None):
+    """The most pairs the Score tab scores at a time here (EXPLORER_SCORE_MAX_PAIRS where set)."""
+    given = os.environ.get("EXPLORER_SCORE_MAX_PAIRS", "")
+    if given.strip().isdigit() and int(given) > 0:
+        return int(given)
+    return SCORE_PAIRS_SPACE if (ON_SPACE if on_space is None else on_space) else SCORE_PAIRS_LOCAL
 
 # A Lab step of the default depth (2 layers) on one CPU thread of this project's machine: 16 ms (copy, 450 steps
 # in 7.4 s, measured in process); a deeper run's step costs about layers / 2 as much. On a GPU a step of a model

@@ -44,7 +44,7 @@ def build_demo():
                      attn := tabs.attention.build(tr.config, page, state, lang),
                      tabs.heads.build(tr.config, page, state, top, attn, lang), tabs.why.build(page, state, lang),
                      tabs.whatif.build(page, state, lang), tabs.compare.build(demo, page, lang),
-                     tabs.inside.build(tr.config, page, state, lang),
+                     score := tabs.score.build(translation, top), tabs.inside.build(tr.config, page, state, lang),
                      tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
                      tabs.training.build(page, lang),
                      # only for a model that ships with its run's history (snapshots/ beside it)
@@ -57,7 +57,7 @@ def build_demo():
         named = page_inputs(shown, page, state, lang)
         # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
         # browser more than the drawing (tools.bench --browser)
-        for event in (translation.translated, translation.picked,
+        for event in (translation.translated, translation.picked, score.pair_opened,
                       tabs.learn.translates(learn, translation, state, lang, linked), linked):
             event.then(show, None, [o for t in shown for o in _outputs(t)], inputs_kwargs=named,
                        api_visibility="private", show_progress_on=_outputs(translation)[0])

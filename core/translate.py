@@ -65,6 +65,7 @@ class Inspection:
     server_ms: float | None = None  # how long the app took to make it, where it timed it (not part of its JSON)
     nbest: list = field(default_factory=list)  # a beam search's final hypotheses (NBest, best first), if kept
     rank: int | None = None   # which of `nbest` the translation is (1: the search's best), if any
+    reference: str = ""       # a reference translation given with the source (a scored set's), if any
 
     JSON_FORMAT = "transformer-explorer/inspection"
     JSON_DECIMALS = 6  # weights and probabilities lie in [0, 1], where float32 keeps about 7 decimals
@@ -86,7 +87,8 @@ class Inspection:
             "token_probs": [num(p) for p in self.token_probs],
             "topk": [[[piece, num(p)] for piece, p in step] for step in self.topk],
             "truncated": self.truncated, "heads_off": [list(h) for h in self.heads_off], "source": self.source,
-            "decoding": self.decoding, "nbest": [asdict(h) for h in self.nbest], "rank": self.rank},
+            "decoding": self.decoding, "nbest": [asdict(h) for h in self.nbest], "rank": self.rank,
+            "reference": self.reference},
             ensure_ascii=False)
 
     @classmethod
@@ -101,7 +103,8 @@ class Inspection:
                    topk=[[(piece, p) for piece, p in step] for step in d["topk"]],
                    truncated=d["truncated"], heads_off=tuple(tuple(h) for h in d.get("heads_off", ())),
                    source=d.get("source", ""), decoding=d.get("decoding", {}),
-                   nbest=[NBest(**h) for h in d.get("nbest", [])], rank=d.get("rank"), **maps)
+                   nbest=[NBest(**h) for h in d.get("nbest", [])], rank=d.get("rank"),
+                   reference=d.get("reference", ""), **maps)
 
 
 SNAPSHOTS_KEPT = 2  # snapshot translators held in memory beside the shipped model

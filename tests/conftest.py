@@ -92,8 +92,8 @@ def ships_history():
 
 
 # the page's top-level tabs (data-tab-id), in order, for the shipped model
-TOP_TABS = ["learn", "overview", "translate", "attention", "heads", "why", "whatif", "compare", "inside", "masks", "positional",
-            "training", *(["timelapse"] if ships_history() else []), "lab", "engineering"]
+TOP_TABS = ["learn", "overview", "translate", "attention", "heads", "why", "whatif", "compare", "score", "inside", "masks",
+            "positional", "training", *(["timelapse"] if ships_history() else []), "lab", "engineering"]
 needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
                                 reason=f"Multi30k not found at {SHARED_DATA} (tests on the real data skipped)")
 

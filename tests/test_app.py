@@ -503,7 +503,7 @@ def test_translate_api_is_named_translate():
     assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
         "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
         "score_mine", "tree_file", "switch_off", "show_language", *inside_openers, "run_compare", "run_patch",
-        "pick_hypothesis", *(["open_timelapse"] if ships_history() else [])}  # a new language may draw a view of the Why or Inside
+        "pick_hypothesis", "open_pair", *(["open_timelapse"] if ships_history() else [])}  # a new language may draw a view of the Why or Inside
     # tab for the first time; the Time-lapse tab (tests/test_timelapse.py) translates with a point of the run; the
     # Compare tab's two buttons run two models, or one on two sentences
     # the views drawn ahead, which every page sends once it is quiet: one at a time, not in the model's line

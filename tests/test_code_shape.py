@@ -9,7 +9,8 @@ from tests.conftest import ROOT
 
 MAX_FUNCTION_LINES = 60
 SOURCES = sorted(p for d in ("core", "app", "scripts", "tools") for p in (ROOT / d).rglob("*.py")) + [ROOT / "app.py"]
-TABS = ("overview", "translate", "attention", "heads", "why", "whatif", "inside", "masks", "positional", "training", "engineering", "lab")
+TABS = ("overview", "translate", "attention", "heads", "why", "whatif", "score", "inside", "masks", "positional", "training",
+        "engineering", "lab")
 
 
 def functions(path):

@@ -114,7 +114,9 @@ def test_a_translation_draws_the_open_tab_and_opening_another_draws_it(demo, two
     assert dict(calls) == {"token_probs_html": 1, "step_slider": 1, "mask_svg": 1, "step_candidates": 1}
     # opening the Attention tab draws its open sub-tab's view only, for the same sentence
     out = opened(attn, page, ("attention",), ins, **HEAD)
-    assert list(out) == ["heatmap"] and calls["attention_heatmap"] == 1
+    # (and the tab's file list, hidden: the last sentence's files are gone)
+    assert set(out) == {"heatmap", "attention-numbers-files"} and calls["attention_heatmap"] == 1
+    assert out["attention-numbers-files"]["visible"] is False
     assert tokens_on_y(out["heatmap"]) == escaped(ins.src_tokens)
     assert calls["head_grid"] == calls["layer_head_overview"] == calls["view_data"] == 0
     # opened again, nothing changed: nothing is drawn or sent
@@ -276,11 +278,13 @@ def test_each_tab_names_the_controls_its_views_read(demo):
         assert sorted(n for v in tab.views for n in v.outputs) == sorted(tab.outputs), tab.where
         assert all(set(v.uses) <= set(tab.controls) for v in tab.views), tab.where
         assert all(isinstance(v.outputs, tuple) and v.outputs for v in tab.views), tab.where  # named, never counted
-    shown = [t for t in built if t.shows_translation and views._tab_id(t) != "compare"]  # Compare: its own state
+    shown = [t for t in built if t.shows_translation and views._tab_id(t) not in ("compare", "score")]  # their own state
     assert [views._tab_id(t) for t in shown] == ["learn", "overview", "translate", "attention", "heads", "why",
                                                   "whatif", "inside", *(["timelapse"] if ships_history() else [])]
     events = [d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation"]
-    assert len(events) == 3  # after a translation, one from the Learn tab's box, and the page load's linked one
+    # after a translation, a row of its n-best list, a pair of the Score tab, one from the Learn tab's box, and the page
+    # load's linked one
+    assert len(events) == 5
     for event in events:
         want = {"page", "ins", "lang", *(f"{views._tab_id(t)}/{n}" for t in shown for n, c in t.controls.items()
                                          if n != "lang")}
@@ -300,7 +304,7 @@ def test_one_event_redraws_every_tab_in_a_new_language(demo, two):
     event = language_callback(demo)
     assert (lang._id, "change") in event.targets and event.concurrency_id == "model"
     others = [t for t in demo.tab_views if views._tab_id(t) not in ("learn", "translate")]
-    assert len(others) == 11 + ships_history() and len(event.outputs) == sum(len(outputs_of(t)) for t in others)
+    assert len(others) == 12 + ships_history() and len(event.outputs) == sum(len(outputs_of(t)) for t in others)
     # no tab wires a change of language of its own but the two
     own = {d.fn.__name__ for d in demo.fns.values() if (lang._id, "change") in d.targets and d.fn is not None}
     assert own == {"show_language", "render", "relabel"}, own
@@ -308,8 +312,10 @@ def test_one_event_redraws_every_tab_in_a_new_language(demo, two):
     page = new_page("attention")
     first = call(event, page=page, ins=ins, lang="en")  # the Attention tab's one-head view drawn in English
     second = call(event, page=page, ins=ins, lang="zh-CN")
-    assert list(first) == list(second) and len(second) == 1  # only what is on screen
-    (heat,) = second.values()
+    # only what is on screen: the one-head view, and the tab's file list (hidden: its button writes the files anew)
+    assert list(first) == list(second) and len(second) == 2
+    heat, files = (v for c, v in second.items() if c.elem_id in ("heatmap", "attention-numbers-files"))
+    assert files["visible"] is False
     assert "层" in heat.layout.title.text and "layer" in first[next(iter(first))].layout.title.text
     assert call(event, page=page, ins=ins, lang="zh-CN") == {}  # drawn in that language already
 

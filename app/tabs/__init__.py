@@ -10,6 +10,7 @@ from . import (
     masks,
     overview,
     positional,
+    score,
     timelapse,
     training,
     translate,
@@ -17,5 +18,5 @@ from . import (
     why,
 )
 
-__all__ = ["attention", "compare", "engineering", "heads", "inside", "lab", "learn", "masks", "overview", "positional", "timelapse", "training",
+__all__ = ["attention", "compare", "engineering", "heads", "inside", "lab", "learn", "masks", "overview", "positional", "score", "timelapse", "training",
            "translate", "whatif", "why"]

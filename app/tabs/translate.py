@@ -9,6 +9,7 @@ also the public /translate API, whose status line stays English: the status view
 language.
 """
 import gradio as gr
+from sacrebleu.metrics import CHRF
 
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
@@ -25,6 +26,7 @@ from ..figures.decoding import (
     step_candidates,
     token_probs_html,
 )
+from ..figures.score import reference_markdown
 from ..i18n import L, choices, in_language, speaking, text
 from ..shared import examples, training_lengths
 from ..translating import first_value, german_hint, input_problem, open_hypothesis, status_line, translate
@@ -59,6 +61,14 @@ def numbers_files(ins):
 def numbers_cleared(ins):
     """A new translation's file list: hidden until its button writes the files (an earlier sentence's go)."""
     return FILES_HIDDEN
+
+
+def reference_view(ins):
+    """The reference beside a translation opened from a scored set (the Score tab), with its sentence chrF; empty
+    for any other translation."""
+    if ins is None or not ins.reference:
+        return ""
+    return reference_markdown(ins.reference, CHRF().sentence_score(ins.translation, [ins.reference]).score)
 
 
 NBEST_HIDDEN = dict(nbest_note="", nbest=gr.update(visible=False))
@@ -133,6 +143,7 @@ CLEARED = dict(step=gr.update(minimum=1, maximum=2, value=1, interactive=False),
 # English), the step replay when the tab is on screen; all in the page's language
 VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dict(probs="")),
          View("translate/status", (), status_view, outputs=("status",), blank=dict(status="")),
+         View("translate/reference", (), reference_view, outputs=("reference",), blank=dict(reference="")),
          View("translate/replay", WHERE, replay_start, outputs=REPLAY, blank=CLEARED),
          View("translate/nbest", WHERE, nbest_view, outputs=("nbest_note", "nbest"), blank=NBEST_HIDDEN),
          # the export button's file, written when the tab shows the translation (its click only downloads it)
@@ -230,6 +241,7 @@ def _layout(default_alpha):
             settings = _settings(default_alpha)
         with gr.Column(scale=1):
             out = gr.Textbox(label=L("ui.translate.english"), interactive=False, elem_id="out")
+            reference = gr.Markdown(elem_id="reference")  # a scored pair's reference (the Score tab opens one)
             status = gr.Markdown(elem_id="status")
             # the public API's status line (English), kept out of sight: the page shows its own, in its language
             api_status = gr.Markdown(visible=False)
@@ -243,7 +255,7 @@ def _layout(default_alpha):
             # its numbers as CSV and NumPy files, written on a click (app/exports.py)
             numbers = download("ui.translate.numbers", "numbers-btn")
     return (src, settings, go_btn, out, (status, api_status), probs, export,
-            dict(nbest_note=nbest_note, nbest=nbest), numbers)
+            dict(nbest_note=nbest_note, nbest=nbest, reference=reference), numbers)
 
 
 def _wire_replay(tab, step, buttons, lang):
