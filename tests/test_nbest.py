@@ -179,3 +179,8 @@ def test_the_translate_tab_shows_the_list_and_opens_a_row(sentences):
             assert tab.nbest_view(chosen)["nbest"]["value"]["data"][1][0] == "● 2"
             assert said in tab.status_view(chosen) and said not in tab.status_view(ins)
     assert tab.pick_hypothesis(chosen, gr.SelectData(None, {"index": [1, 0], "value": ""})) == (gr.skip(), gr.skip())
+    # a table sorted by another column: the row's own rank says which hypothesis it is
+    with speaking("en"):
+        row = tab.nbest_view(chosen)["nbest"]["value"]["data"][2]
+    english, third = tab.pick_hypothesis(chosen, gr.SelectData(None, {"index": [0, 1], "value": "", "row_value": row}))
+    assert third.rank == 3 and english == ins.nbest[2].translation

@@ -226,5 +226,5 @@ def build(translation, top):
     tab.more["pair_opened"] = opened = outputs["table"].select(
         open_pair, [page, scored], [state, translation.form[0], translation.results[0], top],
         api_visibility="private", concurrency_limit=1, concurrency_id="model")
-    opened.then(None, js=page_js.function("translate-result"))  # on a phone, the English and its reference in view
+    opened.then(None, js=page_js.function("pair-opened"))  # on a phone, the English and its reference in view
     return tab.wire(top_tab)

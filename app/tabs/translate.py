@@ -87,6 +87,9 @@ def pick_hypothesis(ins, evt: gr.SelectData):
     """A row of the n-best table opens its hypothesis as the translation shown, in every tab: (the English, the
     Inspection to keep); nothing changes for the row already shown or a click outside the rows."""
     row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if isinstance(evt.row_value, (list, tuple)) and evt.row_value:  # the row's rank: the table may be sorted
+        digits = "".join(ch for ch in str(evt.row_value[0]) if ch.isdigit())
+        row = int(digits) - 1 if digits else None
     if ins is None or not isinstance(row, int) or not 0 <= row < len(ins.nbest) or ins.nbest[row].rank == ins.rank:
         return gr.skip(), gr.skip()
     chosen = open_hypothesis(ins, row)
