@@ -51,7 +51,7 @@ def asked(monkeypatch):
     """The settings translate() hands the model, recorded by a stand-in Translator."""
     calls = []
 
-    def inspect(text, **settings):
+    def inspect(text, nbest=False, **settings):  # nbest: what to keep of a beam search, not a decoding setting
         calls.append(settings)
         return SimpleNamespace(translation="A dog.", src_tokens=["<s>", "▁Hund", "</s>"], out_tokens=["▁A", "</s>"],
                                truncated=False)
