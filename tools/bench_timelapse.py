@@ -8,7 +8,7 @@ the output). The page's sentence is translated by each point in turn, moving the
 (each point's translation already made, its weights perhaps gone). Each move is timed from the slider's input to
 the frame where the point's line and its translation, token for token, are on screen. The server's resident
 memory is read before the tab is first opened and after every point was visited, beside what one point's weights
-take and core.translate's bound of SNAPSHOTS_KEPT points held at once.
+take and the server's memory bound for the models it holds (app.models, EXPLORER_MODELS_MB).
 """
 import json
 import os
@@ -95,8 +95,8 @@ def run(save=None):
     from playwright.sync_api import sync_playwright
 
     from app.figures.timelapse import run_points
+    from app.models import MODELS
     from app.shared import model_dir
-    from core.translate import SNAPSHOTS_KEPT
     directory, tmp = model_dir(), None
     if not run_points(directory):
         from tools.synthetic_history import make_history
@@ -123,7 +123,7 @@ def run(save=None):
          "timelapse_seen_point_ms": statistics.median(backward), "timelapse_seen_point_max_ms": max(backward),
          "timelapse_echo_ms": echo["echo_ms"], "timelapse_rss_before_mb": round(before, 1),
          "timelapse_rss_after_mb": round(after, 1), "timelapse_point_mb": round(one_mb, 1),
-         "timelapse_points_kept": SNAPSHOTS_KEPT}
+         "timelapse_models_bound_mb": round(MODELS.memory / 2 ** 20)}
     print(table(r))
     print(json.dumps(r))
     if save:
@@ -143,5 +143,5 @@ def table(r):
         f"  to a point already translated      {r['timelapse_seen_point_ms']:7.0f} ({r['timelapse_seen_point_max_ms']:.0f})",
         f"  Gradio echo, same run              {r['timelapse_echo_ms']:7.0f}",
         f"server memory: {r['timelapse_rss_before_mb']:.0f} MB before the tab, {r['timelapse_rss_after_mb']:.0f} MB after "
-        f"every point (+{grow:.0f} MB); one point's model {r['timelapse_point_mb']:.0f} MB, at most "
-        f"{r['timelapse_points_kept']} held: {r['timelapse_points_kept'] * r['timelapse_point_mb']:.0f} MB"])
+        f"every point (+{grow:.0f} MB); one point's model {r['timelapse_point_mb']:.0f} MB, the models held "
+        f"within {r['timelapse_models_bound_mb']} MB"])
