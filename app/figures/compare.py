@@ -85,7 +85,7 @@ def scores_figure(c):
     return phone_width(fig, 2 * longest, room=60)
 
 
-def _clamped(c, kind, layer, head):
+def _clamped(c, layer, head):
     layers, heads = c.shapes["shared"]
     return min(max(int(layer), 0), layers - 1), min(max(int(head), 0), heads - 1)
 
@@ -98,7 +98,7 @@ def _tokens(c, kind):
 
 def side_heatmap(c, who, kind, layer, head):
     """One side's map of one head, as the Attention tab draws a head, titled with its model."""
-    layer, head = _clamped(c, kind, layer, head)
+    layer, head = _clamped(c, layer, head)
     a, b, _ = c.maps(kind, layer, head)
     q, k = _tokens(c, kind)
     title = _t("map-title", side=model_title(c.names, who), kind=kind_name(kind, long=True), layer=layer, head=head)
@@ -108,7 +108,7 @@ def side_heatmap(c, who, kind, layer, head):
 def difference_heatmap(c, kind, layer, head):
     """A - B of one head on a diverging scale centred on 0 (white), its ends labelled with the side that attends
     more there."""
-    layer, head = _clamped(c, kind, layer, head)
+    layer, head = _clamped(c, layer, head)
     _, _, diff = c.maps(kind, layer, head)
     q, k = _tokens(c, kind)
     title = wrap_title(_t("diff-title", kind=kind_name(kind, long=True), layer=layer, head=head))
@@ -156,7 +156,6 @@ def patch_figure(grid, token=None):
     layer's output; columns: the edited sentence's pieces, the changed ones marked."""
     t = _token_choice(grid, token)
     z = np.asarray(grid.recovered_total if t is None else np.asarray(grid.recovered)[..., t], dtype=float)
-    z = np.where(np.isfinite(z), z, np.nan)
     layers = [_t("row.embedding")] + [_t("row.layer", layer=i) for i in range(1, z.shape[0])]
     cols = [f"{'★ ' if i in grid.changed else ''}{i} {label(p)}" for i, p in enumerate(grid.edited_tokens)]
     what = _t("patch.whole") if t is None else _t("patch.token", token=label(grid.out_tokens[t]), n=t + 1)
