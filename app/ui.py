@@ -38,7 +38,7 @@ def build_demo():
         key, values = model_line(tr.config, model_dir())
         gr.Markdown(L(key, **values), elem_id="model-line")
         lang = switch(demo)
-        with gr.Tabs(overflow_behavior="wrap") as top:
+        with gr.Tabs(overflow_behavior="wrap", elem_id="top-tabs") as top:  # a phone: one line, scrolled (style.css)
             built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state, lang),
                      translation := tabs.translate.build(demo, page, state, tr.alpha, lang),
                      attn := tabs.attention.build(tr.config, page, state, lang),
