@@ -25,15 +25,36 @@ def is_converted(config):
     return bool(config.get("converted_from"))
 
 
+def logged_steps(directory=None):
+    """How many steps the training log beside a model (train_log.jsonl, which core.train exports with it) records,
+    or None where it has none or an unreadable one: whether the page may call the open model's weights trained."""
+    import json
+    path = Path(directory or model_dir()) / "train_log.jsonl"
+    try:
+        steps = [json.loads(line).get("step") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError, AttributeError):
+        return None
+    steps = [s for s in steps if isinstance(s, int) and not isinstance(s, bool)]
+    return max(steps) if steps else None
+
+
 def model_line(config, directory):
-    """The page's line naming the open model: (its key, its values) for app.i18n.L. The directory's name is
-    escaped (Markdown and HTML): it is the user's."""
+    """The page's line naming the open model: (its key, its values) for app.i18n.L. It says what the model's own
+    files say of its training: the shipped model's (Multi30k), a converted model's source, a log's steps, or that
+    nothing beside it says. Names from the user's files are escaped (Markdown and HTML)."""
     from .common import md_literal
     values = dict(name=md_literal(Path(directory).resolve().name), layers=config["N"], heads=config["h"],
                   d_model=config["d_model"], vocab=f"{config['tgt_vocab']:,}")
     if is_shipped():
         return "ui.model.shipped", values
-    return ("ui.model.converted" if is_converted(config) else "ui.model.other"), values
+    if is_converted(config):
+        origin = config["converted_from"]
+        source = str(origin.get("source") or "?") if isinstance(origin, dict) else "?"
+        return "ui.model.converted", dict(values, source=md_literal(Path(source).name or source))
+    steps = logged_steps(directory)
+    if steps is not None:
+        return "ui.model.logged", dict(values, steps=f"{steps:,}")
+    return "ui.model.other", values
 
 
 def batching_stats():

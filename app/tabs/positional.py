@@ -20,7 +20,7 @@ from ..figures.positional import (
     similarity_figure,
 )
 from ..i18n import L, texts
-from ..shared import get_translator
+from ..shared import get_translator, is_shipped, logged_steps
 from ..views import Tab, View
 
 _t = texts("positional")  # the tab's words drawn at run time (positional.<key>) in a language
@@ -74,13 +74,21 @@ def positional_view(d_model, positions, dims, k):
 
 @per_language()
 def embedding_scale():
-    fig, s = scale_figure(get_translator().model)
-    note = _t("scale.note", raw=f"{s['raw_median']:.2f}", scaled=f"{s['scaled_median']:.1f}",
-              pe=f"{s['pe_norm']:.1f}")
+    """The open model's embedding norms beside the encoding's, in words that say only what its files tell: an
+    embedding is called trained where a training log says so (the shipped model, one core.train exported), the
+    factor's effect is read from the numbers, and a model that does not scale its embeddings is said to."""
+    tr = get_translator()
+    fig, s = scale_figure(tr.model)
+    trained = is_shipped() or logged_steps() is not None
+    verdict = _t("scale.dominate" if s["pe_norm"] > s["raw_median"] else "scale.no-dominate")
+    if not tr.config.get("scale_embedding", True):
+        verdict += " " + _t("scale.unscaled")
+    note = _t("scale.note" if trained else "scale.note-untrained", raw=f"{s['raw_median']:.2f}",
+              scaled=f"{s['scaled_median']:.1f}", pe=f"{s['pe_norm']:.1f}", verdict=verdict)
     return dict(scale=fig, scale_note=note)
 
 
-# the tab's views: the encoding drawn from the controls (d_model, positions, dimensions, k), and the trained
+# the tab's views: the encoding drawn from the controls (d_model, positions, dimensions, k), and the open
 # model's scales, drawn once
 WHERE = ("positional",)
 VIEWS = [View("positional", WHERE, positional_view, outputs=("curves", "heat", "sim", "rel", "note"),
