@@ -133,9 +133,10 @@ def test_the_search_tree_stops_where_the_models_positions_end(on_converted):
 
 def test_the_heads_atlas_of_a_converted_model_is_measured_on_request(converted, tmp_path, monkeypatch):
     """A model with no atlas is measured when the reader asks (the Heads tab's button), on the project's example
-    sentences where Multi30k is not at hand: progress stage by stage, the atlas kept beside the model, the grids and
-    the reading drawn from it in both languages, its baseline loss the Translator's own over the same pairs; a second
-    request while one runs is told so; a directory that cannot be written keeps the atlas in memory."""
+    sentences where Multi30k is not at hand (a sample asked larger than they are gets them all): Cancel shown while
+    it runs, progress and the time left, the atlas kept beside the model, the grids and the reading drawn from it in
+    both languages, its baseline loss the Translator's own over the same pairs; a second request while one runs is
+    told so; a directory that cannot be written keeps the atlas in memory."""
     import shutil
 
     import torch
@@ -154,12 +155,14 @@ def test_the_heads_atlas_of_a_converted_model_is_measured_on_request(converted, 
         assert heads.load_atlas() is None
         steps = []
         with speaking("en"):
-            out = heads.measure_heads(0, progress=lambda share, desc: steps.append((share, desc)))
-        assert out["version"] == 1 and out["button"]["visible"] is False and "Kept beside the model" in out["status"]
-        assert (model / "heads.json").is_file()
-        shares = [s for s, _ in steps]
-        assert shares == sorted(shares) and shares[-1] == 1.0 and len(steps) == 1 + 7 + 1 + 7  # 3 kinds x 2 layers
-        assert steps[0][1] == f"Measuring the heads: stage 1 of {len(steps)}"
+            out = list(heads.measure_heads(0, 10_000, progress=lambda share, desc: steps.append((share, desc))))
+        first, last = out[0], out[-1]
+        assert first["cancel"]["visible"] is True and first["button"]["interactive"] is False  # Cancel while it runs
+        assert last["version"] == 1 and last["row"]["visible"] is False and last["cancel"]["visible"] is False
+        assert "Kept beside the model" in last["status"] and (model / "heads.json").is_file()
+        shares = [s for s, _ in steps]  # the bar as the status line said it, once a tick
+        assert shares == sorted(shares) and all(0 < s <= 1 for s in shares)
+        assert all(d.startswith("Measuring the heads over ") and " left." in d for _, d in steps)
 
         atlas = heads.load_atlas()
         tr = get_translator()
@@ -186,12 +189,15 @@ def test_the_heads_atlas_of_a_converted_model_is_measured_on_request(converted, 
             assert text(lang, "heads.atlas.caption-examples", measure="", sentences=len(pairs), bleu="")[2:12] \
                 in view["atlas"]
 
-        with heads._MEASURING:  # another session's measurement is running
-            (model / "heads.json").unlink()
-            heads.load_atlas.cache_clear()
+        (model / "heads.json").unlink()
+        heads.load_atlas.cache_clear()
+        heads._RUNNING["now"] = object()  # another session's measurement is running
+        try:
             with speaking("en"):
-                busy = heads.measure_heads(1, progress=lambda *a, **k: None)
-        assert busy["status"] == text("en", "heads.measure.busy") and busy["version"] == 1
+                busy = list(heads.measure_heads(1, 24, progress=lambda *a, **k: None))
+        finally:
+            heads._RUNNING.clear()
+        assert len(busy) == 1 and busy[0]["status"] == text("en", "heads.measure.busy")
 
         monkeypatch.setattr(heads, "model_dir", lambda: tmp_path / "read-only" / "model")  # cannot be written
         assert heads.keep_atlas(atlas) is False and heads.load_atlas() == atlas

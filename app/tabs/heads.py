@@ -7,6 +7,7 @@ sentence translated again (core/instrument.py): the new translation beside the o
 marked, both sets of token probabilities, and the changed model's attention maps with the heads that were off
 shown in grey. The figures are app/figures/heads.py's and app/figures/attention.py's.
 """
+import functools
 import html
 import json
 import threading
@@ -16,8 +17,7 @@ from functools import lru_cache
 
 import gradio as gr
 
-from core.analysis.heads import MEASURES, SAMPLE, findings
-from core.analysis.heads import measure as measure_model
+from core.analysis.heads import MEASURES, SAMPLE, Measuring, findings
 from core.instrument import KINDS
 from core.words import write
 
@@ -44,7 +44,10 @@ class Switched:
 # ---- the atlas ---------------------------------------------------------------------------------------
 
 _MEASURED = {}  # an atlas measured here that could not be written beside its model (a read-only directory)
-_MEASURING = threading.Lock()  # one measurement at a time on the server, whichever session asks for it
+_RUNNING = {}  # "now": the measurement in flight on this server (core.analysis.heads.Measuring), one at a time
+_SLOT = threading.Lock()  # guards _RUNNING's check-and-set
+TICK_S = 1.0  # the status line's update while measuring: also how soon a Cancel or a closed page is heard
+SAMPLE_MIN, SAMPLE_MAX = 4, 200  # the sentences a reader may ask the atlas be measured on (a Space's CPU: minutes)
 
 
 @lru_cache(maxsize=1)
@@ -70,30 +73,90 @@ def keep_atlas(atlas):
     return written_out
 
 
-def measure_heads(version, progress=gr.Progress()):
-    """The Measure button of a model with no atlas: every head switched off in turn over a sample of sentences
-    (core.analysis.heads.measure), one stage at a time under the model's lock, so that translations go on between
-    them; one measurement at a time on the server. Returns {name: value}: the status line, the atlas' version (its
-    view's control: a new one redraws it) and the button (hidden once there is an atlas)."""
-    if load_atlas() is not None:
-        return dict(status="", version=version + 1, button=gr.update(visible=False))
-    if not _MEASURING.acquire(blocking=False):
-        return dict(status=_t("measure.busy"), version=version, button=gr.update())
-    try:
-        lang, t0 = spoken(), time.perf_counter()
+def start_measuring(sample):
+    """A measurement of the page's model over `sample` pairs started in a thread of its own at the lowest priority
+    (core.analysis.heads.Measuring: a translation meanwhile takes the processors first, and runs in its own queue
+    group), or None where one runs on this server already. Its atlas is kept as it ends (`kept` says where)."""
+    with _SLOT:
+        if _RUNNING.get("now") is not None:
+            return None
+        m = _RUNNING["now"] = Measuring(get_translator(), sample, on_end=_ended)
+    return m.start()
 
-        def step(done, total):
-            progress(done / total, desc=text(lang, "heads.measure.progress", done=done, total=total))
-        atlas = measure_model(get_translator(), SAMPLE, progress=step)
-        kept = keep_atlas(atlas)
-    except Exception as e:  # noqa: BLE001 (said on the page; the tab stays as it was)
-        return dict(status=_t("measure.failed", error=md_literal(str(e) or type(e).__name__)), version=version,
-                    button=gr.update())
+
+def _ended(m):
+    m.kept = keep_atlas(m.result) if m.result is not None else None
+    with _SLOT:
+        if _RUNNING.get("now") is m:
+            _RUNNING["now"] = None
+
+
+def _duration(seconds):
+    seconds = max(1, round(seconds))
+    return _t("measure.minutes", m=seconds // 60, s=seconds % 60) if seconds >= 60 else _t("measure.seconds", s=seconds)
+
+
+def progress_line(m):
+    """Where a measurement is, in the page's language: its stage and an estimate of the time left."""
+    left = m.seconds_left()
+    if left is None:
+        return _t("measure.first", sentences=m.limit)
+    return _t("measure.progress", sentences=m.limit, done=m.done, total=m.total, left=_duration(left))
+
+
+def measure_heads(version, sample, progress=gr.Progress()):
+    """The Measure button of a model with no atlas: every head switched off in turn over `sample` sentences (kept
+    within SAMPLE_MIN..SAMPLE_MAX), one measurement at a time on the server. A generator: it yields {name: value}
+    (the status line, the atlas' version: a new one redraws it, the Measure and Cancel buttons) once a TICK_S with
+    the stage and the time left. Cancel, or the page closed, ends it at a yield, and the measurement with it."""
+    keep, hidden = gr.skip(), gr.update(visible=False)
+    if load_atlas() is not None:
+        yield dict(status="", version=version + 1, button=keep, row=hidden, cancel=hidden)
+        return
+    m = start_measuring(clamp(sample, SAMPLE_MIN, SAMPLE_MAX))
+    if m is None:
+        yield dict(status=_t("measure.busy"), version=keep, button=keep, row=keep, cancel=hidden)
+        return
+    try:
+        yield dict(status=progress_line(m), version=keep, button=gr.update(interactive=False), row=keep,
+                   cancel=gr.update(visible=True))
+        while not m.finished.wait(TICK_S):
+            line = progress_line(m)
+            if m.total:
+                progress(m.done / m.total, desc=line)
+            yield dict(status=line, version=keep, button=keep, row=keep, cancel=keep)
     finally:
-        _MEASURING.release()
-    said = _t("measure.done", sentences=atlas["data"]["sentences"], seconds=f"{time.perf_counter() - t0:.0f}")
-    where = _t("measure.kept" if kept else "measure.memory", file="heads.json")
-    return dict(status=f"{said} {where}", version=version + 1, button=gr.update(visible=False))
+        m.stop()  # Cancel or a closed page: Gradio closes the generator at its yield; a finished one: nothing
+    yield _measured(m, version)
+
+
+def _measured(m, version):
+    """The last step of a measurement: what it found and where it is kept, or why it failed."""
+    if m.result is None:
+        error = m.error or RuntimeError(_t("measure.cancelled"))
+        return dict(status=_t("measure.failed", error=md_literal(str(error) or type(error).__name__)),
+                    version=gr.skip(), button=gr.update(interactive=True), row=gr.skip(), cancel=gr.update(visible=False))
+    said = _t("measure.done", sentences=m.result["data"]["sentences"],
+              seconds=f"{time.perf_counter() - m.started:.0f}")
+    where = _t("measure.kept" if m.kept else "measure.memory", file="heads.json")
+    return dict(status=f"{said} {where}", version=version + 1, button=gr.skip(), row=gr.update(visible=False),
+                cancel=gr.update(visible=False))
+
+
+def cancelled():
+    """The Cancel button's own answer (the measurement's event is cancelled beside it, which stops it)."""
+    if load_atlas() is not None:  # it ended before the click arrived
+        return gr.skip(), gr.skip(), gr.update(visible=False)
+    return _t("measure.cancelled"), gr.update(interactive=True), gr.update(visible=False)
+
+
+def by_component_steps(fn, outputs):
+    """A generator callback `fn` that yields {output name: value}, as Gradio takes it: {component: value}."""
+    @functools.wraps(fn)
+    def named(*args, **kwargs):
+        for step in fn(*args, **kwargs):
+            yield {outputs[name]: value for name, value in step.items()}
+    return named
 
 
 def measure_choices():
@@ -301,8 +364,12 @@ def build(cfg, page, state, top, attn, lang):
         version = gr.State(0)  # this session's measurements of a model with no atlas (a new one redraws it)
         atlas = gr.HTML(elem_id="heads-atlas", js_on_load=page_js.on_load("heads-click"))  # a click selects a head
         # a model with no atlas is measured here, on the reader's request (never on the server's start)
-        measure_btn = gr.Button(L("ui.heads.measure-btn", sentences=SAMPLE), visible=load_atlas() is None,
-                                elem_id="heads-measure-btn")
+        missing = load_atlas() is None
+        with gr.Row(visible=missing) as measure_row:
+            sample = gr.Slider(SAMPLE_MIN, SAMPLE_MAX, value=SAMPLE, step=1, label=L("ui.heads.sample"),
+                               elem_id="heads-sample", min_width=240)
+            measure_btn = gr.Button(L("ui.heads.measure-btn"), elem_id="heads-measure-btn", min_width=160)
+            cancel_btn = gr.Button(L("ui.heads.cancel"), visible=False, elem_id="heads-measure-cancel", min_width=100)
         measured = gr.Markdown(elem_id="heads-measure-status")
         reading = gr.Markdown(elem_id="heads-reading")
         kind, layer, head, add, but, clear, chosen, run = _switch_panel(cfg)
@@ -315,11 +382,14 @@ def build(cfg, page, state, top, attn, lang):
     controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched, version=version)
     view = Tab(WHERE, VIEWS, controls, dict(atlas=atlas, reading=reading, compare=compare, maps=maps), page, lang,
                state).wire(tab)
-    measure_btn.click(by_component(in_language(measure_heads), dict(status=measured, version=version, button=measure_btn)),
-                      None, [measured, version, measure_btn], inputs_kwargs=dict(version=version, lang=lang),
-                      concurrency_id="measure", concurrency_limit=1, api_visibility="private",
-                      show_progress_on=[measured]).then(
-        view.show, None, list(view.outputs.values()), inputs_kwargs=view.inputs(), api_visibility="private")
+    outs = dict(status=measured, version=version, button=measure_btn, row=measure_row, cancel=cancel_btn)
+    measuring = measure_btn.click(
+        by_component_steps(in_language(measure_heads), outs), None, list(outs.values()),
+        inputs_kwargs=dict(version=version, sample=sample, lang=lang), concurrency_id="measure",
+        concurrency_limit=1, api_visibility="private", show_progress_on=[measured])
+    measuring.then(view.show, None, list(view.outputs.values()), inputs_kwargs=view.inputs(), api_visibility="private")
+    cancel_btn.click(in_language(cancelled), None, [measured, measure_btn, cancel_btn], inputs_kwargs=dict(lang=lang),
+                     cancels=[measuring], api_visibility="private")
     _wire_switch(view, kind, layer, head, add, but, clear, chosen, run, status)
 
     def open_head_clicked(page, lang, ins, evt: gr.SelectData):

@@ -24,6 +24,8 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +127,95 @@ def teacher_batch(examples, idx, frame=SHIPPED):
     return b
 
 
+# ---- a measurement that can be stopped ----------------------------------------------------------------
+
+class Stopped(Exception):
+    """A measurement ended on request (Measuring.stop) before its atlas was done."""
+
+
+_RUN = threading.local()  # the stop event of the measurement this thread runs, if any
+
+
+def checkpoint():
+    """Called between the small pieces of a measurement's work (a batch, a chunk of variants, a decoding step, a
+    sentence translated): raises Stopped where the measurement this thread runs has been asked to stop."""
+    stop = getattr(_RUN, "stop", None)
+    if stop is not None and stop.is_set():
+        raise Stopped()
+
+
+def lower_priority(niceness=19):
+    """Give this thread (and the threads it starts from now on: PyTorch's OpenMP team is made by the first thread
+    that runs an operation in parallel, and inherits its priority) the lowest scheduling priority, so that a
+    translation asked for meanwhile takes the processors first. Returns whether it could (Linux only)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
+class Measuring:
+    """The atlas of a translator's model (`measure`) measured in a thread of its own at the lowest priority
+    (`lower_priority`): how far it is and an estimate of the time left can be read from any thread, and `stop()`
+    ends it at its next checkpoint (a fraction of a stage). `result` is the atlas once done, `error` what it
+    raised; `stopped` whether it ended on request; `finished` is set when the thread has ended, whichever way."""
+
+    def __init__(self, translator, limit, data_dir=None, on_end=None, yielding=True):
+        self.translator, self.limit, self.data_dir, self.on_end, self.yielding = (
+            translator, limit, data_dir, on_end, yielding)
+        self.stop_event, self.finished = threading.Event(), threading.Event()
+        self.done, self.total, self.result, self.error, self.stopped = 0, None, None, None, False
+        self.started = self.first_stage_at = self.last_at = None
+        self.thread = threading.Thread(target=self._run, name="head-atlas", daemon=True)
+
+    def start(self):
+        self.started = time.perf_counter()
+        self.thread.start()
+        return self
+
+    def _progress(self, done, total):
+        self.last_at = time.perf_counter()
+        if self.done == 0:
+            self.first_stage_at = self.last_at
+        self.done, self.total = done, total
+
+    def _run(self):
+        if self.yielding:
+            lower_priority()
+        _RUN.stop = self.stop_event
+        try:
+            self.result = measure(self.translator, self.limit, self.data_dir, progress=self._progress)
+        except Stopped:
+            self.stopped = True
+        except Exception as e:  # noqa: BLE001 (kept for the caller to report)
+            self.error = e
+        finally:
+            _RUN.stop = None
+            try:
+                if self.on_end is not None:  # before `finished`: what waits on it finds what on_end did
+                    self.on_end(self)
+            finally:
+                self.finished.set()
+
+    def stop(self):
+        """Ask the measurement to end at its next checkpoint (it returns at once; `finished` says when it has)."""
+        self.stop_event.set()
+
+    def seconds_left(self):
+        """An estimate of the seconds left: the stages to go times the time a stage has taken so far (the first
+        stage, which also translates the sample where it has no references, counted apart from the others, and
+        alone only until a second has ended), less the time the current stage has run; None before a stage has
+        ended."""
+        if not self.done or not self.total:
+            return None
+        if self.done == 1:
+            each = self.first_stage_at - self.started
+        else:
+            each = (self.last_at - self.first_stage_at) / (self.done - 1)
+        return max(0.0, each * (self.total - self.done) - (time.perf_counter() - self.last_at))
+
+
 # ---- attention statistics -----------------------------------------------------------------------------
 
 def map_sums(maps, kind, q_len, k_len, stop):
@@ -201,6 +292,7 @@ def attention_statistics(model, examples, batches, stop_ids, frame=SHIPPED):
     """{kind: {measure: (L, H) mean}} over the examples fed teacher-forced to the model, in `batches`."""
     sums, counts = {}, {}
     for idx in batches:
+        checkpoint()
         b = teacher_batch(examples, idx, frame)
         _, cache = run_with_cache(model, b.src, b.tgt, b.src_mask, b.tgt_mask, names=["*:weights"], output=False)
         maps = {kind: cache.stacked(attention_name(kind), "weights") for kind in KINDS}
@@ -296,6 +388,7 @@ def variant_states(model, src, src_mask, tgt, tgt_mask, variants, max_rows_token
             y = layer(y, memory, src_mask, tgt_mask)
     size = max(1, max_rows_tokens // (B * max(T, src.size(1))))
     for a in range(0, len(variants), size):
+        checkpoint()
         ks = list(range(a, min(a + size, len(variants))))
         A = len(ks)
         with switched_off(model, keep=row_masks([variants[k] for k in ks], B, L, H)):
@@ -355,6 +448,7 @@ def variant_losses(model, examples, batches, variants, frame=SHIPPED):
     """Validation loss (nats per target token) of each variant."""
     total, tokens = [0.0] * len(variants), 0
     for idx in batches:
+        checkpoint()
         b = teacher_batch(examples, idx, frame)
         for k, v in enumerate(variant_nll(model, b, variants, pad=frame.pad)):
             total[k] += v
@@ -380,6 +474,7 @@ def greedy_rows(model, memory, src_mask, max_len, copies=1, keep=None, frame=SHI
     tok = torch.full((R,), frame.start, dtype=torch.long)
     never = torch.tensor(frame.forbidden, dtype=torch.long)
     for t in range(steps):
+        checkpoint()
         logits = model.generator.proj(dec.step(tok)).float()
         if frame.forbidden:
             logits = logits.index_fill(1, never, float("-inf"))
@@ -403,6 +498,7 @@ def variant_translations(model, examples, batches, variants, max_rows=1536, fram
     L, H = model_shape(model)
     out = [[None] * len(examples) for _ in variants]
     for idx in batches:
+        checkpoint()
         src = pad_to([examples[i][0] for i in idx], frame.pad)
         src_mask = (src != frame.pad).unsqueeze(-2)
         memory = None if all("encoder" in v for v in variants) else model.encode(src, src_mask)
@@ -410,6 +506,7 @@ def variant_translations(model, examples, batches, variants, max_rows=1536, fram
         limits = torch.tensor([frame.max_len(len(examples[i][0])) for i in idx])
         B, chunk = len(idx), max(1, max_rows // len(idx))
         for a in range(0, len(variants), chunk):
+            checkpoint()
             vs = variants[a:a + chunk]
             shared = memory is not None and not any("encoder" in v for v in vs)  # one memory for every variant
             mem, mask = (memory, src_mask) if shared else (_encode_rows(model, src, src_mask, vs),
@@ -689,7 +786,12 @@ def sample_pairs(translator, limit=SAMPLE, data_dir=None):
     own += [s for s in nonblank_lines((ASSETS / "probes.txt").read_text(encoding="utf-8")) if s not in own]
     own = own[:limit]
     # one at a time, as the app translates a sentence: each its own length limit (a batch's is its longest source's)
-    return [(de, translator.translate(de)) for de in own], "examples"
+    return [(de, _translated(translator, de)) for de in own], "examples"
+
+
+def _translated(translator, sentence):
+    checkpoint()  # a long sample's translations are the first stage's: a stop need not wait for all of them
+    return translator.translate(sentence)
 
 
 def measure(translator, limit=SAMPLE, data_dir=None, progress=None, lock=None, bleu_sentences=0):
