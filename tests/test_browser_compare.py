@@ -35,7 +35,7 @@ def run_lesson(page, tab_name):
     page.wait_for_selector("#cmp-lesson")
     page.click("#cmp-lesson")
     page.wait_for_selector("#cmp-table .cmp-translation")
-    drawn(page, "cmp-map-diff")
+    drawn(page, "cmp-maps")
 
 
 @pytest.mark.parametrize("width, lang, tab, sentences", [(1400, "en", "Compare", "Two sentences"),
@@ -50,15 +50,15 @@ def test_the_lesson_the_ranking_and_the_patching_grid(app, chromium, width, lang
         assert page.evaluate(TAB_IDS) == before  # opening the tab left every button its own id
         texts = page.locator("#cmp-table .cmp-text").all_inner_texts()
         assert len(texts) == 2 and texts[0] != texts[1]  # epoch 1 does not translate as the trained model does
-        drawn(page, "cmp-map-a")
-        heading = page.evaluate("() => document.querySelector('#cmp-map-a .gtitle').textContent").replace(" ", "")
-        assert ("epoch1" in heading) if lang == "en" else ("第1轮" in heading), heading  # (lines join without a space)
+        drawn(page, "cmp-maps")
+        panel = page.evaluate("() => document.querySelector('#cmp-maps .annotation-text').textContent").replace(" ", "")
+        assert ("epoch1" in panel) if lang == "en" else ("第1轮" in panel), panel  # A's panel names its model
         # the ranking's third row opens its head in the maps
         page.locator("#cmp-ranking").scroll_into_view_if_needed()
         layer, head = (page.locator(f"#cmp-ranking [data-testid=cell-2-{i}]").inner_text().strip() for i in (2, 3))
         page.locator("#cmp-ranking [data-testid=cell-2-1]").click()
         page.wait_for_function(
-            "([l, h]) => { const t = (document.querySelector('#cmp-map-diff .gtitle')?.textContent || '')"
+            "([l, h]) => { const t = (document.querySelector('#cmp-maps .gtitle')?.textContent || '')"
             ".replace(/ /g, ''); return t.includes(l) && t.includes(h); }",
             arg=[f"layer{layer}" if lang == "en" else f"第{layer}层", f"head{head}" if lang == "en" else f"第{head}头"])
         # two sentences: the default edited copy changes one piece; the grid marks it

@@ -36,12 +36,17 @@ def test_two_models_compared_and_drawn_from_the_result(compared, monkeypatch):
         ranking = tab.ranking_view(pair)["value"]
     assert all(html_escaped in shown["table"] for html_escaped in (c.scored[0].translation, c.scored[1].translation))
     a, b, diff = c.maps("cross", 1, 3)
-    z = maps["map_diff"].data[0]
+    # one figure: A's map, B's and A - B, one above another, each of the same queries and keys
+    za, zb, z = maps.data
+    assert np.allclose(np.asarray(za.z, dtype=float), np.round(a.numpy(), 3), atol=1e-3)
+    assert np.allclose(np.asarray(zb.z, dtype=float), np.round(b.numpy(), 3), atol=1e-3)
     assert np.allclose(np.asarray(z.z, dtype=float), np.round((a - b).numpy(), 3), atol=1e-3)
     assert (z.zmin, z.zmid, z.zmax) == (-1, 0, 1) and "0" in z.colorbar.ticktext
-    titles = [maps[k].layout.title.text.replace("<br>", " ") for k in ("map_a", "map_b")]
+    assert za.x == zb.x == z.x and za.y == zb.y == z.y
+    assert "layer 1, head 3" in maps.layout.title.text.replace("<br>", " ")
+    titles = [t.text.replace("<br>", " ") for t in maps.layout.annotations]
     assert "the shipped model, after epoch 1" in titles[0] and "A (" in titles[0]
-    assert "B (the shipped model)" in titles[1]
+    assert "B (the shipped model)" in titles[1] and titles[2].startswith("A − B")
     # the ranking's rows are the comparison's, most different first, measured as the tab says
     assert [r[4] for r in ranking["data"]] == [round(r[3], 3) for r in c.ranking[:len(ranking["data"])]]
     assert ranking["headers"][-1] == "mean TV"
@@ -133,3 +138,25 @@ def test_a_link_names_the_models_and_a_wrong_name_is_said():
     assert a == gr.skip() and b == "shipped@epoch-1"
     assert "no model named" in status and "<img" not in status  # said, escaped
     assert load() == (gr.skip(), gr.skip(), gr.skip())
+
+
+def test_the_maps_stack_a_b_and_their_difference_without_overlap(compared):
+    """A over B over A - B: each panel's rows 22 px a query, its title just above it, the key labels of the panel
+    above clear of it, and the diverging colour bar between B's labels and A - B's title, on the plot area (placed
+    from the figure's edge, plotly widened the bottom margin by the whole distance and squeezed the panels)."""
+    from app.figures import compare as figures
+    tab, pair, *_ = compared
+    with speaking("zh-CN"):
+        fig = tab.maps_view(pair, "encoder", 0, 2)
+    layout = fig.layout
+    paper = layout.height - layout.margin.t - layout.margin.b
+    spans = [layout[f"yaxis{n}"].domain for n in ("", "2", "3")]
+    rows = len(pair.models.src_units)
+    for (lo, hi), title in zip(spans, layout.annotations):
+        assert (hi - lo) * paper == pytest.approx(figures.PANEL_ROW * rows)
+        assert title.y == pytest.approx(hi) and title.yanchor == "bottom"
+    for (lo, _), (_, hi) in zip(spans, spans[1:]):
+        assert (lo - hi) * paper >= layout.margin.b  # the key labels, as tall as those below the last panel
+    bar = fig.data[2].colorbar
+    assert bar.yref == "paper" and spans[2][1] < bar.y < spans[1][0]
+    assert [t.text for t in layout.annotations][2].startswith("A − B（")

@@ -1,12 +1,15 @@
 """The Compare tab against the Attention tab, in headless Chromium, in the same run:
 
     python -m tools.bench --compare [--rounds 3] [--save FILE]
+    python -m tools.bench_compare [--rounds 3] [--against URL]   (URL: another version of the app, served apart,
+                                                                  measured in the same rounds, one after the other)
 
 Starts `python app.py` (tools.serve.AppProcess) and, in a fresh page at desktop width each round, once the page's
 first translation is shown: opens the Attention tab (its one-head map drawn for that sentence), moves its head
 (the map redrawn), then opens the Compare tab, runs its lesson (the shipped model at epoch 1 against the trained
 one: both models run, both translations and their scores drawn; the maps further down are drawn as they come near),
-moves its head (A's and B's maps, side by side, redrawn from the kept result), and
+moves its head (A's map, B's and A - B redrawn from the kept result: one figure, or, in a version before it,
+three plots of which the first two), and
 runs the patching grid of its two sentences. Each time is taken inside the page, from the click to the first
 animation frame where the figures show the new drawing; each figure is the median over the rounds. The model's
 own time for the lesson's comparison and the patching grid (core.analysis, called in this process) is printed
@@ -37,6 +40,19 @@ def _title(elem_id):
     return f"(document.querySelector('#{elem_id} .gtitle')?.textContent || '').replace(/ /g, '')"
 
 
+def _words(elem_id):
+    """A plot's title and annotations (the maps' panel titles), spaces dropped (JavaScript)."""
+    return (f"[...document.querySelectorAll('#{elem_id} .gtitle, #{elem_id} .annotation-text')]"
+            ".map(t => t.textContent).join(' ').replace(/ /g, '')")
+
+
+def _maps_say(word, b=True):
+    """JavaScript: the Compare tab's maps show `word`: in its one figure (#cmp-maps), or, in a version before it,
+    in A's plot and (`b`) in B's."""
+    old = f"{_words('cmp-map-a')}.includes('{word}')" + (f" && {_words('cmp-map-b')}.includes('{word}')" if b else "")
+    return f"(document.querySelector('#cmp-maps') ? {_words('cmp-maps')}.includes('{word}') : {old})"
+
+
 def _timed(page, act, done):
     """ms from running the JavaScript `act` (or, given a Playwright locator, clicking it as a reader does) to the
     first animation frame where `done` holds."""
@@ -57,6 +73,20 @@ def _option(page, value):
     return page.locator("[role=option]").filter(has_text=re.compile(rf"^\W*{value}\s*$"))
 
 
+MOVES = (3, 5, 2)  # the heads a round moves to, in each tab
+
+
+def _moves(page, menu, done):
+    """The median ms of moving the head menu `menu` to each of MOVES, from the click on the option to the first
+    frame where `done(head)` (JavaScript) holds."""
+    times = []
+    for h in MOVES:
+        page.locator(f"{menu} input").click()
+        times.append(_timed(page, _option(page, h), done(h)))
+        page.wait_for_timeout(300)  # the page's own work after a drawing (a resize, the address) left out
+    return statistics.median(times)
+
+
 def one_round(browser, url):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
@@ -68,8 +98,7 @@ def one_round(browser, url):
                                timeout=TIMEOUT_MS)
         out = {}
         out["attention_open"] = _timed(page, click % "attention", f"{_title('heatmap')}.includes('head0')")
-        page.locator("#head input").click()
-        out["attention_head"] = _timed(page, _option(page, 3), f"{_title('heatmap')}.includes('head3')")
+        out["attention_head"] = _moves(page, "#head", lambda h: f"{_title('heatmap')}.includes('head{h}')")
         page.wait_for_timeout(300)
         page.evaluate(click % "compare")
         page.wait_for_selector("#cmp-lesson", timeout=TIMEOUT_MS)
@@ -77,13 +106,10 @@ def one_round(browser, url):
         out["compare_lesson"] = _timed(page, "document.querySelector('#cmp-lesson').click()",
                                        "document.querySelector('#cmp-table .cmp-translation') !== null && "
                                        f"{_title('cmp-scores')}.length > 0")
-        page.locator("#cmp-map-a").scroll_into_view_if_needed()
-        page.wait_for_function(f"() => {_title('cmp-map-a')}.includes('epoch1') && {_title('cmp-map-b')}.length > 0",
-                               timeout=TIMEOUT_MS)
+        page.locator("#cmp-maps, #cmp-map-a").first.scroll_into_view_if_needed()
+        page.wait_for_function(f"() => {_maps_say('epoch1', b=False)}", timeout=TIMEOUT_MS)
         page.locator("#cmp-head").scroll_into_view_if_needed()
-        page.locator("#cmp-head input").click()
-        out["compare_head"] = _timed(page, _option(page, 3),
-                                     f"{_title('cmp-map-a')}.includes('head3') && {_title('cmp-map-b')}.includes('head3')")
+        out["compare_head"] = _moves(page, "#cmp-head", lambda h: _maps_say(f"head{h}"))
         page.evaluate(click % "sentences")
         page.wait_for_selector("#cmp-patch", timeout=TIMEOUT_MS)
         out["compare_patch"] = _timed(page, "document.querySelector('#cmp-patch').click()",
@@ -122,26 +148,54 @@ ROWS = [("attention_open", "Attention tab opened (one head drawn)"), ("attention
         ("compare_model", "  the comparison alone, in Python"), ("patch_model", "  the patching grid alone, in Python")]
 
 
-def run(rounds=3, save=None):
+def _rounds(urls, rounds):
+    """{url: [one_round's figures, ...]}: `rounds` fresh pages on each server, the servers taken in turn."""
     from playwright.sync_api import sync_playwright
-
-    from tools.serve import AppProcess
-    results = []
-    with AppProcess() as app, sync_playwright() as p:
+    results = {url: [] for url in urls}
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM)
         try:
             for _ in range(rounds):
-                results.append(one_round(browser, app.url))
+                for url in urls:
+                    results[url].append(one_round(browser, url))
         finally:
             browser.close()
-    figures = {k: statistics.median(r[k] for r in results) for k in results[0]}
-    figures.update(model_times())
+    return {url: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for url, rs in results.items()}
+
+
+def _report(figures, against=None):
+    """The table: this version's figures, and beside them those of the version `against` serves, if given."""
+    both = against is not None
+    print(f"{'':55s} {'ms':>8s}" + (f" {'against':>8s}" if both else ""))
     for key, label in ROWS:
-        print(f"{label:55s} {figures[key]:8.0f} ms")
-    print(f"{'Compare lesson / Attention opening':55s} {figures['compare_lesson'] / figures['attention_open']:8.2f} x")
-    print(f"{'Compare head / Attention head':55s} {figures['compare_head'] / figures['attention_head']:8.2f} x")
+        if key in figures:
+            print(f"{label:55s} {figures[key]:8.0f}" + (f" {against[key]:8.0f}" if both and key in against else ""))
+    for what, a, b in (("Compare lesson / Attention opening", "compare_lesson", "attention_open"),
+                       ("Compare head / Attention head", "compare_head", "attention_head")):
+        print(f"{what:55s} {figures[a] / figures[b]:8.2f}" + (f" {against[a] / against[b]:8.2f}" if both else "") + " x")
+
+
+def run(rounds=3, save=None, against=None):
+    """Measure the app served from this checkout (and, in the same rounds, the one at URL `against`); print the
+    table and one JSON line; returns this version's figures."""
+    from tools.serve import AppProcess
+    with AppProcess() as app:
+        measured = _rounds([app.url] + ([against] if against else []), rounds)
+    figures = measured[app.url]
+    figures.update(model_times())
+    _report(figures, measured.get(against))
     print(json.dumps({f"compare_{k}" if not k.startswith("compare") else k: round(v, 1) for k, v in figures.items()}))
     if save:
         with open(save, "w") as f:
             json.dump(figures, f, indent=1)
     return figures
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3, help="fresh pages measured on each server (median)")
+    ap.add_argument("--against", metavar="URL", help="another version of the app, already served, measured alike")
+    ap.add_argument("--save", metavar="FILE", help="write this version's figures to FILE as JSON")
+    args = ap.parse_args()
+    run(args.rounds, args.save, args.against)

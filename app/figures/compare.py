@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 
 from ..common import kind_name, label, panel_grid, phone_width, title_room, top_colorbar, wrap_title
 from ..i18n import text, texts
-from .attention import attention_heatmap, positions, rounded
+from .attention import SCALE, hover, positions, rounded
+from .margins import text_lines, text_width
 
 _t = texts("compare")
 
@@ -96,34 +97,78 @@ def _tokens(c, kind):
     return q, k
 
 
-def side_heatmap(c, who, kind, layer, head):
-    """One side's map of one head, as the Attention tab draws a head, titled with its model."""
-    layer, head = _clamped(c, layer, head)
-    a, b, _ = c.maps(kind, layer, head)
-    q, k = _tokens(c, kind)
-    title = _t("map-title", side=model_title(c.names, who), kind=kind_name(kind, long=True), layer=layer, head=head)
-    return attention_heatmap(a if who == "a" else b, q, k, title)
+PANEL_ROW = 22  # px a query row takes in each of the maps
+PANEL_GAP = 14  # px between a panel's tick labels and the next panel's title
+DIFF_BAR = 64  # px the diverging colour bar and its labels take above the A - B panel
+LEFT = 110  # px left of the maps for the query labels
 
 
-def difference_heatmap(c, kind, layer, head):
-    """A - B of one head on a diverging scale centred on 0 (white), its ends labelled with the side that attends
-    more there."""
-    layer, head = _clamped(c, layer, head)
-    _, _, diff = c.maps(kind, layer, head)
-    q, k = _tokens(c, kind)
-    title = wrap_title(_t("diff-title", kind=kind_name(kind, long=True), layer=layer, head=head))
-    below = title_room(title)
-    height = max(400, below + 180 + 26 * len(q))
-    bar = top_colorbar(below, height, len=0.8, tickvals=[-1, 0, 1],
-                       ticktext=[_t("b-more"), "0", _t("a-more")], title=dict(text="A − B", side="bottom"))
-    trace = dict(type="heatmap", z=rounded(diff), x=positions(k), y=positions(q), zmin=-1, zmax=1, zmid=0,
-                 colorscale=DIVERGING, colorbar=bar, name="A − B",
-                 hovertemplate=f"{_t('query')} %{{y}} → {_t('key')} %{{x}}<br>A − B %{{z:.3f}}<extra></extra>")
-    fig = go.Figure([trace])
+def _panel(trace, n, title, q, k):
+    """One panel of the maps: (trace over queries `q` and keys `k`, its title, its x- and y-axis), its axes
+    numbered `n` (0: the first)."""
+    ax = "" if n == 0 else str(n + 1)
     axis = dict(type="category", tickmode="array", automargin=False)
-    fig.update_layout(title=title, height=height, margin=dict(l=110, r=10, t=below + 80, b=110),
-                      xaxis=dict(axis, tickvals=positions(k), ticktext=[label(t) for t in k], tickangle=-90),
-                      yaxis=dict(axis, tickvals=positions(q), ticktext=[label(t) for t in q], autorange="reversed"))
+    x = dict(axis, tickvals=positions(k), ticktext=[label(t) for t in k], tickangle=-90, anchor=f"y{ax}")
+    y = dict(axis, tickvals=positions(q), ticktext=[label(t) for t in q], autorange="reversed", anchor=f"x{ax}")
+    return dict(trace, x=x["tickvals"], y=y["tickvals"], xaxis=f"x{ax}", yaxis=f"y{ax}"), title, x, y
+
+
+def _stack(panels, labels, bar_before_last):
+    """Lay `panels` (_panel's) out one above another on the plot area, in px: each its title's lines, its rows
+    (PANEL_ROW px a query), its key labels (`labels` px; the last panel's go below the plot area), and
+    `bar_before_last` px before the last. Returns (data, layout of the axes and panel titles, the plot area's
+    height, the px from its top to where the last panel's bar goes)."""
+    rows = len(panels[0][3]["tickvals"])
+    spans, y, bar_at = [], 0, 0  # each panel's plot, (top, bottom) in px below the plot area's top
+    heads = [wrap_title(title, 44) for _, title, _, _ in panels]
+    for i, head in enumerate(heads):
+        if i == len(panels) - 1:
+            bar_at, y = y, y + bar_before_last
+        y += 20 * text_lines(head) + 6
+        spans.append((y, y + PANEL_ROW * rows))
+        y += PANEL_ROW * rows + (labels + PANEL_GAP if i < len(panels) - 1 else 0)
+    data, layout = [], dict(annotations=[])
+    for (trace, _, x, yax), head, (y0, y1), ax in zip(panels, heads, spans, ("", "2", "3")):
+        data.append(trace)
+        layout[f"xaxis{ax}"] = dict(x, domain=[0, 1])
+        layout[f"yaxis{ax}"] = dict(yax, domain=[1 - y1 / y, 1 - y0 / y])
+        # from the figure's left edge, over the query labels: a phone's plot is too narrow for a title
+        layout["annotations"].append(dict(text=head, xref="paper", yref="paper", x=0, xshift=8 - LEFT, y=1 - y0 / y,
+                                          xanchor="left", yanchor="bottom", showarrow=False, align="left"))
+    return data, layout, y, bar_at
+
+
+def maps_figure(c, kind, layer, head):
+    """One head's map for A, for B, and A - B, in one figure, one above another (on a phone as on a desktop): one
+    figure to draw where three took three times the browser's work. A and B share the weight's colour bar at the
+    top; A - B has a diverging scale centred on 0 (white), its ends labelled with the side that attends more."""
+    layer, head = _clamped(c, layer, head)
+    a, b, diff = c.maps(kind, layer, head)
+    q, k = _tokens(c, kind)
+    name = kind_name(kind, long=True)
+    title = wrap_title(_t("maps-title", kind=name, layer=layer, head=head))
+    below = title_room(title)
+    top, labels = below + 68, int(max([text_width(label(t)) for t in k] + [20])) + 12
+    weight = dict(zmin=0, zmax=1, colorscale=SCALE, hovertemplate=hover())
+    panels = [_panel(dict(type="heatmap", z=rounded(a), name="A", showscale=True, **weight), 0,
+                     model_title(c.names, "a"), q, k),
+              _panel(dict(type="heatmap", z=rounded(b), name="B", showscale=False, **weight), 1,
+                     model_title(c.names, "b"), q, k),
+              _panel(dict(type="heatmap", z=rounded(diff), name="A − B", zmin=-1, zmax=1, zmid=0,
+                          colorscale=DIVERGING,
+                          hovertemplate=f"{_t('query')} %{{y}} → {_t('key')} %{{x}}<br>A − B %{{z:.3f}}<extra></extra>"),
+                     2, _t("diff-panel"), q, k)]
+    data, layout, paper, bar_at = _stack(panels, labels, DIFF_BAR)
+    height = top + paper + labels
+    data[0]["colorbar"] = top_colorbar(below, height, len=0.6, title=dict(text=text("attention.weight"), side="bottom"))
+    # placed on the plot area (paper): placed from the figure's edge, plotly widened the margin below by the
+    # whole distance from the bar to the bottom, and the panels shrank by it
+    data[2]["colorbar"] = dict(orientation="h", thickness=10, x=0.5, xanchor="center", yref="paper",
+                               y=1 - bar_at / paper, yanchor="top", len=0.8, tickvals=[-1, 0, 1],
+                               ticktext=[_t("b-more"), "0", _t("a-more")], title=dict(text="A − B", side="bottom"))
+    # one go.Figure of the whole: update_layout's path-by-path update took twice as long as the figure
+    fig = go.Figure(dict(data=data, layout=dict(layout, title=title, height=height,
+                                                margin=dict(l=LEFT, r=10, t=top, b=labels))))
     return phone_width(fig, len(k), room=130)
 
 

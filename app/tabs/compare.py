@@ -23,7 +23,7 @@ from ..edits import edited_default  # the edited copy the box offers: the Learn 
 from ..exports import FILES_HIDDEN, download, grid_files, ranking_files, shown_files
 from ..figures.compare import (
     RANKED,
-    difference_heatmap,
+    maps_figure,
     model_name,
     patch_figure,
     patch_probs_figure,
@@ -31,7 +31,6 @@ from ..figures.compare import (
     ranking_headers,
     ranking_rows,
     scores_figure,
-    side_heatmap,
     token_menu,
     translations_html,
 )
@@ -44,9 +43,11 @@ from ..views import Tab, View
 _t = texts("compare")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pair:
-    """The session's results: the last comparison of two models and the last patching grid (None: not yet)."""
+    """The session's results: the last comparison of two models and the last patching grid (None: not yet). Known
+    by identity (eq=False): Gradio hashes a state to tell whether an event changed it, and a Comparison has no
+    hash; each result is a new Pair."""
     models: Comparison | None = None
     sentences: PatchGrid | None = None
 
@@ -129,13 +130,11 @@ def result_view(pair):
 
 
 def maps_view(pair, kind, layer, head):
+    """A's, B's and A - B's map of one head, as one figure (app.figures.compare.maps_figure)."""
     c = _models(pair)
     if c is None:
-        blank = empty_figure(_t("none"))
-        return dict(map_a=blank, map_b=blank, map_diff=blank)
-    kind = kind if kind in KINDS else "cross"
-    return dict(map_a=side_heatmap(c, "a", kind, layer, head), map_b=side_heatmap(c, "b", kind, layer, head),
-                map_diff=difference_heatmap(c, kind, layer, head))
+        return empty_figure(_t("none"))
+    return maps_figure(c, kind if kind in KINDS else "cross", layer, head)
 
 
 def ranking_view(pair):
@@ -176,7 +175,7 @@ def files_cleared(pair):
 WHERE = ("compare",)
 VIEWS = [View("compare/result", (*WHERE, "models"), result_view, outputs=("table", "scores"),
               blank=lambda: result_view(None)),
-         View("compare/maps", (*WHERE, "models"), maps_view, outputs=("map_a", "map_b", "map_diff"),
+         View("compare/maps", (*WHERE, "models"), maps_view, outputs=("maps",),
               uses=("kind", "layer", "head"), blank=lambda kind, layer, head: maps_view(None, kind, layer, head)),
          View("compare/ranking", (*WHERE, "models"), ranking_view, outputs=("ranking",),
               blank=lambda: ranking_view(None)),
@@ -273,16 +272,15 @@ def _models_tab():
             kind = gr.Radio(kind_choices(long=True), value="cross", label=L("ui.attention.kind"), elem_id="cmp-kind")
             layer = gr.Dropdown(list(range(MODELS.get().config["N"])), value=0, label=L("ui.layer"), elem_id="cmp-layer")
             head = gr.Dropdown(list(range(MODELS.get().config["h"])), value=0, label=L("ui.head"), elem_id="cmp-head")
-        with gr.Row():
-            map_a = fitted_plot(elem_id="cmp-map-a", min_width=340)
-            map_b = fitted_plot(elem_id="cmp-map-b", min_width=340)
-        map_diff = fitted_plot(elem_id="cmp-map-diff")
-        gr.Markdown(L("ui.compare.ranking"))
-        ranking = gr.Dataframe(interactive=False, elem_id="cmp-ranking", wrap=True)
-        ranking_button, ranking_files = download("ui.compare.ranking-numbers", "cmp-ranking-numbers")
+        with gr.Row(equal_height=False):  # the ranking beside the maps its rows open; below them on a phone
+            maps = fitted_plot(elem_id="cmp-maps", scale=3, min_width=340)
+            with gr.Column(scale=2, min_width=340):
+                gr.Markdown(L("ui.compare.ranking"))
+                ranking = gr.Dataframe(interactive=False, elem_id="cmp-ranking", wrap=True)
+                ranking_button, ranking_files = download("ui.compare.ranking-numbers", "cmp-ranking-numbers")
     parts = dict(a=a, b=b, off=off, sentence=sentence, run=run, lesson=lesson_button, status=status,
                  numbers=ranking_button)
-    outputs = dict(table=table, scores=scores, map_a=map_a, map_b=map_b, map_diff=map_diff, ranking=ranking,
+    outputs = dict(table=table, scores=scores, maps=maps, ranking=ranking,
                    ranking_files=ranking_files)
     return tab, parts, dict(kind=kind, layer=layer, head=head), outputs, lesson
 
