@@ -78,9 +78,13 @@ def theme():
 # toolbar (app/page/svg-button.js).
 EXPORT_JS = page_js.function("svg-button")
 
+# On a phone the top tab bar (app/ui.py's #top-tabs) is one line that scrolls sideways: the open tab is kept in its
+# view (app/page/tab-bar.js).
+TAB_BAR_JS = page_js.function("tab-bar", "#top-tabs")
+
 
 def page_arguments(demo):
     """What launch() gives the page: its stylesheet, its head (app/page/head.js) and the functions it runs once it
     has loaded (the link's, then this module's and the idle work's)."""
     return dict(css=CSS, head=head_script(tab_labels(demo)),
-                js=page_script(demo, EXPORT_JS, SWIPE_JS, MENU_FIT_JS, idle_js()))
+                js=page_script(demo, EXPORT_JS, SWIPE_JS, MENU_FIT_JS, TAB_BAR_JS, idle_js()))

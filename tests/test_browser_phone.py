@@ -267,3 +267,48 @@ def test_a_long_sentence_reads_in_every_sentence_heatmap_on_a_phone(app, browser
         assert page.errors == [], page.errors
     finally:
         context.close()
+
+
+# the top tab bar on a phone: its buttons' boxes, the bar's box and the strip that scrolls, the screen's height
+TAB_BAR = """() => { const strip = document.querySelector('#top-tabs > .tab-wrapper > .tab-container');
+  const box = (e) => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  const tabs = [...strip.querySelectorAll(':scope > [role=tab]')];
+  return {bar: box(strip.parentElement), strip: box(strip), height: innerHeight,
+          tabs: tabs.map(b => ({id: b.dataset.tabId, ...box(b), whole: b.scrollWidth <= b.clientWidth + 1,
+                                open: b.getAttribute('aria-selected') === 'true'}))}; }"""
+
+
+def test_the_top_tabs_are_one_line_that_stays_at_the_top_of_a_phone(app, browser):  # noqa: F811
+    """On a 390 px phone in Chinese the top tabs are one line (every name whole, a finger scrolls the line sideways)
+    on the first screen, and the line stays at the screen's top as the page scrolls down; a link to the last tab
+    finds that tab in the line's view. Wrapped, the sixteen tabs took three rows and the header the first screen."""
+    context, page = open_page(app, browser, PHONE, "?lang=zh-CN")
+    try:
+        bar = page.evaluate(TAB_BAR)
+        assert [t["id"] for t in bar["tabs"]] == TOP_TABS
+        assert len({round(t["top"]) for t in bar["tabs"]}) == 1, [(t["id"], t["top"]) for t in bar["tabs"]]
+        assert bar["bar"]["bottom"] - bar["bar"]["top"] <= 60, bar["bar"]
+        assert bar["bar"]["bottom"] <= bar["height"] / 2, f"the tab bar ends {bar['bar']['bottom']:.0f} px down"
+        assert all(t["whole"] for t in bar["tabs"]), [t["id"] for t in bar["tabs"] if not t["whole"]]
+        assert bar["tabs"][-1]["right"] > bar["strip"]["right"], "the line should scroll: it holds them all"
+        for down in (900, 3000):
+            page.evaluate("(y) => window.scrollTo(0, y)", down)
+            wait_until(page, "scrollY > 0", what="the page scrolled")
+            held = page.evaluate(TAB_BAR)["bar"]
+            assert abs(held["top"]) <= 1, f"scrolled {down} px down, the tab bar's top is at {held['top']:.0f} px"
+            # the bar is drawn over the page, not under it: what is at its middle is one of its tabs
+            middle = [(held["left"] + held["right"]) / 2, (held["top"] + held["bottom"]) / 2]
+            assert page.evaluate("([x, y]) => !!document.elementFromPoint(x, y)?.closest('#top-tabs > .tab-wrapper')",
+                                 middle)
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+    context, page = open_page(app, browser, PHONE, f"?lang=zh-CN&tab={TOP_TABS[-1]}")
+    try:
+        wait_until(page, "el(`[role=tab][data-tab-id=${arg}]`).getAttribute('aria-selected') === 'true'", TOP_TABS[-1],
+                   what="the linked tab open")
+        in_view = f"(b => b.tabs.some(t => t.open && t.left >= b.strip.left - 1 && t.right <= b.strip.right + 1))(({TAB_BAR})())"
+        wait_until(page, in_view, what="the linked tab in the tab bar's view")
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
