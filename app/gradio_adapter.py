@@ -23,10 +23,7 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   (assets/PlotlyPlot-<hash>.js), which Gradio imports when the page first shows a figure, and which sets
   window.Plotly as it runs. Parsing and running it took about 2.4 s in headless Chromium on this 2-core machine,
   paid by whichever tab first showed a figure (python -m tools.bench --tabs). The page imports the same chunk (the
-  same URL, so the same module instance Gradio gets later) once it has been quiet for a moment. Then it clicks
-  the visually hidden button of app.views.wire_ahead, whose event sends the views that read no sentence to tabs
-  not yet opened: Gradio keeps a value given to a component that is not mounted and hands it over when its tab
-  mounts it (tests/test_browser.py holds the page's events and finds those tabs drawn).
+  same URL, so the same module instance Gradio gets later) once it has been quiet for a moment.
 - `leave_skipped_alone`: Gradio answers every update of an output, a gr.skip() included, by making a new component
   from the old one's arguments and keeping it in the session, with its config written again (Blocks.postprocess_data).
   An event that returns a dict of the outputs it changes has every other output filled with gr.skip(), so a
@@ -220,12 +217,9 @@ def plotly_chunk():
 
 
 # A function for launch(js=...), which runs once the app is drawn (app/page/idle.js): once the page is quiet, it
-# imports the plot chunk, then clicks the button AHEAD_ID (app/views.py wire_ahead).
+# imports the plot chunk.
 QUIET_MS = 1500
-AHEAD_QUIET_MS = 500
-AHEAD_ID = "draw-ahead"
 
 
 def idle_js():
-    return page_js.function("idle", {"chunk": plotly_chunk(), "quietMs": QUIET_MS, "aheadQuietMs": AHEAD_QUIET_MS,
-                                  "aheadId": AHEAD_ID})
+    return page_js.function("idle", {"chunk": plotly_chunk(), "quietMs": QUIET_MS})

@@ -200,11 +200,16 @@ def head_script(tab_labels):
 
 def switch(demo):
     """The visible language switch, set when the page loads to the language the head picked; its change
-    relabels the page in the browser. Returns the radio, whose value the server reads for text it builds."""
+    relabels the page in the browser, then sets the radio's `said`, a gr.State whose change each tab's listener
+    takes as a trigger (app/views.py): a state's change starts its listeners side by side, where the radio's own
+    change would start them one after another. Returns the radio, whose value the server reads for text it
+    builds."""
     lang = gr.Radio(choices("ui.lang", LANGS), value=DEFAULT, label=L("ui.lang"), elem_id="lang",
                     container=False)
     demo.load(None, None, lang, js=page_js.function("lang-initial", DEFAULT))
     lang.change(None, lang, None, js=page_js.function("lang-apply"))
+    lang.said = gr.State(DEFAULT)
+    lang.change(lambda value: value, lang, lang.said, api_visibility="private", queue=False, show_progress="hidden")
     return lang
 
 

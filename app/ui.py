@@ -5,9 +5,8 @@ views, its controls and its outputs by name.
 What crosses tabs is passed by hand, here: the state (the Inspection of this session's last translation) and
 the page record (which tab is open, what each view shows: app/views.py) go to the tabs that read them, and a
 tab whose components another tab's event must reach returns them (the Heads tab opens a head in the
-Attention tab). After each translation, one event draws it in the views on screen and clears the others, in
-every tab that shows a translation; after a change of language, one event draws the views on screen again (both
-wired here, once every tab is built, from what their build() returned).
+Attention tab). Each tab draws its own views, through one listener of its own (app/views.py Tab.wire), on a new
+translation, a new language and its own openings and controls alike.
 """
 import gradio as gr
 
@@ -17,7 +16,7 @@ from .common import EXPORT_AGE_S  # delete_cache: Gradio's copies of the files h
 from .gradio_adapter import leave_skipped_alone
 from .i18n import L, switch
 from .shared import free_closed_sessions, get_translator, model_dir, model_line
-from .views import ROOT, language_shower, page_inputs, page_state, translation_shower, wire_ahead
+from .views import ROOT, page_state
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
 # queue is full and to try again; two events run at once (the machine has 2 cores), and of those that run the
@@ -44,7 +43,7 @@ def build_demo():
                      attn := tabs.attention.build(tr.config, page, state, lang),
                      tabs.heads.build(tr.config, page, state, top, attn, lang), tabs.why.build(page, state, lang),
                      tabs.whatif.build(page, state, lang), tabs.compare.build(demo, page, lang),
-                     score := tabs.score.build(translation, top), tabs.inside.build(tr.config, page, state, lang),
+                     tabs.score.build(translation, top), tabs.inside.build(tr.config, page, state, lang),
                      tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
                      tabs.training.build(page, lang),
                      # only for a model that ships with its run's history (snapshots/ beside it)
@@ -52,28 +51,8 @@ def build_demo():
                      tabs.lab.build(page, lang)]
             tabs.engineering.build()
         linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
-        shown = [t for t in built if t.shows_translation and t.state is state]  # in page order (Compare has its own)
-        show = translation_shower(shown)
-        named = page_inputs(shown, page, state, lang)
-        # its progress shows on the token strip alone: a loading overlay on every view it may draw costs the
-        # browser more than the drawing (tools.bench --browser)
-        for event in (translation.translated, translation.picked, score.pair_opened,
-                      tabs.learn.translates(learn, translation, state, lang, linked), linked):
-            event.then(show, None, [o for t in shown for o in _outputs(t)], inputs_kwargs=named,
-                       api_visibility="private", show_progress_on=_outputs(translation)[0])
-        # the views that read no sentence, sent to their closed tabs once the page is quiet, and again in a new language
-        ahead = wire_ahead(built, page, lang)
-        # a new language: one event redraws the views on screen of every tab but two, which redraw themselves
-        # (the Learn path's step, and the Translate tab's replay, which keeps its step)
-        relang = [t for t in built if t is not learn and t is not translation]
-        lang.change(language_shower(relang), None, [o for t in relang for o in _outputs(t)],
-                    inputs_kwargs=page_inputs(relang, page, state, lang), api_visibility="private",
-                    concurrency_id="model").then(**ahead)
+        tabs.learn.translates(learn, translation, state, lang, linked)  # the Learn tab's box translates as Translate's
         demo.tab_views = built  # each tab's views and controls (tools.i18n_report draws them)
         free_closed_sessions(demo)
     return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)
 
-
-def _outputs(tab):
-    """A tab's output components, in order."""
-    return list(tab.outputs.values())

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, decode, frame_page, host_js, standalone_html, view_data
 from app.common import md_literal
 from app.figures import attention as attention_figures
@@ -18,13 +19,12 @@ from app.figures import decoding
 from app.i18n import speaking, text
 from app.shared import examples, get_translator
 from app.tabs import attention, engineering, overview, translate
+from app.translating import input_problem
 from app.ui import QUEUE_SIZE, build_demo
 from core.bench import ROWS
 from core.instrument import KINDS
 from core.translate import Inspection
 from tests.conftest import ASSETS, needs_shipped, ships_history
-from tests.events import call
-from tests.test_views import translation_callback, up_to_attention
 from tools import loadtest
 from tools.i18n_report import english, sentence_pieces, value_strings
 
@@ -377,7 +377,7 @@ def test_the_status_line_is_english_for_the_api_and_in_the_pages_language_on_the
     with speaking("en"):  # the view draws the API's line in English, time included
         assert translate.status_view(new) == status
         # a problem with the input: English from translate(), then in the page's language after the press
-        assert translate.translate("  ")[1] == translate.input_problem("") == translate.input_notice("")
+        assert translate.translate("  ")[1] == input_problem("") == translate.input_notice("")
     with speaking("zh-CN"):
         zh = translate.status_view(new)
         notices = [translate.input_notice(typed) for typed in ("", "Hund " * 400)]
@@ -436,9 +436,9 @@ def test_a_sentence_refused_says_the_views_below_are_still_the_last_ones():
     for lang in ("en", "zh-CN"):
         with speaking(lang):
             notice = translate.input_notice("", last)
-            assert notice.startswith(translate.input_problem("")) and "<b>" not in notice
+            assert notice.startswith(input_problem("")) and "<b>" not in notice
             assert text(lang, "translate.status.still", source=md_literal(last.source)) in notice
-            assert translate.input_notice("   ") == translate.input_problem("")  # nothing translated before
+            assert translate.input_notice("   ") == input_problem("")  # nothing translated before
             assert translate.input_notice("Ein Hund.", last) == gr.skip()
 
 
@@ -484,38 +484,37 @@ def test_translate_api_is_named_translate():
     assert [d.api_name for d in public] == ["translate"]
     assert sorted(event for _, event in public[0].targets) == ["click", "submit"]
     assert len(public[0].inputs) == 8  # the text, six decoding settings, the state
-    # after it, one event shows the translation in the views of the Translate, Overview and Attention tabs (it
+    # after it, each tab that shows the translation draws it, through its own listener on the state's change (it
     # draws those on screen and clears the others: tests/test_views.py)
-    (render,) = [d for d in demo.fns.values() if d.trigger_after == public[0]._id and d.fn is not None
-                 and d.fn.__name__ == "show_translation"]
-    drawn = {getattr(c, "elem_id", None) for c in render.outputs}
+    state = public[0].inputs[-1]
+    renders = [d for d in demo.fns.values() if (state._id, "change") in d.targets]
+    drawn = {getattr(c, "elem_id", None) for d in renders for c in d.outputs}
     assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",
             "bertviz-model"} <= drawn
     page = {"open": {"": "translate"}, "drawn": {}}
-    assert call(render, page=page, ins=None, **up_to_attention()) == {}  # no translation yet: nothing to draw
+    translate_tab = next(t for t in demo.tab_views if t.where == ("translate",))
+    assert translate_tab.show(page, "en", None) == gr.skip()  # no translation yet: nothing to draw
     # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch, the
     # Heads tab's translation with heads off) one at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
     assert (public[0].concurrency_id, public[0].concurrency_limit) == ("model", 1)
-    # (and the openings of the Inside-the-model tab, whose first drawing of a sentence records a pass)
-    inside_openers = {"open_inside", *(f"open_inside_{sub}" for sub in ("modules", "layernorm", "scale", "residual",
-                                                                        "ffn", "lens"))}
-    assert {d.name for d in demo.fns.values() if d.concurrency_id == "model"} == {
-        "translate", "open_link", "open_masks", "show", "open_why", "open_whatif", "swap_word", "force_prefix",
-        "score_mine", "tree_file", "switch_off", "show_language", *inside_openers, "run_compare", "run_patch",
-        "pick_hypothesis", "open_pair", *(["open_timelapse"] if ships_history() else [])}  # a new language may draw a view of the Why or Inside
-    # tab for the first time; the Time-lapse tab (tests/test_timelapse.py) translates with a point of the run; the
-    # Compare tab's two buttons run two models, or one on two sentences
-    # the views drawn ahead, which every page sends once it is quiet: one at a time, not in the model's line
-    ahead = [d for d in demo.fns.values() if d.name == "draw_ahead"]
-    assert len(ahead) == 2 and {(d.concurrency_id, d.concurrency_limit) for d in ahead} == {("ahead", 1)}
+    # and the listeners of the tabs whose drawing may run the model: the first drawing of a sentence in Why, What if
+    # and Inside (Inside records a pass), the Masks tab's batch, a Time-lapse point's translation
+    in_line = {d.name for d in demo.fns.values() if d.concurrency_id == "model"}
+    assert in_line == {"translate", "open_link", "swap_word", "force_prefix", "score_mine", "tree_file", "switch_off",
+                       "run_compare", "run_patch", "pick_hypothesis", "open_pair", "show"}
+    assert sorted("/".join(t.where) for t in demo.tab_views if listener_of(demo, t).concurrency_id == "model") == \
+        sorted(["why", "whatif", "inside", "masks", *(["timelapse"] if ships_history() else [])])
+
+
+def listener_of(demo, tab):
+    return next(d for d in demo.fns.values() if d.fn == tab.show)
 
 
 def test_switching_views_never_runs_the_model(ins, monkeypatch):
     """Layer, head, kind, step and bertviz views are drawn from the kept Inspection alone."""
     tr = get_translator()
     demo = build_demo()
-    show_translation = translation_callback(demo)
     attn = next(t for t in demo.tab_views if getattr(t, "where", None) == ("attention",))
 
     def forbidden(*a, **k):
@@ -533,9 +532,10 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
         translate.previous_step(ins, 2)
         view_data(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
-    call(show_translation, page=page, ins=ins, **up_to_attention("cross", 0, 1))
+    attn.show(page, "en", ins, kind="cross", layer=0, head=1)
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):
-        out = attn.opener(("attention", sub))(page, "en", ins, kind="decoder", layer=1, head=2)
+        views.open_tab(page, ("attention", sub))
+        out = attn.show(page, "en", ins, kind="decoder", layer=1, head=2)
         assert out != gr.skip() and all(v is not None for v in out.values())
 
 

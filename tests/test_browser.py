@@ -636,28 +636,6 @@ def test_a_figure_further_down_is_drawn_when_it_comes_near(page):
     assert abs(drawn["height"] - below["height"]) <= 1, (below, drawn)  # the page kept its layout
 
 
-def test_the_views_that_read_no_sentence_are_sent_ahead_and_drawn_as_their_tab_opens(page):
-    """Once the page is quiet it sends the views that read no sentence to their closed tabs
-    (app/page/idle.js, app.views.ahead_shower). Opening such a tab draws what it holds: its figures are drawn before
-    the opening's own event is answered (that event sends nothing), and they are the tab's own."""
-    wait_until(page, "document.documentElement.dataset.drawnAhead !== undefined", what="the views sent ahead")
-    # the page answers no event from here on until told: a figure drawn meanwhile is one it held already
-    page.evaluate("""() => { const f = window.fetch; window.__held = [];
-      window.fetch = function (url) { if (String(url?.url ?? url).includes('/queue/') && window.__holding)
-        return new Promise((go) => window.__held.push(() => go(f.apply(this, arguments))));
-        return f.apply(this, arguments); }; window.__holding = true; }""")
-    for name, plot_id, words in (("Masks", "m-masks", "source padding mask"), ("Positional encoding", "pe-curves", "dim 4"),
-                                 ("Training", "r-fig", "step"), ("Lab", "lab-curve", "optimizer step")):
-        open_tab(page, name)
-        wait_until(page, "plot(arg[0])?.querySelector('svg.main-svg') && plotText(arg[0]).includes(arg[1])",
-                   [plot_id, words], what=f"the {name} tab's figure, drawn from what the page held")
-    held = page.evaluate("window.__held.length")
-    assert held >= 1, "the openings' events were not held"  # (the test holds what it says it holds)
-    page.evaluate("window.__holding = false; window.__held.forEach((go) => go())")
-    open_tab(page, "Inside", "#in-tree")
-    wait_until(page, "text('#in-tree').trim().length > 0 && settled('in-tree')", what="Inside's module tree")
-
-
 def test_replay_plays(page):
     open_tab(page, "Training", "#r-fig")
     wait_plot(page, "r-fig")  # the last step, drawn on load

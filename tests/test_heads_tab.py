@@ -168,24 +168,29 @@ def built():
 
 
 def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins, built):
+    """The click sets the Attention tab's controls and tabs and records the tab open, then asks that tab to draw
+    (its nudge): the Attention tab's listener draws the head, as it draws any."""
     demo, _, top, attn, _ = built
     (dep,) = [d for d in demo.fns.values() if getattr(d.fn, "__name__", "") == "open_head_clicked"]
-    assert set(dep.outputs) == {top, attn.tabs, *(attn.controls[n] for n in ("kind", "layer", "head")),
-                                *attn.outputs.values()}
+    assert set(dep.outputs) == {top, attn.tabs, *(attn.controls[n] for n in ("kind", "layer", "head"))}
+    (then,) = [d for d in demo.fns.values() if d.trigger_after == dep._id]
+    assert list(then.outputs) == [attn.nudge] and then.fn() != then.fn()  # a new value: the nudge's change
 
     def click(value, page):
-        out = dep.fn(page=page, lang="en", ins=ins, evt=cell(value))
+        out = dep.fn(page=page, evt=cell(value))
         assert set(out) <= set(dep.outputs)
         return out
 
     page = {"open": {ROOT: "heads", "attention": "all-heads"}, "drawn": {}}
     out = click({"kind": "cross", "layer": 1, "head": 3}, page)
     assert out[top].selected == "attention" and out[attn.tabs].selected == "one-head"
-    assert [out[attn.controls[n]] for n in ("kind", "layer", "head")] == ["cross", 1, 3]
+    values = {n: out[attn.controls[n]] for n in ("kind", "layer", "head")}
+    assert list(values.values()) == ["cross", 1, 3]
     assert page["open"] == {ROOT: "attention", "attention": "one-head"}
-    one = by_id(out)["heatmap"]
+    drawn = by_id(attn.show(page, "en", ins, **values))  # the Attention tab's listener, on the nudge
+    one = drawn["heatmap"]
     assert "Cross-attention" in one.layout.title.text and "layer 1, head 3" in one.layout.title.text
-    assert not {"head-grid", "overview-grid", "bertviz-head", "bertviz-model"} & set(by_id(out))  # hidden ones
+    assert not {"head-grid", "overview-grid", "bertviz-head", "bertviz-model"} & set(drawn)  # hidden ones
     # a forged click is kept in range
     out = click({"kind": "x", "layer": 99, "head": "y"}, page)
     assert [out[attn.controls[n]] for n in ("kind", "layer", "head")] == ["encoder", 2, 0]

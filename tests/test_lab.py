@@ -469,9 +469,10 @@ def test_the_tab_draws_its_view_by_name_when_opened(lab_page):
     page = {"open": {views.ROOT: "overview"}, "drawn": {}}
     controls = dict(task="copy", breaks=[], smoothing=0.0, accum=1, layers=N)
     assert built.show(page, "en", **controls) == gr_skip()  # a hidden tab draws nothing
-    first = built.opened(page, "en", **controls)
+    views.open_tab(page, built.where)  # opened: its select event records it, then its listener draws
+    first = built.show(page, "en", **controls)
     assert set(first) == set(built.outputs.values()) and "copy/intact" in first[built.outputs["result"]]
-    assert built.opened(page, "en", **controls) == gr_skip()
+    assert built.show(page, "en", **controls) == gr_skip()
     other = {"open": {views.ROOT: "lab"}, "drawn": {}}  # another page: the view is drawn once per process
     assert built.show(other, "en", **controls)[built.outputs["cross"]] is first[built.outputs["cross"]]
     moved = built.show(page, "en", **dict(controls, breaks=["no_scale"]))

@@ -59,17 +59,16 @@ def test_a_page_draws_every_view_through_the_server(served):
     with PageSession(app) as page:
         english = page.translate("Ein Hund läuft im Park.")
         assert english == expected(app, "Ein Hund läuft im Park.") and "dog" in english.lower()
-        first = app.tabs[0]
         drawn = {}
         for tab in app.tabs:
             out = page.open(tab)
-            assert len(out) == len(app.events[tab]["outputs"]), app.events[tab]["api_name"]
-            drawn[app.events[tab]["api_name"]] = [v for v in out if not skipped(v)]
-        # nothing new on opening: the Overview (open at first, drawn with the translation) and the sub-tabs open
+            event = app.drawing(tab)
+            assert len(out) == len(app.events[event]["outputs"]), app.components[tab]["props"].get("id")
+            drawn[app.components[tab]["props"]["id"]] = [v for v in out if not skipped(v)]
+        # nothing new on opening: the Learn tab (open at first, drawn with the translation) and the sub-tabs open
         # at first in their tabs (drawn when their tab opened)
-        assert [name for name, values in drawn.items() if not values] == [
-            app.events[first]["api_name"], "open_attention_one_head", "open_compare_models", "open_inside_modules"]
-        assert "▁dog" in str(drawn["open_why"][0]["choices"])  # the Why tab's menu: this translation's tokens
+        assert [name for name, values in drawn.items() if not values] == ["learn", "one-head", "models", "modules"]
+        assert "▁dog" in str(drawn["why"][0]["choices"])  # the Why tab's menu: this translation's tokens
         assert all(skipped(v) for tab in app.tabs for v in page.open(tab))
         held = inspections(demo, page.session)
         assert len(held) == 1 and held[0].translation == english and held[0].source == "Ein Hund läuft im Park."
@@ -98,7 +97,8 @@ def test_an_open_page_keeps_its_state(served):
         leave.close()
         wait_for(lambda: leave.session not in demo.state_holder.session_data)
         assert [ins.source for ins in inspections(demo, keep.session)] == ["Ein Mann fährt Fahrrad."]
-        menu = keep.open(app.named("open_why"))[0]  # drawn from the kept translation, not the closed page's
+        why = next(t for t in app.tabs if app.components[t]["props"]["id"] == "why")
+        menu = keep.open(why)[0]  # drawn from the kept translation, not the closed page's
         assert [label.split(" ", 1)[1] for label, _ in menu["choices"]] == \
             inspections(demo, keep.session)[0].out_tokens
         assert english == expected(app, "Ein Mann fährt Fahrrad.") and "▁woman" not in str(menu)

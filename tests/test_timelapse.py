@@ -190,18 +190,17 @@ def test_the_page_has_the_tab_only_for_a_model_with_a_history(on_history, monkey
     weights) waits in the model's queue, and the Learn path's last step opens it; with none, neither."""
     from app import learn_path
     from app.ui import build_demo
-    from app.views import _tab_id
     from core.data import ASSETS
     demo = build_demo()
-    assert "timelapse" in [_tab_id(t) for t in demo.tab_views]
-    assert {d.name: d.concurrency_id for d in demo.fns.values()}["open_timelapse"] == "model"
+    assert "timelapse" in [t.where[0] for t in demo.tab_views]
+    timelapse = next(t for t in demo.tab_views if t.where[0] == "timelapse")
+    assert next(d for d in demo.fns.values() if d.fn == timelapse.show).concurrency_id == "model"
     assert learn_path.STEPS[-1].opens == "timelapse"
     if figs.run_points(ASSETS):
         return
     monkeypatch.setenv("EXPLORER_MODEL_DIR", str(ASSETS))
     demo = build_demo()
-    assert "timelapse" not in [_tab_id(t) for t in demo.tab_views]
-    assert "open_timelapse" not in {d.name for d in demo.fns.values()}
+    assert "timelapse" not in [t.where[0] for t in demo.tab_views]
     assert learn_path.STEPS[-1].opens == "training"
 
 

@@ -25,17 +25,17 @@ BUILDERS = {translate: ("token_probs_html", "step_slider", "mask_svg", "step_can
 SKIP = gr.skip()
 
 
-def translation_callback(demo):
-    """The callback a page runs after each translation (app/ui.py): it takes the page, the Inspection, the
-    language and the controls of every tab that shows a translation by name, and returns {component: value} of
-    their views."""
-    return next(d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation")
-
-
 def up_to_attention(kind="encoder", layer=0, head=0, lang="en"):
-    """The controls the translation callback takes, by name, that these tests set: the page's language and the
+    """The controls that `show_translation` takes, by name, that these tests set: the page's language and the
     Attention tab's kind, layer and head (every other control as the page starts)."""
     return {"lang": lang, "attention/kind": kind, "attention/layer": layer, "attention/head": head}
+
+
+def listener(demo, tab):
+    """The one event listener of `tab` (app/views.py Tab.wire): the dependency that runs its `show`."""
+    found = [d for d in demo.fns.values() if d.fn == tab.show]
+    assert len(found) == 1, (tab.where, len(found))
+    return found[0]
 
 
 def tab_named(demo, name):
@@ -50,8 +50,19 @@ def demo():
 
 @pytest.fixture(scope="module")
 def show_translation(demo):
-    dep = translation_callback(demo)
-    return lambda page, ins, **given: call(dep, page=page, ins=ins, **given)
+    """What a new translation sends: each tab whose views read the page's state runs its listener (the state's
+    change is among its triggers), with the controls as the page starts but those given ("<tab id>/<name>")."""
+    state = tab_named(demo, "translate").state
+    listening = [t for t in demo.tab_views if t.state is state]
+
+    def send(page, ins, lang="en", **given):
+        out = {}
+        for t in listening:
+            controls = {n: given.get(f"{'/'.join(t.where)}/{n}", c.value) for n, c in t.controls.items()}
+            drawn = call(listener(demo, t), page=page, ins=ins, lang=lang, **controls)
+            out.update(drawn if drawn != SKIP else {})
+        return out
+    return send
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +92,10 @@ def new_page(tab):
 
 
 def opened(tab, page, where, ins=None, lang="en", **controls):
-    """What the select event of the tab at path `where` sends ({elem_id: value}; {} when it sends nothing)."""
-    out = tab.opener(where)(page, lang, ins, **controls)
+    """What the opening of the tab at path `where` sends ({elem_id: value}; {} when it sends nothing): recorded as
+    open (its select event's first listener), then the tab's listener."""
+    views.open_tab(page, where)
+    out = tab.show(page, lang, ins, **controls)
     return {} if out == SKIP else by_id(out)
 
 
@@ -213,8 +226,9 @@ def test_tabs_without_a_translation_draw_when_first_opened(demo):
         tab = tab_named(demo, name)
         # before its tab is opened a view draws nothing, even when asked
         assert tab.show(page, "en", **controls) == SKIP
-        assert set(tab.opened(page, "en", **controls)) == set(tab.outputs.values())
-        assert tab.opened(page, "en", **controls) == SKIP
+        views.open_tab(page, tab.where)
+        assert set(tab.show(page, "en", **controls)) == set(tab.outputs.values())
+        assert tab.show(page, "en", **controls) == SKIP
         if name == "training":  # a control moved in the open tab redraws the views that read it: the Noam figure
             drawn = tab.show(page, "en", **dict(controls, warmup=8000))
             assert set(drawn) == {tab.outputs["noam"]}
@@ -222,37 +236,6 @@ def test_tabs_without_a_translation_draw_when_first_opened(demo):
     drawn = tab.show(page, "en", **dict(controls, k=6))  # a control redraws the views that read it, alone
     assert set(drawn) == {tab.outputs[n] for n in ("curves", "heat", "sim", "rel", "note")}
     assert set(tab.show(page, "zh-CN", **dict(controls, k=6))) == set(tab.outputs.values())  # a new language: all
-
-
-def test_views_that_read_no_sentence_are_sent_ahead_to_closed_tabs_and_their_opening_sends_nothing(demo, two):
-    """The page's idle event (app/ui.py, app.views.ahead_shower): in the closed tabs, each view that reads no sentence
-    and that the tab's opening shows (Inside's open sub-tab, not the others), drawn once for the controls and the
-    language; the views that read the sentence are left to the opening."""
-    ins, _ = two
-    # the idle button's event (a new language runs the same callback after redrawing the views on screen)
-    dep = next(d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "draw_ahead")
-    page = dict(new_page("translate"), open={views.ROOT: "translate", "attention": "one-head", "inside": "modules"})
-    out = call(dep, page=page, lang="en")
-    quiet = [t for t in demo.tab_views if any(not v.reads_translation for v in t.views)]
-    expected = {t.outputs[n] for t in quiet for v in t.views if not v.reads_translation
-                and views.shown(page, v.where, ahead=True) for n in v.outputs}
-    assert set(out) == expected
-    inside, heads, masks_tab = (tab_named(demo, n) for n in ("inside", "heads", "masks"))
-    assert {inside.outputs[n] for n in ("tree", "summary", "detail")} <= set(out)  # Inside's open sub-tab: modules
-    assert not {inside.outputs[n] for n in ("ln_params", "sweep", "ln", "residual")} & set(out)
-    assert heads.outputs["atlas"] in out and heads.outputs["maps"] not in out
-    assert set(masks_tab.outputs.values()) <= set(out)
-    assert call(dep, page=page, lang="en") == {}  # drawn already: nothing again
-    # opening a tab sent ahead sends nothing; one whose views read the sentence draws those alone
-    controls = {n: c.value for n, c in masks_tab.controls.items()}
-    assert masks_tab.opened(page, "en", **controls) == SKIP
-    page["open"]["heads"] = "atlas"
-    hc = {n: c.value for n, c in heads.controls.items()}
-    assert heads.outputs["atlas"] not in heads.opened(page, "en", ins, **hc)
-    # in another language, or with another control's value, they are drawn again
-    assert set(masks_tab.outputs.values()) <= set(call(dep, page=page, lang="zh-CN"))
-    other = call(dep, page=page, lang="zh-CN", **{"masks/layer": 1})
-    assert masks_tab.outputs["scores"] in other and heads.outputs["atlas"] not in other
 
 
 def test_shown_follows_the_open_tab_at_every_level():
@@ -269,7 +252,7 @@ def test_shown_follows_the_open_tab_at_every_level():
 
 def test_each_tab_names_the_controls_its_views_read(demo):
     """What each tab's build() returns: its controls by name, every name a view reads among them, its outputs
-    those its views draw; the page's translation event reads them all, by name."""
+    those its views draw; its listener reads them all, by name."""
     built = demo.tab_views
     # every tab but Engineering, which has no views (and the Time-lapse, where the model ships no history)
     assert len(built) == len(tabs.__all__) - 1 - (not ships_history())
@@ -278,54 +261,82 @@ def test_each_tab_names_the_controls_its_views_read(demo):
         assert sorted(n for v in tab.views for n in v.outputs) == sorted(tab.outputs), tab.where
         assert all(set(v.uses) <= set(tab.controls) for v in tab.views), tab.where
         assert all(isinstance(v.outputs, tuple) and v.outputs for v in tab.views), tab.where  # named, never counted
-    shown = [t for t in built if t.shows_translation and views._tab_id(t) not in ("compare", "score")]  # their own state
-    assert [views._tab_id(t) for t in shown] == ["learn", "overview", "translate", "attention", "heads", "why",
-                                                  "whatif", "inside", *(["timelapse"] if ships_history() else [])]
-    events = [d for d in demo.fns.values() if getattr(d.fn, "__name__", None) == "show_translation"]
-    # after a translation, a row of its n-best list, a pair of the Score tab, one from the Learn tab's box, and the page
-    # load's linked one
-    assert len(events) == 5
-    for event in events:
-        want = {"page", "ins", "lang", *(f"{views._tab_id(t)}/{n}" for t in shown for n, c in t.controls.items()
-                                         if n != "lang")}
-        assert set(event.input_parameter_names) == want
-        assert len(event.outputs) == sum(len(outputs_of(t)) for t in shown)
+        assert set(listener(demo, tab).input_parameter_names) == set(tab.inputs()), tab.where
+    state = tab_named(demo, "translate").state
+    assert ["/".join(t.where) for t in built if t.state is state] == [
+        "learn", "overview", "translate", "attention", "heads", "why", "whatif", "inside",
+        *(["timelapse"] if ships_history() else [])]
 
 
-def language_callback(demo):
-    """The page's language switch's event (app/ui.py)."""
-    return dependency(demo, "show_language")
+def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
+    """The order of a tab's drawings is Gradio's: one listener per tab draws its views, run once at a time per page
+    and once more after what came meanwhile (trigger_mode="always_last"), so that no drawing that began earlier can
+    reach the browser after a later one. Its triggers: its openings, its nudge, its controls, the state it reads
+    and the page's language (Learn and Translate redraw their step themselves); every opening is recorded in the
+    page record by a listener added before it (a trigger's listeners run in the order they were added). No other
+    event writes a view's outputs but the Learn path's step and the Translate tab's step replay, which draw only
+    in their own tabs, on their own controls."""
+    said = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang").said
+    by_tab = {}
+    for tab in demo.tab_views:
+        dep = listener(demo, tab)
+        assert dep.trigger_mode == "always_last", tab.where
+        targets = set(dep.targets)
+        assert (tab.nudge._id, "change") in targets, tab.where
+        assert ((said._id, "change") in targets) == (tab.where[0] not in ("learn", "translate")), tab.where
+        if tab.state is not None:
+            assert (tab.state._id, "change") in targets, tab.where
+        for name, c in tab.controls.items():
+            assert (c._id, "change") in targets or (c._id, "input") in targets, (tab.where, name)
+        selects = [t for t in targets if t[1] == "select"]
+        assert selects, tab.where
+        for block_id, _ in selects:
+            recorders = [i for i, d in demo.fns.items() if (block_id, "select") in d.targets and not d.outputs]
+            assert recorders and min(recorders) < dep._id, tab.where  # recorded first
+        by_tab.update({c._id: tab for c in tab.outputs.values()})
+    # the other writers, each named: the Learn path's step and the Translate tab's replay (their own state machines,
+    # each redrawing itself in a new language), a refused sentence's message (no translation came, so no state
+    # changed), the buttons that write a result's numbers as files (which the tab's drawing hides for a new
+    # sentence), What if's buttons (each its own result, which no control of the tab draws) and the Lab's Train
+    own = {"learn": {"act", "check", "back", "forward", "pick", "render"},
+           "translate": {"decoding_step", "previous_step", "next_step", "relabel", "input_notice", "numbers_files"},
+           "attention": {"numbers_files"}, "compare": {"ranking_numbers", "grid_numbers"}, "score": {"scored_numbers"},
+           "whatif": {"candidates_update", "swap_word", "force_prefix", "score_mine"}, "lab": {"train_clicked"}}
+    for d in demo.fns.values():
+        written = {c._id: by_tab[c._id] for c in d.outputs if c._id in by_tab}
+        for tab in written.values():
+            if d.fn != tab.show:
+                assert d.fn.__name__ in own.get(tab.where[0], ()), (d.fn.__name__, tab.where)
 
 
-def test_one_event_redraws_every_tab_in_a_new_language(demo, two):
-    """A change of language is one event for every tab but Learn and Translate (which redraw themselves): it
-    reaches every other tab's outputs, draws what is on screen in the new language, and sends nothing else."""
-    lang = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang")
-    event = language_callback(demo)
-    assert (lang._id, "change") in event.targets and event.concurrency_id == "model"
-    others = [t for t in demo.tab_views if views._tab_id(t) not in ("learn", "translate")]
-    assert len(others) == 12 + ships_history() and len(event.outputs) == sum(len(outputs_of(t)) for t in others)
-    # no tab wires a change of language of its own but the two
-    own = {d.fn.__name__ for d in demo.fns.values() if (lang._id, "change") in d.targets and d.fn is not None}
-    assert own == {"show_language", "render", "relabel"}, own
+def test_a_new_language_redraws_what_each_tab_shows(demo, two):
+    """A change of language sets the radio's `said` state, whose change each tab's listener takes (but Learn's and
+    Translate's, which redraw their step themselves): it draws what is on screen in the new language, and sends
+    nothing else."""
     ins, _ = two
+    attn = tab_named(demo, "attention")
     page = new_page("attention")
-    first = call(event, page=page, ins=ins, lang="en")  # the Attention tab's one-head view drawn in English
-    second = call(event, page=page, ins=ins, lang="zh-CN")
+    controls = {n: c.value for n, c in attn.controls.items()}
+    first = call(listener(demo, attn), page=page, ins=ins, lang="en", **controls)
+    second = call(listener(demo, attn), page=page, ins=ins, lang="zh-CN", **controls)
     # only what is on screen: the one-head view, and the tab's file list (hidden: its button writes the files anew)
     assert list(first) == list(second) and len(second) == 2
     heat, files = (v for c, v in second.items() if c.elem_id in ("heatmap", "attention-numbers-files"))
     assert files["visible"] is False
     assert "层" in heat.layout.title.text and "layer" in first[next(iter(first))].layout.title.text
-    assert call(event, page=page, ins=ins, lang="zh-CN") == {}  # drawn in that language already
+    assert call(listener(demo, attn), page=page, ins=ins, lang="zh-CN", **controls) == {}  # drawn already
+    for name in ("overview", "masks", "training"):  # a hidden tab sends nothing: its opening draws it
+        tab = tab_named(demo, name)
+        assert tab.show(page, "zh-CN", **({"ins": ins} if tab.shows_translation else {}),
+                        **{n: c.value for n, c in tab.controls.items()}) == SKIP
 
 
 def test_the_language_switch_redraws_the_views_of_the_overview_translate_attention_and_why_tabs(demo, two):
     """Each of these tabs reads the page's language as a control: its change redraws the views on screen (in the
     Translate tab the replay stays at its step), and a view drawn in one language is drawn again in the other."""
     lang = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang")
-    redrawn = {getattr(c, "elem_id", None) for d in demo.fns.values() if (lang._id, "change") in d.targets
-               for c in d.outputs}
+    redrawn = {getattr(c, "elem_id", None) for d in demo.fns.values()
+               if {(lang._id, "change"), (lang.said._id, "change")} & set(d.targets) for c in d.outputs}
     assert {"diagram", "token-probs", "status", "step", "step-info", "step-mask", "step-cands", "heatmap", "head-grid",
             "overview-grid", "bertviz-head", "bertviz-model", "why-source", "why-target", "why-reading"} <= redrawn
     ins, _ = two
@@ -355,78 +366,3 @@ def test_a_view_is_known_by_the_values_it_resolves_its_controls_to():
     assert drawn == [3, 1]
 
 
-def test_of_two_events_drawing_one_view_the_later_drawing_is_what_the_page_keeps():
-    """A page's events run two at a time and come back as they finish. The event that began drawing a view first,
-    with controls since changed, finishes last here: it sends nothing, so the browser keeps the later drawing, the
-    one the page record names (else the record would name a figure the page no longer shows, and the next event
-    with those controls would find it drawn)."""
-    import threading
-
-    started, release = threading.Event(), threading.Event()
-
-    def draw(ins, head):
-        if head == 0:  # the first event: held while the second draws the same view with another head
-            started.set()
-            assert release.wait(10)
-        return f"head {head}"
-
-    view = views.View("t/v", ("t",), draw, outputs=("fig",), uses=("head",))
-    page, ins, first = {"open": {views.ROOT: "t"}, "drawn": {}}, "ins", {}
-    earlier = threading.Thread(target=lambda: first.update(views.draw_views(page, ins, [view], {"head": 0}, "en")))
-    earlier.start()
-    assert started.wait(10)
-    assert views.draw_views(page, ins, [view], {"head": 3}, "en") == {"fig": "head 3"}
-    release.set()
-    earlier.join(10)
-    assert not earlier.is_alive() and first == {}  # the earlier drawing is not sent
-    assert views.draw_views(page, ins, [view], {"head": 3}, "en") == {}  # the page shows head 3, as recorded
-    assert views.draw_views(page, ins, [view], {"head": 0}, "en") == {"fig": "head 0"}  # drawn again when asked
-
-
-def test_a_drawing_that_comes_back_before_a_later_one_still_goes_out():
-    """Play's ticks under load: each tick's drawing begins before the one before it is back. A drawing that comes
-    back first, with no later drawing sent yet, goes out (the figure moves on as the ticks come), and the later one
-    follows it; so the page ends on the later drawing, which its record names."""
-    import threading
-
-    began = {1: threading.Event(), 2: threading.Event()}
-    back = {1: threading.Event(), 2: threading.Event()}
-
-    def draw(ins, step):
-        began[step].set()
-        assert back[step].wait(10)  # held until the test lets this tick's drawing come back
-        return f"step {step}"
-
-    view = views.View("t/v", ("t",), draw, outputs=("fig",), uses=("step",))
-    page, ins, sent = {"open": {views.ROOT: "t"}, "drawn": {}}, "ins", {1: {}, 2: {}}
-    ticks = {step: threading.Thread(target=lambda step=step: sent[step].update(
-        views.draw_views(page, ins, [view], {"step": step}, "en"))) for step in (1, 2)}
-    ticks[1].start()
-    assert began[1].wait(10)
-    ticks[2].start()
-    assert began[2].wait(10)  # both drawing: the record names step 2
-    back[1].set()  # the earlier tick comes back while the later one still draws
-    ticks[1].join(10)
-    assert sent[1] == {"fig": "step 1"}  # sent: no later drawing is on screen yet
-    back[2].set()
-    ticks[2].join(10)
-    assert sent[2] == {"fig": "step 2"} and page["drawn"]["t/v"][1][0] == (2,)
-    assert views.draw_views(page, ins, [view], {"step": 2}, "en") == {}  # the page shows step 2, as recorded
-
-
-def test_the_ahead_event_never_redraws_a_view_drawn_already():
-    """The page's idle event carries every control's value from the moment it was sent. Under load a control's own
-    event (the Lab's breaks ticked) can begin first and draw the view with the newer value; the ahead event, with
-    the older one, then draws nothing for that view on screen, so the page keeps the reader's last choice. A view
-    never drawn is drawn ahead, as before, and a closed tab's view is drawn again for new values."""
-    drawn = []
-    view = views.View("t/v", ("t",), lambda breaks: drawn.append(breaks) or f"result {breaks}", outputs=("fig",),
-                      uses=("breaks",), reads_translation=False)
-    page = {"open": {views.ROOT: "t"}, "drawn": {}}
-    assert views.draw_views(page, None, [view], {"breaks": "no_scale"}, "en", ahead=True) == {"fig": "result no_scale"}
-    assert views.draw_views(page, None, [view], {"breaks": "no_scale+untied"}, "en") == {"fig": "result no_scale+untied"}
-    assert views.draw_views(page, None, [view], {"breaks": "no_scale"}, "en", ahead=True) == {}  # older values
-    assert views.draw_views(page, None, [view], {"breaks": "no_scale+untied"}, "en") == {}  # as the page shows it
-    assert drawn == ["no_scale", "no_scale+untied"]
-    page["open"][views.ROOT] = "other"  # the tab closed: drawn ahead for other values (a new language, say)
-    assert views.draw_views(page, None, [view], {"breaks": "no_scale"}, "en", ahead=True) == {"fig": "result no_scale"}

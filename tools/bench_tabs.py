@@ -73,8 +73,8 @@ TAB_HELPERS = r"""(() => {
     return arg.words.some(w => shown.has(w)) && !(arg.old ?? []).some(w => shown.has(w)); };
 })()"""
 OPEN = "window.__tabOpen(arg)"
-# the page has settled: plotly is loaded and the views that read no sentence are sent (app/page/idle.js)
-SETTLED = "() => !!window.Plotly && document.documentElement.dataset.drawnAhead !== undefined"
+# the page has settled: plotly is loaded (app/page/idle.js)
+SETTLED = "() => !!window.Plotly"
 # a reader looks at the open tab: no plot within NEAR_PX of the window still waits to be drawn
 # (app/page/plotly-lazy.js), and the page is quiet, before the next click
 LOOKED = """() => { const near = e => { const r = e.getBoundingClientRect();
@@ -120,9 +120,8 @@ def one_round(browser, url, a, b):
     try:
         page.get_by_role("tab", name="Translate", exact=True).wait_for()
         page.evaluate(TAB_HELPERS)
-        # a reader types the first sentence in about the time the page takes to settle, load plotly and send the
-        # views that read no sentence, which it does once quiet (app/page/idle.js): the first click
-        # comes after that
+        # a reader types the first sentence in about the time the page takes to settle and load plotly, which it
+        # does once quiet (app/page/idle.js): the first click comes after that
         page.wait_for_function(SETTLED)
         translate(page, net, a)
         first = visit_all(page, net, a, b)

@@ -150,10 +150,11 @@ def pages(url, pid, n, clients, per_page, warmup=20):
     from app.shared import examples
     from tools.pageclient import AppConfig, PageSession
     sentences, app = examples(), AppConfig.read(url)
-    failures, lock = [], threading.Lock()
+    failures, lock, sent = [], threading.Lock(), []
 
     def page_run(first, count):
         with PageSession(app) as page:
+            sent.append(page)
             for i in range(first, first + count):
                 try:
                     page.translate(sentences[i % len(sentences)])
@@ -175,10 +176,11 @@ def pages(url, pid, n, clients, per_page, warmup=20):
         drive_pages(min(chunk, n - done))
         trend.append((min(done + chunk, n), resident_mb(pid)))
     seconds = time.perf_counter() - t0
+    events = sum(p.sent for p in sent) / (n + warmup)  # every event a page sent, per translation
     time.sleep(2)  # the server frees closed pages' state in its own time (its expiry task runs every second)
     return {"translations": n, "pages": -(-n // per_page), "warmup": warmup, "clients": clients, "failures": len(failures),
             "first_failures": failures[:3], "rss_before_mb": before, "rss_after_mb": resident_mb(pid),
-            "s_per_translation": seconds / n, "events_per_translation": 2 + len(app.tabs), "trend": trend}
+            "s_per_translation": seconds / n, "events_per_translation": round(events, 1), "trend": trend}
 
 
 def echo_server():

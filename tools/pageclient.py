@@ -3,8 +3,10 @@
 gradio_client reaches only the public endpoints (`/translate`); the views are drawn by private events, which a
 page triggers by their index in the app's config. `PageSession` does what an open tab does: it keeps the
 heartbeat stream open (so the server knows the page is there), joins the queue with an event's inputs (a State
-input is sent empty: the server reads its own copy), reads the answer from the session's event stream, and
-runs an event's `.then` followers after it, as the page does. Closing it ends the heartbeat, which is how the
+input is sent empty: the server reads its own copy; an event off the queue is posted directly), reads the answer
+from the session's event stream, and then runs what the page runs after it: its `.then` followers and the
+listeners of each state it changed. Opening a tab runs the listeners of its select event in their order (the
+page record's, then the tab's drawing: app/views.py). Closing it ends the heartbeat, which is how the
 server learns that a tab was closed (its unload events run and its session is marked closed).
 
     app = AppConfig.read(url)
@@ -51,9 +53,19 @@ class AppConfig:
 
     @property
     def tabs(self):
-        """The select event of every tab and sub-tab, in the order of the page."""
+        """Every tab and sub-tab with events of its own (their component ids), in the order of the page."""
+        found = [t[0] for d in self.events.values() if d.get("backend_fn", True) for t in d["targets"]
+                 if t[1] == "select" and self.components[t[0]]["type"] == "tabitem"]
+        return list(dict.fromkeys(found))
+
+    def listeners(self, component, event_name):
+        """The events the page runs on `event_name` of `component`, in the order they were added."""
         return [i for i, d in self.events.items() if d.get("backend_fn", True)
-                and any(t[1] == "select" and self.components[t[0]]["type"] == "tabitem" for t in d["targets"])]
+                and [component, event_name] in [list(t) for t in d["targets"]]]
+
+    def drawing(self, tab):
+        """The event that draws a tab's views when it opens (the one of its select listeners with outputs)."""
+        return next(i for i in self.listeners(tab, "select") if self.events[i]["outputs"])
 
     def inputs(self, event, overrides=None):
         """An event's input values as a page sends them: a state empty, a control at its first value."""
@@ -71,6 +83,7 @@ class PageSession:
     def __init__(self, app, timeout=600):
         self.app, self.timeout = app, timeout
         self.session = uuid.uuid4().hex[:11]
+        self.sent = 0  # events sent so far
         self.http = httpx.Client(base_url=app.url + API, timeout=timeout)
         self._heartbeat = None
 
@@ -99,9 +112,17 @@ class PageSession:
         self.http.close()
 
     def call(self, event, data):
-        """Run event `event` with input values `data`; its output values (or EventFailed)."""
+        """Run event `event` with input values `data`: (its output values, the ids of the states it changed), or
+        EventFailed."""
         body = {"data": data, "fn_index": event, "session_hash": self.session, "event_data": None,
                 "trigger_id": None}
+        self.sent += 1
+        if not self.app.events[event].get("queue", True):  # off the queue: a direct call
+            answer = self.http.post("/run/predict", json=body)
+            out = answer.json()
+            if answer.status_code != 200 or out.get("error"):
+                raise EventFailed(out.get("error") or answer.text)
+            return out.get("data"), out.get("changed_state_ids") or []
         joined = self.http.post("/queue/join", json=body)
         if joined.status_code != 200:
             raise EventFailed(joined.json().get("detail") or joined.text)
@@ -116,12 +137,16 @@ class PageSession:
                 out = msg.get("output") or {}
                 if not msg.get("success"):
                     raise EventFailed(out.get("error") or "the event failed")
-                return out.get("data")
+                return out.get("data"), out.get("changed_state_ids") or []
         raise EventFailed("the event stream ended before the event completed")
 
     def run(self, event, overrides=None):
-        """An event and the events chained after it, as the page runs them: the first one's outputs."""
-        out = self.call(event, self.app.inputs(event, overrides))
+        """An event and what the page runs after it (its followers, the listeners of the states it changed, one
+        after another here where the page sends them side by side): the first one's outputs."""
+        out, changed = self.call(event, self.app.inputs(event, overrides))
+        for state in changed:
+            for listener in self.app.listeners(state, "change"):
+                self.run(listener)
         for follower in self.app.followers(event):
             self.run(follower)
         return out
@@ -132,6 +157,11 @@ class PageSession:
         box = self.app.events[event]["inputs"][0]
         return self.run(event, {box: text})[0]
 
-    def open(self, tab_event):
-        """Open a tab (by its select event): its views are drawn for the last translation."""
-        return self.run(tab_event)
+    def open(self, tab):
+        """Open a tab (by its component id): its select listeners run in order, and its views are drawn for the
+        last translation. The drawing's outputs."""
+        drawn = None
+        for event in self.app.listeners(tab, "select"):
+            out = self.run(event)
+            drawn = out if self.app.events[event]["outputs"] else drawn
+        return drawn

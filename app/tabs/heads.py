@@ -306,20 +306,18 @@ VIEWS = [View("heads/atlas", WHERE, atlas_view, outputs=("atlas", "reading"), us
 ATTENTION_CONTROLS = ("kind", "layer", "head")  # the Attention tab's controls a click sets
 
 
-def open_head(page, lang, ins, evt: gr.SelectData, top, attn):
+def open_head(page, evt: gr.SelectData, top, attn):
     """A click on an atlas cell: the Attention tab (`attn`, what its build returned, among the page's top-level
-    tabs `top`) opened on that head's one-head view for the current sentence. Returns {component: value}: the
-    tabs selected, the Attention tab's kind, layer and head, and its views as its show draws them."""
+    tabs `top`) opened on that head's one-head view, recorded as open. Returns {component: value}: the tabs
+    selected and the Attention tab's kind, layer and head; the event's `.then` asks that tab to draw."""
     cell = evt.value if isinstance(evt.value, dict) else {}
     cfg = get_translator().config
     kind = cell.get("kind") if cell.get("kind") in KINDS else "encoder"
     layer, head = clamp(cell.get("layer"), 0, cfg["N"] - 1), clamp(cell.get("head"), 0, cfg["h"] - 1)
     values = dict(kind=kind, layer=layer, head=head)
     open_tab(page, (*attn.where, "one-head"))
-    drawn = attn.show(page, lang, ins, **values)
-    out = {top: gr.Tabs(selected=attn.where[-1]), attn.tabs: gr.Tabs(selected="one-head"),
-           **{attn.controls[name]: values[name] for name in ATTENTION_CONTROLS}}
-    return {**out, **(drawn if drawn != gr.skip() else {})}
+    return {top: gr.Tabs(selected=attn.where[-1]), attn.tabs: gr.Tabs(selected="one-head"),
+            **{attn.controls[name]: values[name] for name in ATTENTION_CONTROLS}}
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -349,8 +347,7 @@ def _wire_switch(tab, kind, layer, head, add, but, clear, chosen, run, status):
     switched = tab.controls["switched"]
     run.click(by_component(in_language(switch_off), dict(status=status, switched=switched)), None, [status, switched],
               inputs_kwargs=dict(ins=tab.state, values=chosen, lang=tab.lang), concurrency_limit=1,
-              concurrency_id="model", api_visibility="private", show_progress_on=[status]).then(
-        tab.show, None, list(tab.outputs.values()), inputs_kwargs=tab.inputs(), api_visibility="private")
+              concurrency_id="model", api_visibility="private", show_progress_on=[status])  # drawn as `switched` changes
 
 
 def build(cfg, page, state, top, attn, lang):
@@ -386,16 +383,14 @@ def build(cfg, page, state, top, attn, lang):
     measuring = measure_btn.click(
         by_component_steps(in_language(measure_heads), outs), None, list(outs.values()),
         inputs_kwargs=dict(version=version, sample=sample, lang=lang), concurrency_id="measure",
-        concurrency_limit=1, api_visibility="private", show_progress_on=[measured])
-    measuring.then(view.show, None, list(view.outputs.values()), inputs_kwargs=view.inputs(), api_visibility="private")
+        concurrency_limit=1, api_visibility="private", show_progress_on=[measured])  # drawn as `version` changes
     cancel_btn.click(in_language(cancelled), None, [measured, measure_btn, cancel_btn], inputs_kwargs=dict(lang=lang),
                      cancels=[measuring], api_visibility="private")
     _wire_switch(view, kind, layer, head, add, but, clear, chosen, run, status)
 
-    def open_head_clicked(page, lang, ins, evt: gr.SelectData):
-        return open_head(page, lang, ins, evt, top, attn)
-    # the controls first: the tabs' openings, which the page sends as their selection changes, read them
-    atlas.select(open_head_clicked, None, [*(attn.controls[n] for n in ATTENTION_CONTROLS), top, attn.tabs,
-                                           *attn.outputs.values()],
-                 inputs_kwargs=dict(page=page, lang=lang, ins=state), api_visibility="private")
+    def open_head_clicked(page, evt: gr.SelectData):
+        return open_head(page, evt, top, attn)
+    # the controls and tabs set, then the Attention tab asked to draw (its listener reads them as they are then)
+    atlas.select(open_head_clicked, None, [*(attn.controls[n] for n in ATTENTION_CONTROLS), top, attn.tabs],
+                 inputs_kwargs=dict(page=page), api_visibility="private").then(**attn.redraw())
     return view

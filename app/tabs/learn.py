@@ -271,7 +271,7 @@ def build(page, state, lang):
         progress = gr.State(new_progress())  # inside the tab: a child of gr.Tabs that is not a tab upsets them
         outputs, p = _layout()
     view = Tab(WHERE, VIEWS, dict(progress=progress), outputs, page, lang, state,
-               more=dict(progress=progress, parts=p)).wire(tab)
+               more=dict(progress=progress, parts=p)).wire(tab, relang=False)
     _wire_step(view, p)
     return view
 

@@ -205,21 +205,18 @@ def build(translation, top):
     """Lay out the tab and wire its events. `translation` is what the Translate tab's build returned (its page
     record, language and state are the page's), `top` the page's top-level tabs. Its views read the tab's own
     Scored (a gr.State made inside the tab); a click on a row sets the page's translation, the Translate tab's
-    German box and English, and opens that tab: the event is the Tab's `pair_opened`, which app/ui.py follows with
-    the drawing of every tab."""
+    German box and English, and opens that tab (the event is the Tab's `pair_opened`); each tab draws the new
+    translation as it draws any (app/views.py)."""
     page, state, lang = translation.page, translation.state, translation.lang
     with gr.Tab(L("ui.tab.score"), id="score") as top_tab:
         scored = gr.State(None)  # inside the tab: a sibling of the tabs would shift the front end's count of them
         inputs, (run, stop, status, numbers_btn), outputs = _layout()
     tab = Tab(WHERE, VIEWS, {}, outputs, page, lang, scored, more=dict(results_of=results_of))
-    shown = dict(fn=tab.show, inputs=None, outputs=list(tab.outputs.values()), inputs_kwargs=tab.inputs(),
-                 api_visibility="private")
     german, english, files, beam = inputs
     scoring = run.click(in_language(score_set), None, [scored, status],
                         inputs_kwargs=dict(german=german, english=english, files=files, beam=beam, previous=scored,
                                            lang=lang), concurrency_id="score", concurrency_limit=1,
                         api_visibility="private", show_progress_on=[status])
-    scoring.then(**shown)
     stop.click(in_language(cancelled), None, status, inputs_kwargs=dict(lang=lang), cancels=[scoring],
                api_visibility="private")
     numbers_btn.click(scored_numbers, [scored], outputs["files"], api_visibility="private")

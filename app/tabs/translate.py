@@ -307,6 +307,6 @@ def build(demo, page, state, default_alpha, lang):
     outputs = dict(probs=probs, status=status, step=step, export=export, numbers=numbers, **nbest, **step_views)
     view = Tab(WHERE, VIEWS, {}, outputs, page, lang, state,
                more=dict(translated=translated, picked=picked, form=[src, *settings],
-                         results=[out, api_status])).wire(tab)
+                         results=[out, api_status])).wire(tab, relang=False, show_progress_on=[probs])
     _wire_replay(view, step, buttons, lang)
     return view
