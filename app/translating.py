@@ -74,6 +74,29 @@ def german_hint(typed, tokenizer=None):
     return None
 
 
+UNKNOWN_SHOWN = 5  # the runs of characters without a piece an unknown-characters notice names, at most
+
+
+def unknown_hint(typed, tokenizer=None):
+    """A notice, in the event's language (Markdown, the characters escaped), where some of the characters typed
+    have no piece in the model's vocabulary (an emoji, a word of Arabic in a German sentence), but fewer than
+    german_hint's half: the model reads each run of them as one <unk> piece, which can derail the rest of the
+    translation. Counts the characters and names the first UNKNOWN_SHOWN runs of them, each once; else None."""
+    chars = [ch for ch in (typed or "") if not ch.isspace()]
+    if not chars:
+        return None
+    sp = tokenizer or get_translator().tokenizer
+    unk = sp.unk_id() if callable(sp.unk_id) else sp.unk_id
+    flags = [not ch.isspace() and unk in sp.encode(ch) for ch in typed]
+    unknown = sum(flags)
+    if not unknown or unknown * 2 >= len(chars):  # none, or german_hint's "does not look like German"
+        return None
+    runs = list(dict.fromkeys(typed[m.start():m.end()] for m in re.finditer("1+", "".join("01"[f] for f in flags))))
+    listed = " ".join(f"“{md_literal(run)}”" for run in runs[:UNKNOWN_SHOWN])
+    return text("translate.hint.unknown-some", n=unknown, total=len(chars),
+                chars=listed + (" …" if len(runs) > UNKNOWN_SHOWN else ""))
+
+
 def length_hint(src_pieces, lengths):
     """A notice, in the event's language, where the source (`src_pieces`, as the model reads it: <s> ... </s>) is
     longer than 99% of the model's training sources, or than all of them (`lengths`: training_lengths' figures);
@@ -84,14 +107,50 @@ def length_hint(src_pieces, lengths):
     return text(key, n=src_pieces, median=lengths["median"], p99=lengths["p99"], longest=lengths["max"])
 
 
-def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=None, lengths=None, rank=None, of=0):
-    """A translation's status line in Markdown, in the event's language: how it was decoded (`settings`, as translate() hands
-    them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then a
-    notice where the input was cut to `cut_to` pieces (as `src_pieces` counts them: one count for the line and its
-    notices), one where the output reached the maximum length, one where
-    the input is longer than nearly all the training sources (`lengths`, length_hint), and `hint` (german_hint's
-    notice) where there is one. `rank`: the output is the beam's hypothesis `rank` of `of` (its n-best list),
-    said where it is not the best."""
+def notices(settings, src_pieces, out_pieces, cut_to=None, source=None, lengths=None):
+    """A translation's notices, in the event's language, each a sentence in Markdown, in this order: the input cut
+    to `cut_to` pieces (as `src_pieces` counts them: one count for the line and its notices); the output at the
+    maximum length (`settings`, as translate() hands them to the model); the input longer than nearly all the
+    training sources (`lengths`, length_hint); the input, `source`, not looking like German (german_hint); and
+    characters of it the model has no piece for (unknown_hint). The Translate tab's status line and the Learn
+    tab's notice under its box both say these."""
+    said = []
+    if cut_to is not None:
+        said.append(text("translate.status.cut", n=cut_to))
+    if out_pieces > settings.get("max_len", out_pieces):  # max_len decoded tokens, none of them </s> (appended after)
+        said.append(text("translate.status.max-len"))
+    said.append(length_hint(src_pieces, lengths))
+    if source:
+        said += [german_hint(source), unknown_hint(source)]
+    return [n for n in said if n]
+
+
+def notice_lines(said):
+    """Notices (`notices`) as Markdown, one paragraph each, each after the word "Notice:"."""
+    return "".join(f"\n\n**{text('translate.status.notice')}** {n}" for n in said)
+
+
+def translation_notices(ins):
+    """`notices` of a kept translation (an Inspection): its cut, its length, its source's."""
+    return notices(ins.decoding, len(ins.src_tokens), len(ins.out_tokens),
+                   len(ins.src_tokens) if ins.truncated else None, ins.source, training_lengths())
+
+
+def refused(typed, ins=None):
+    """After a press of Translate: what is wrong with the German typed (input_problem), in the event's language,
+    and, where an earlier sentence was translated (`ins`), that the views are still that sentence's (its text
+    escaped); None where nothing is wrong."""
+    problem = input_problem(typed)
+    if problem is not None and ins is not None and getattr(ins, "source", None):
+        problem += "\n\n" + text("translate.status.still", source=md_literal(ins.source))
+    return problem
+
+
+def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, source=None, lengths=None, rank=None, of=0):
+    """A translation's status line in Markdown, in the event's language: how it was decoded (`settings`, as
+    translate() hands them to the model), its pieces in and out and its time on the server (`ms`, left out where
+    unknown); then its `notices` (`cut_to`, `source`, `lengths`: theirs). `rank`: the output is the beam's hypothesis
+    `rank` of `of` (its n-best list), said where it is not the best."""
     method = settings.get("method", DEFAULT_METHOD)
     decoding = text(f"translate.status.{method}", beam=settings.get("beam"),
                     alpha=f"{settings.get('alpha', 0):g}", temperature=f"{settings.get('temperature', 1):g}",
@@ -101,17 +160,7 @@ def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, hint=Non
         parts.insert(1, text("translate.status.rank", rank=rank, n=of))
     if ms is not None:
         parts.append(text("translate.status.time", ms=f"{ms:.0f}"))
-    status = " · ".join(parts)
-    notice = f"\n\n**{text('translate.status.notice')}** "
-    if cut_to is not None:
-        status += notice + text("translate.status.cut", n=cut_to)
-    if out_pieces > settings.get("max_len", out_pieces):  # max_len decoded tokens, none of them </s> (appended after)
-        status += notice + text("translate.status.max-len")
-    if (long := length_hint(src_pieces, lengths)):
-        status += notice + long
-    if hint:
-        status += notice + hint
-    return status
+    return " · ".join(parts) + notice_lines(notices(settings, src_pieces, out_pieces, cut_to, source, lengths))
 
 
 def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=None, top_k=None, max_len=None,
@@ -137,7 +186,7 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     ins.server_ms = ms  # for its status line in another language (status_view)
     with speaking("en"):
         status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
-                             len(ins.src_tokens) if ins.truncated else None, hint=german_hint(text),
+                             len(ins.src_tokens) if ins.truncated else None, source=text,
                              lengths=training_lengths())
     return ins.translation, status, ins
 

@@ -174,6 +174,66 @@ def test_the_scale_answer_is_the_undivided_softmax(inspections, english):
         assert _quiz("scale", ins)[0] == f"{float(raw.max(-1).values.mean()):.2f}"
 
 
+def test_a_long_map_shows_its_rows_in_windows_that_cover_each_row_once():
+    """app/figures/learn.py row_windows: the whole map up to MAP_ROWS rows; past it, windows in order that hold
+    every row once, of one size but the last, at most WINDOWS of them, of WINDOW_ROWS rows at most where that many
+    windows do."""
+    for n in range(1, 260):
+        windows = learn_figures.row_windows(n)
+        rows = [r for a, b in windows for r in range(a, b + 1)]
+        assert rows == list(range(n)), n
+        assert len(windows) == 1 if n <= learn_figures.MAP_ROWS else 1 < len(windows) <= learn_figures.WINDOWS
+        sizes = [b - a + 1 for a, b in windows]
+        assert len(set(sizes[:-1])) <= 1 and sizes[-1] <= sizes[0]
+        if len(windows) > 1:
+            assert sizes[0] <= max(learn_figures.WINDOW_ROWS, math.ceil(n / learn_figures.WINDOWS))
+
+
+SCREEN_PX = 620  # the most a step's map may be tall: a 390 x 844 phone's screen, less the browser's bars
+LABEL_ROW_PX = 18  # a row's px at the least: a 12 px label in it, apart from the next
+COLUMN_PX = 12  # a column's px at the least: a turned 12 px label, apart from the next (tests/test_browser_phone.py)
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_step_4s_map_fits_a_phone_for_any_length_of_sentence(lang):
+    """Step 4's map of a sentence against itself, for 13 pieces (the page's first example), 55 and 128 (a
+    1,000-character input, cut), drawn as the page draws it (margins fitted, app/figures/margins.py): at most a
+    screen tall, every row of a window labelled and given a label's height, each window's button showing its rows;
+    at 390 px every column is within the plot area and given a turned label's width, in the plot's phone width
+    where it has one, else in the Learn figure's own width, which the 13 pieces fit without scrolling."""
+    from app.common import BOX_EXTRA
+    from app.figures.margins import fit
+    from app.shared import examples, get_translator
+    long55 = ("Eine junge Frau mit einem roten Regenschirm und ein älterer Mann mit einer blauen Mütze gehen langsam "
+              "über die nasse Brücke, während hinter ihnen zwei kleine Hunde im Regen mit einem gelben Ball spielen "
+              "und laut bellen, weil sie heute glücklich sind.")
+    tr = get_translator()
+    for typed, n in ((examples()[0], 13), (long55, 55), (("Der Hund läuft. " * 70)[:1000], tr.max_src_tokens)):
+        ins = tr.inspect(typed, method="greedy")
+        assert len(ins.src_tokens) == n
+        for how in ("scaled", "raw"):
+            fig, _ = said(learn_figures.draw_scale, learn_path.context(ins), how, lang=lang)
+            layout = fit(fig.to_plotly_json())["layout"]
+            margin, height = layout["margin"], layout["height"] + BOX_EXTRA
+            assert height <= SCREEN_PX + BOX_EXTRA, (n, height)
+            windows = learn_figures.row_windows(n)
+            (a, b), menus = windows[0], layout.get("updatemenus") or []
+            shown = b - a + 1
+            assert (height - margin["t"] - margin["b"]) / shown >= LABEL_ROW_PX, (n, height, margin)
+            assert list(fig.layout.yaxis.tickvals) == list(range(n)) == list(fig.layout.xaxis.tickvals)
+            if len(windows) > 1:  # the first window on screen, a button for each, each showing its own rows
+                assert list(fig.layout.yaxis.range) == [b + 0.5, a - 0.5]
+                assert [m["args"][0]["yaxis.range"] for m in menus[0]["buttons"]] == \
+                    [[y + 0.5, x - 0.5] for x, y in windows]
+                assert [m["label"] for m in menus[0]["buttons"]] == [f"{x + 1}–{y + 1}" for x, y in windows]
+            else:
+                assert not menus and fig.layout.yaxis.autorange == "reversed"
+            assert fig.layout.xaxis.range is None  # every column on the axis
+            width = (fig.layout.meta or {}).get("phone_width") or learn_figures.LEARN_FITS
+            assert (width - margin["l"] - margin["r"]) / n >= COLUMN_PX, (n, width, margin)
+            assert (n == 13) == (fig.layout.meta is None or "phone_width" not in fig.layout.meta)
+
 @needs_shipped
 def test_the_masks_answer_is_what_the_decoders_mask_lets_a_padding_query_see(inspections, english):
     """The question's answer is read off the batch's own decoder mask: built as the Annotated Transformer builds it

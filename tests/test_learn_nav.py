@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from app import i18n, learn_path
-from app.common import label
+from app.common import label, md_literal
 from app.figures import learn as learn_figures
 from app.i18n import in_language
 from app.tabs import learn
@@ -204,15 +204,89 @@ def test_the_notice_shows_in_the_status_line_and_under_the_learn_box():
         hint = said(german_hint, ins.source, lang=lang)
         with i18n.speaking(lang):
             assert hint and hint in status_view(ins)
-        assert said(learn.sentence_notice, ins.source, lang=lang) == hint
+        notice = f"**{i18n.text(lang, 'translate.status.notice')}** {hint}"
+        assert said(learn.sentence_notice, ins.source, ins, lang=lang) == notice
         # the Learn box follows the page's sentence, its notice and its English
-        assert said(learn.follow, ins, lang=lang)[:2] == (ins.source, hint)
+        assert said(learn.follow, ins, lang=lang)[:2] == (ins.source, notice)
         assert html.escape(ins.translation) in said(learn.follow, ins, lang=lang)[2]
     german = translate(SENTENCE)[2]
     assert said(learn.follow, german, lang="zh-CN")[:2] == (SENTENCE, "")
     with i18n.speaking("en"):
         assert i18n.text("en", "translate.status.notice") not in status_view(german)
 
+
+# German with a few characters the shipped model has no piece for: an emoji each side, a phrase of Arabic. Fewer
+# than half its characters: german_hint says nothing of them
+MIXED = ("Ein Hund 🐕 läuft über die Wiese 😀.", "Ein Mann liest ein Buch مرحبا بالعالم im Park.")
+
+
+def unknown_runs(typed, sp):
+    """The runs of characters of `typed` that the tokenizer `sp` reads as <unk>, and how many characters they hold,
+    counted one character at a time (the reference unknown_hint is checked against)."""
+    runs, run, count = [], "", 0
+    for ch in typed + " ":
+        if not ch.isspace() and sp.unk_id() in sp.encode(ch):
+            run, count = run + ch, count + 1
+        else:
+            runs, run = runs + [run] * bool(run), ""
+    return list(dict.fromkeys(runs)), count
+
+
+def test_characters_without_a_piece_are_named_and_counted(tiny_spm):
+    """On a tokenizer of 64 pieces (tests/conftest.py): a sentence with emoji among its letters gets the notice,
+    which counts them and names each run once, escaped; none for a sentence the tokenizer reads whole, nor for one
+    german_hint already calls not German (half its characters or more without a piece)."""
+    from app.translating import UNKNOWN_SHOWN, unknown_hint
+    sp, _ = tiny_spm
+    typed = "Der Hund 🐕 läuft im Park 😀*😀 und 🐕."
+    runs, count = unknown_runs(typed, sp)
+    assert count >= 4 and len(runs) >= 2
+    for lang in i18n.LANGS:
+        hint = said(unknown_hint, typed, sp, lang=lang)
+        listed = " ".join(f"“{md_literal(r)}”" for r in runs[:UNKNOWN_SHOWN])
+        total = sum(not ch.isspace() for ch in typed)
+        assert hint == i18n.text(lang, "translate.hint.unknown-some", n=count, total=total, chars=listed)
+        assert "\\*" in hint  # the reader's characters are no markup
+    assert said(unknown_hint, "Der Hund läuft im Park.", sp, lang="en") is None
+    assert said(unknown_hint, "😀😀😀 a", sp, lang="en") is None and said(german_hint, "😀😀😀 a", sp, lang="en")
+    many = " ".join(f"Der {e} Hund" for e in "😀🐕🎉🌍🚲🍎")
+    assert said(unknown_hint, many, sp, lang="en").count("“") == UNKNOWN_SHOWN and " …" in said(
+        unknown_hint, many, sp, lang="en")
+
+
+def notice_part(status):
+    """The notices of a status line: what follows its first paragraph (how it was decoded, its pieces, its time)."""
+    return status.partition("\n\n")[2]
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_the_learn_box_gives_the_notices_the_status_line_gives(lang):
+    """A sentence translated under the Learn tab's box gets the notices the Translate tab's status line gives it,
+    the same sentences in the same order (app/translating.py notices, one function beneath both): characters the
+    model has no piece for (emoji, Arabic among German: said by neither tab before), a 1,000-character sentence cut
+    to the model's length and longer than any training sentence, with one count of its pieces, English input; and
+    none for plain German. A sentence refused says the steps stay with the last translation, as the status line
+    does."""
+    from app.tabs.translate import input_notice
+    from app.translating import translate, unknown_hint
+    cut = ("Der Hund läuft über die Wiese. " * 40)[:1000]
+    with i18n.speaking(lang):
+        word = f"**{i18n.text(lang, 'translate.status.notice')}**"
+        for typed, count in [*((m, 1) for m in MIXED), (cut, 2), ("A dog runs on the beach.", 1), (SENTENCE, 0)]:
+            ins = translate(typed)[2]
+            status, notice = status_view(ins), learn.sentence_notice(typed, ins)
+            assert notice == notice_part(status) and notice.count(word) == count, (typed[:40], notice)
+            assert learn.follow(ins)[1] == notice  # and as the box follows the page's sentence
+        for typed in MIXED:  # read as <unk>, which german_hint leaves unsaid: the new notice says it
+            ins = translate(typed)[2]
+            assert "<unk>" in ins.src_tokens and german_hint(typed) is None
+            assert learn.sentence_notice(typed, ins) == f"{word} {unknown_hint(typed)}"
+        pieces = len(translate(cut)[2].src_tokens)
+        assert re.findall(r"\d+", learn.sentence_notice(cut, translate(cut)[2]))[:2] == [str(pieces)] * 2
+        last = translate(SENTENCE)[2]
+        assert learn.sentence_notice("", last) == input_notice("", last)
+        assert i18n.text(lang, "translate.status.still", source=md_literal(SENTENCE)) in learn.sentence_notice("  ", last)
 
 def test_a_figure_legend_is_given_room_for_its_lines():
     one = go.Figure([go.Scatter(y=[1], name="a"), go.Scatter(y=[2], name="b")])

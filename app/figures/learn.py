@@ -20,7 +20,7 @@ from core.model import subsequent_mask
 from core.train import LabelSmoothing, rate
 
 from ..cache import per_language
-from ..common import clamp, label, md_literal, phone_width, token_axis
+from ..common import PIECE_PX, clamp, label, md_literal, phone_width, token_axis
 from ..common import wrap_title as common_wrap_title
 from ..edits import edited_any, edited_default
 from ..i18n import texts
@@ -28,6 +28,7 @@ from ..recording import recorded
 from ..shared import get_translator
 from . import positional
 from .inside import ln_vectors, small
+from .margins import fit
 from .masks import make_batch
 from .timelapse import curves_figure, log_points, point_name, run_points
 from .training import bleu_summary, learn_log, noam_figure, probe_sentences, shipped_schedule, smoothing_figure
@@ -222,9 +223,53 @@ def draw_scale(c, how):
                                hovertemplate="%{y} → %{x}" + (": %{z:.3f}" if c.revealed else "") + "<extra></extra>"))
     fig.update_layout(xaxis=token_axis(tokens, tickangle=-90), yaxis=dict(token_axis(tokens), autorange="reversed"))
     largest = float(w.max(-1).values.mean())
-    fig = _compact(fig, c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk), height=table_height(len(tokens)))
-    return (phone_width(fig, len(tokens)),
-            dict(dk=dk, sqrt=f"{math.sqrt(dk):.1f}", largest=f"{largest:.2f}"))
+    fig = square_map(fig, len(tokens), c.t(f"scale.fig.{'scaled' if scaled else 'raw'}", dk=dk), c.t("rows"))
+    return fig, dict(dk=dk, sqrt=f"{math.sqrt(dk):.1f}", largest=f"{largest:.2f}")
+
+
+MAP_ROWS = 24      # a square map (a query per row, a key per column) of up to this many rows shows them all
+WINDOW_ROWS = 20   # a longer one shows a window of at most this many rows at a time, a button above it for each
+WINDOWS = 6        # and at most this many windows (a longer sentence's are longer): their buttons fit a phone's row
+BUTTONS_PX = 34    # the height of the row of buttons, above the plot
+LEARN_FITS = 320   # px: what a 390 px phone's Learn figure holds across (its block, inside the tab's padding)
+
+
+def row_windows(n, most=MAP_ROWS, rows=WINDOW_ROWS, windows=WINDOWS):
+    """The windows of rows a square map of `n` rows shows, as (first, last) rows (0-based, inclusive), in order,
+    each row in one: the whole map where it has `most` rows or fewer, else windows of one size (the last may be
+    shorter), at most `rows` rows each where that makes `windows` windows or fewer."""
+    if n <= most:
+        return [(0, n - 1)]
+    size = math.ceil(n / min(math.ceil(n / rows), windows))
+    return [(a, min(a + size, n) - 1) for a in range(0, n, size)]
+
+
+def square_map(fig, n, title, rows_word):
+    """A step's map of a sentence against itself (`n` pieces a side, a heatmap labelled by token_axis), sized for
+    a phone: its title (`_compact`), a row a label's height, a window of rows at a time where the sentence is long
+    (`row_windows`: buttons above the plot, named by their rows counted from 1, after `rows_word`, move it; the
+    first shown), and every column within the plot: on a phone that cannot hold a column per PIECE_PX with its
+    labels, the plot is as wide as that (app/common.py phone_width), in a block a finger scrolls sideways."""
+    windows = row_windows(n)
+    first, last = windows[0]
+    fig = _compact(fig, title, height=table_height(last - first + 1))
+    if len(windows) > 1:
+        fig.update_yaxes(autorange=False, range=[last + 0.5, first - 0.5])  # reversed: the first row at the top
+        buttons = [dict(label=f"{a + 1}–{b + 1}", method="relayout", args=[{"yaxis.range": [b + 0.5, a - 0.5]}])
+                   for a, b in windows]
+        fig.update_layout(height=fig.layout.height + BUTTONS_PX, margin_t=fig.layout.margin.t + BUTTONS_PX,
+                          updatemenus=[dict(type="buttons", direction="right", buttons=buttons, active=0,
+                                            showactive=True, x=0, xanchor="left", y=1, yanchor="bottom",
+                                            pad=dict(b=8, l=0, r=0, t=0), font=dict(size=13), bgcolor="#eef1f6",
+                                            bordercolor="#9aa3ad")],
+                          annotations=[dict(text=label(rows_word), x=0, xref="paper", xanchor="right", y=1,
+                                            yref="paper", yanchor="bottom", yshift=14, showarrow=False,
+                                            font=dict(size=12, color="#556"))])
+    margin = fit(fig.to_plotly_json())["layout"]["margin"]  # as the page gives its labels (app/figures/margins.py)
+    need = int(n * PIECE_PX + margin["l"] + margin["r"])
+    if need > LEARN_FITS:  # the width app/page/phone-width.js gives the plot on a phone (app/common.py phone_width)
+        fig.update_layout(meta=dict(phone_width=need))
+    return fig
 
 
 # ---- 5. padding and subsequent masks -------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ..learn_path import (
     verdict,
 )
 from ..shared import examples
-from ..translating import german_hint, input_problem
+from ..translating import notice_lines, refused, translation_notices
 from ..translating import translate as translate_fn
 from ..views import Tab, View, by_component
 
@@ -190,11 +190,16 @@ def pick(ins, progress, evt: gr.EventData):
     return go_to(ins, progress, k - 1)
 
 
-def sentence_notice(typed):
-    """Under the tab's sentence box: what is wrong with the German typed (nothing typed, too long), or that it
-    does not look like German (it is translated all the same); else nothing. After a problem the step on screen
-    stays with the last good translation."""
-    return input_problem(typed) or german_hint(typed) or ""
+def sentence_notice(typed, ins=None):
+    """Under the tab's sentence box, after a press of its Translate, in the event's language: what is wrong with
+    the German typed (nothing typed, too long), saying that the steps stay with the last good translation (`ins`);
+    else the notices the Translate tab's status line gives the translation (app/translating.py notices: cut to the
+    model's length, longer than nearly every training sentence, not German, characters without a piece); else
+    nothing."""
+    problem = refused(typed, ins)
+    if problem is not None:
+        return problem
+    return notice_lines(translation_notices(ins)).strip() if ins is not None else ""
 
 
 def english_line(ins):
@@ -208,11 +213,11 @@ def english_line(ins):
 
 
 def follow(ins):
-    """The tab's box, its notice and its English for the page's sentence (the Inspection's), once another tab
+    """The tab's box, its notices and its English for the page's sentence (the Inspection's), once another tab
     translated it."""
     if ins is None:
         return gr.skip(), gr.skip(), gr.skip()
-    return ins.source, german_hint(ins.source) or "", english_line(ins)
+    return ins.source, sentence_notice(ins.source, ins), english_line(ins)
 
 
 def follow_link(ins):
@@ -299,7 +304,8 @@ def _wire_step(view, p):
     p.open.click(None, [p.where, outputs["fill"]], None, js=page_js.function("learn-open"))
     lang.change(by_component(in_language(render), outputs), None, list(outputs.values()), inputs_kwargs=named,
                 api_visibility="private").then(in_language(sentence_notice), None, p.notice,
-                                               inputs_kwargs=dict(typed=p.src, lang=lang), api_visibility="private"
+                                               inputs_kwargs=dict(typed=p.src, ins=state, lang=lang),
+                                               api_visibility="private"
                                                ).then(in_language(english_line), None, p.english,
                                                       inputs_kwargs=dict(ins=state, lang=lang),
                                                       api_visibility="private")
@@ -315,8 +321,10 @@ def translates(learn, translation, state, lang, linked=None):
                   [*translation.results, state], api_visibility="private", concurrency_limit=1,
                   concurrency_id="model", show_progress_on=[p.figure])
     event.then(lambda s: s, p.src, translation.form[0], api_visibility="private")
-    event.then(in_language(sentence_notice), None, p.notice, inputs_kwargs=dict(typed=p.src, lang=lang),
+    event.then(in_language(sentence_notice), None, p.notice, inputs_kwargs=dict(typed=p.src, ins=state, lang=lang),
                api_visibility="private")
+    # the sentence and the settings it was translated with, recorded in the address as the Translate tab's are
+    event.then(None, [p.src, *translation.form[1:]], None, js=page_js.function("record-translation"))
     # the English under the box (the last good translation's, after a sentence refused)
     event.then(in_language(english_line), None, p.english, inputs_kwargs=dict(ins=state, lang=lang),
                api_visibility="private")

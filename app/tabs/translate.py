@@ -15,7 +15,7 @@ from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
 from .. import page as page_js
-from ..common import clamp, export_file, md_literal
+from ..common import clamp, export_file
 from ..exports import FILES_HIDDEN, attention_files, download, probability_files, shown_files
 from ..figures.decoding import (
     decoder_input_html,
@@ -29,7 +29,7 @@ from ..figures.decoding import (
 from ..figures.score import reference_markdown
 from ..i18n import L, choices, in_language, speaking, text
 from ..shared import examples, training_lengths
-from ..translating import first_value, german_hint, input_problem, open_hypothesis, status_line, translate
+from ..translating import first_value, open_hypothesis, refused, status_line, translate
 from ..views import Tab, View, by_component
 
 # ---- callbacks -------------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ def status_view(ins):
     its API)."""
     cut = len(ins.src_tokens) if ins.truncated else None  # the count the status line and the length hint say
     return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
-                       hint=german_hint(ins.source), lengths=training_lengths(), rank=ins.rank, of=len(ins.nbest))
+                       source=ins.source, lengths=training_lengths(), rank=ins.rank, of=len(ins.nbest))
 
 
 def numbers_files(ins):
@@ -169,14 +169,10 @@ def relabel(tab, page, lang, ins, step):
 
 def input_notice(typed, ins=None):
     """After a press of Translate: the status line's message about the German typed, in the page's language,
-    where there is one (translate() wrote it in English), and, where an earlier sentence was translated, that the
-    views below are still that sentence's (its text escaped); else nothing sent."""
-    problem = input_problem(typed)
-    if problem is None:
-        return gr.skip()
-    if ins is not None and getattr(ins, "source", None):
-        problem += "\n\n" + text("translate.status.still", source=md_literal(ins.source))
-    return problem
+    where there is one (app/translating.py refused: translate() wrote it in English); else nothing sent (the
+    status view writes the translation's line and its notices)."""
+    problem = refused(typed, ins)
+    return gr.skip() if problem is None else problem
 
 
 # the sliders each decoding method reads (the length, every method's); the others are out of use under it
