@@ -11,11 +11,12 @@ import threading
 import pytest
 import torch
 
-from core.analysis.compare import Comparison, compare, membership, pool, unit_keys, unit_order
+from core.analysis.compare import CannotCompare, Comparison, compare, membership, pool, unit_keys, unit_order
 from core.analysis.patching import PatchGrid, encoder_states, patch_grid, patch_inputs, patched_logp
 from core.data import load_split, train_tokenizer
 from core.model import make_model, subsequent_mask
 from core.translate import Translator
+from core.words import say
 from tests.conftest import needs_shipped
 
 SENTENCE = "Ein Mann fährt mit seinem roten Fahrrad schnell die Straße entlang."  # 15 pieces for the shipped model
@@ -195,6 +196,23 @@ def test_bad_input_is_a_clear_value_error(tiny_spm):
         compare(a, a, "Der Hund", on="c")
     with pytest.raises(ValueError, match="layer must be"):
         compare(a, a, "Hund", heads_off_b=[("cross", 5, 0)])
+
+
+def test_a_translation_longer_than_the_other_models_positions_is_said_not_run(tiny_spm, other_spm):
+    """A model of a small vocabulary cuts the other's translation into more pieces than it has positions (a
+    converted Marian model of 64 against the shipped model's translation: a RuntimeError of the positional
+    encoding before): said, in the tables' words, before anything runs."""
+    sp, _ = tiny_spm
+    a = tiny_translator(sp, 1)
+    torch.manual_seed(2)
+    V = other_spm.get_piece_size()
+    short = Translator(make_model(V, V, N=2, d_model=16, d_ff=32, h=2, dropout=0.0, max_len=8), other_spm,
+                       {"max_src_tokens": 8, "max_len": 8, "max_out_tokens": 6}, half_rows=0)
+    with pytest.raises(CannotCompare) as e:
+        compare(a, short, "Hund", names=("a", "short"))
+    assert e.value.said.key == "compare.error.output-too-long" and e.value.said.fields["most"] == 8
+    assert e.value.said.fields["model"] == "short" and e.value.said.fields["n"] > 8
+    assert "短" in say(e.value.said, "zh-CN") and "too long" not in say(e.value.said, "zh-CN")
 
 
 # ---- patching --------------------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ def test_a_ranking_row_opens_its_head(compared):
 
 
 @pytest.mark.parametrize("a, b, off, sentence, says", [
-    ("nope", "shipped", "", SENTENCE, "no model named 'nope'"),
-    ("<script>", "shipped", "", SENTENCE, "no model named '&lt;script&gt;'"),
+    ("nope", "shipped", "", SENTENCE, "no model named nope"),
+    ("<script>", "shipped", "", SENTENCE, "no model named &lt;script&gt;"),
     ("shipped", "shipped", "", SENTENCE, "same model"),
     ("shipped", "shipped", "cross 9 1", SENTENCE, "layers 0 to 2"),
     ("shipped", "shipped", "cross one 1", SENTENCE, "is not a head"),
@@ -160,3 +160,31 @@ def test_the_maps_stack_a_b_and_their_difference_without_overlap(compared):
     bar = fig.data[2].colorbar
     assert bar.yref == "paper" and spans[2][1] < bar.y < spans[1][0]
     assert [t.text for t in layout.annotations][2].startswith("A − B（")
+
+
+def test_each_bad_input_is_one_message_in_the_pages_language(compared, tmp_path, monkeypatch):
+    """In Chinese, a sentence too long, a name not on the list and a model directory that cannot be read (a config
+    alone; weights cut short) each get one message in Chinese, naming the model, and the results stay as they
+    were; before, core's English text came inside the Chinese line, and a broken directory read as a config error."""
+    import shutil
+    from app.models import MODELS
+    tab, pair, *_ = compared
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text('{"N": 3}')
+    cut = tmp_path / "cut-short"
+    cut.mkdir()
+    shutil.copy(MODELS.default_dir / "config.json", cut / "config.json")
+    (cut / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{")
+    monkeypatch.setenv("EXPLORER_MODELS", str(tmp_path))
+    too_long = " ".join(["Hund"] * 200)
+    with speaking("zh-CN"):
+        said = {what: tab.run_compare(a, b, sentence, "", pair) for what, (a, b, sentence) in {
+            "long": ("shipped", "shipped@epoch-1", too_long), "name": ("shipped", "nope", SENTENCE),
+            "broken": ("shipped", "broken", SENTENCE), "cut": ("cut-short", "shipped", SENTENCE)}.items()}
+        patched = tab.run_patch("broken", SENTENCE, SENTENCE, pair)
+    for kept, status, *_ in [*said.values(), patched]:
+        assert kept is pair and not any(w in status for w in ("the ", "model", "sentence", "lacks")), status
+    assert "太长" in said["long"][1] and "128" in said["long"][1]
+    assert "nope" in said["name"][1] and "没有名为" in said["name"][1]
+    for what, name in (("broken", "broken"), ("cut", "cut\\-short")):
+        assert "无法打开模型 " + name in said[what][1]

@@ -318,18 +318,20 @@ def build(demo, page, lang):
             sentences_tab, s, s_controls, s_outputs = _sentences_tab()
     tab = Tab(WHERE, VIEWS, {**m_controls, **s_controls}, {**m_outputs, **s_outputs}, page, lang, state,
               more=dict(tabs=inner, results_of=results_of))
+    shown = dict(fn=tab.show, inputs=None, outputs=list(tab.outputs.values()), inputs_kwargs=tab.inputs(),
+                 api_visibility="private")
     work = dict(api_visibility="private", concurrency_id="model", concurrency_limit=1)
     comparing = dict(fn=in_language(run_compare), inputs=None,
                      outputs=[state, m["status"], m_controls["layer"], m_controls["head"]],
                      inputs_kwargs=dict(a=m["a"], b=m["b"], sentence=m["sentence"], off=m["off"], pair=state, lang=lang),
                      show_progress_on=[m["status"]], **work)
-    m["run"].click(**comparing)  # its views follow the state it sets (app/views.py)
+    m["run"].click(**comparing).then(**shown)
     if lesson is not None:
         m["lesson"].click(lambda: (*lesson, ""), None, [m["a"], m["b"], m["off"]], api_visibility="private").then(
-            **comparing)
+            **comparing).then(**shown)
     s["run"].click(in_language(run_patch), None, [state, s["status"], s_controls["token"]],
                    inputs_kwargs=dict(model=s["model"], original=s["original"], edited=s["edited"], pair=state,
-                                      lang=lang), show_progress_on=[s["status"]], **work)
+                                      lang=lang), show_progress_on=[s["status"]], **work).then(**shown)
     # each result's numbers as files, written on a click from the session's Pair
     m["numbers"].click(ranking_numbers, [state], m_outputs["ranking_files"], api_visibility="private")
     s["numbers"].click(grid_numbers, [state], s_outputs["grid_files"], api_visibility="private")
@@ -338,9 +340,9 @@ def build(demo, page, lang):
     s["original"].blur(lambda text, model: edited_default(text, MODELS.get(model).tokenizer),
                        [s["original"], s["model"]], s["edited"], api_visibility="private")
 
-    # a control the ranking sets redraws on the reader's own moves only (its change events would carry the others'
-    # old values); the ranking's click sets all three, then asks the tab to draw
-    tab.wire(top, {"models": models_tab, "sentences": sentences_tab}, by_hand=("kind", "layer", "head"))
     m_outputs["ranking"].select(open_head_of, [state], [m_controls["kind"], m_controls["layer"], m_controls["head"]],
-                                api_visibility="private").then(**tab.redraw())
-    return tab
+                                api_visibility="private").then(**shown)
+    # a control the ranking sets redraws on the reader's own moves only (its change events would carry the others'
+    # old values); the ranking's click draws the maps itself
+    return tab.wire(top, {"models": models_tab, "sentences": sentences_tab}, by_hand=("kind", "layer", "head"),
+                    trigger_mode="always_last")

@@ -16,7 +16,7 @@ probability), and an attention map is pooled into words: a key word's weight is 
 query word's row the average of its pieces' rows, so each row still sums to 1. Maps whose rows mean different
 tokens are never subtracted. Where one model has a source unit the other lacks (the <s> that a Marian model does
 not put before a source) its key column and its query row are all zeros in that model (it is attended by
-nothing, and attends nothing), `missing` names it, and its query row is left out of the measure. Two tokenizers that cut a text into different numbers of words: ValueError.
+nothing, and attends nothing), `missing` names it, and its query row is left out of the measure. Two tokenizers that cut a text into different numbers of words: CannotCompare (a ValueError).
 
 **Attention.** A and B are run teacher-forced on the SAME output (`on`: A's translation by default, B's with
 on="b"), so row t of both maps reads the same token. The measure of a head is the mean total-variation distance
@@ -29,7 +29,9 @@ shared heads'.
 model against one without a head); the triples are checked against that model's shape and kept in `heads_off`.
 
 **Checks.** Both translators need a tokenizer; an empty sentence, or one longer than either model's
-`max_src_tokens` allows, is a ValueError. That A and B read the same language cannot be told from their files.
+`max_src_tokens` allows, is a CannotCompare (a ValueError whose `said` the page writes in its language), and so
+is a translation that, cut into the other model's pieces, is longer than that model's positions. That A and B read
+the same language cannot be told from their files.
 """
 import json
 import random
@@ -39,6 +41,7 @@ import torch
 
 from ..instrument import KINDS, attention_name, check_heads, model_shape, run_with_cache
 from ..model import subsequent_mask
+from ..words import said, say
 
 MEASURE = "mean_tv"  # the ranking's measure: mean over query rows of 0.5 * sum |a - b|
 WORD_START = "\u2581"  # SentencePiece's mark of a space before a piece
@@ -47,18 +50,32 @@ DECIMALS = 6
 
 # ---- checks and ids ----------------------------------------------------------------------------------------
 
-def source_ids(tr, text, who="the model"):
-    """The source ids (<s> ... </s>) `tr` reads for `text`; ValueError for a translator with no tokenizer, an empty
-    sentence, or one longer than tr.max_src_tokens allows."""
+class CannotCompare(ValueError):
+    """Why two models (or two sentences) cannot be compared, in the locale tables' words: `said` is the key
+    (compare.error.*) and its fields (core.words), which the page writes in its language; str() is the English."""
+
+    def __init__(self, key, **fields):
+        self.said = said(f"compare.error.{key}", **fields)
+        super().__init__(say(self.said))
+
+
+def source_ids(tr, text, who=None):
+    """The source ids (<s> ... </s>) `tr` (called `who`, if named) reads for `text`; CannotCompare for a
+    translator with no tokenizer, an empty sentence, or one longer than tr.max_src_tokens allows."""
+    named = {} if who is None else dict(model=who)
     if getattr(tr, "tokenizer", None) is None:
-        raise ValueError(f"{who} has no tokenizer")
+        raise CannotCompare("no-tokenizer" if named else "no-tokenizer-one", **named)
     if not isinstance(text, str) or not text.strip() or not tr.tokenizer.encode(text.strip()):
-        raise ValueError("the sentence is empty")
+        raise CannotCompare("empty")
     ids, truncated = tr.encode_source(text)
     if truncated:
-        raise ValueError(f"the sentence is too long for {who}: it reads at most {tr.max_src_tokens} pieces, "
-                         f"<s> and </s> included")
+        raise CannotCompare("source-too-long" if named else "source-too-long-one", most=tr.max_src_tokens, **named)
     return ids
+
+
+def positions(tr):
+    """The most positions `tr`'s model reads (its positional encoding's length, config max_len)."""
+    return int(tr.config.get("max_len", 5000))
 
 
 def same_vocabulary(a, b):
@@ -97,8 +114,7 @@ def unit_order(keys_a, keys_b, what):
     text into different numbers of words."""
     words = [sum(isinstance(k, int) for k in set(keys)) for keys in (keys_a, keys_b)]
     if words[0] != words[1]:
-        raise ValueError(f"the two tokenizers cut the {what} into different numbers of words ({words[0]} and "
-                         f"{words[1]}): the models cannot be compared word by word")
+        raise CannotCompare(f"words-{what}", a=words[0], b=words[1])
     return [k for k in ("head",) if k in keys_a or k in keys_b] + list(range(words[0])) + \
         [k for k in ("tail",) if k in keys_a or k in keys_b]
 
@@ -330,6 +346,16 @@ def score_both(models, srcs, heads_off, chosen, texts, by_words):
     return out
 
 
+def check_lengths(models, names, chosen, texts, by_words):
+    """CannotCompare where a model cannot be run on a translation: cut into its own pieces (models of other
+    vocabularies), with its first input, it takes more positions than the model has."""
+    for tr, who in zip(models, names):
+        for side, ids, text in zip("AB", chosen, texts):
+            n = len(output_ids(tr, text, ids, by_words)) + 1
+            if n > positions(tr):
+                raise CannotCompare("output-too-long", model=who, side=side, n=n, most=positions(tr))
+
+
 def first_difference(chosen, scored, by_words):
     """The first unit where the two translations part: ids where the models read pieces, words (their labels)
     otherwise; None where they are the same."""
@@ -384,13 +410,14 @@ def compare(a, b, text, method="greedy", beam=4, alpha=None, max_len=None, on="a
     models = (a, b)
     for tr, who in zip(models, names):  # both tokenizers first: a missing one is said before the sentence's length
         if getattr(tr, "tokenizer", None) is None:
-            raise ValueError(f"model {who} has no tokenizer")
-    srcs = [source_ids(tr, text, f"model {who}") for tr, who in zip(models, names)]
+            raise CannotCompare("no-tokenizer", model=who)
+    srcs = [source_ids(tr, text, who) for tr, who in zip(models, names)]
     heads_off = [check_heads(off, *model_shape(tr.model)) for tr, off in zip(models, (heads_off_a, heads_off_b))]
     by_words = not (same_vocabulary(a, b) and srcs[0] == srcs[1])
     decoding = dict(method=method, beam=beam, alpha=alpha, max_len=max_len, **kw)
     chosen = translate_both(a, b, text, heads_off, decoding)
     texts = [tr.tokenizer.decode(ids) for tr, ids in zip(models, chosen)]
+    check_lengths(models, names, chosen, texts, by_words)
     scored = score_both(models, srcs, heads_off, chosen, texts, by_words)
     pick = "ab".index(on)
     fed_out = [output_ids(tr, texts[pick], chosen[pick], by_words) for tr in models]

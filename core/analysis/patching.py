@@ -53,7 +53,7 @@ import torch
 
 from ..model import subsequent_mask
 from ..translate import Translator
-from .compare import DECIMALS, Document, pieces, source_ids
+from .compare import DECIMALS, CannotCompare, Document, pieces, source_ids
 
 MIN_EFFECT = 1e-4  # nats: below this the edit did not move a token, and `recovered` is undefined (NaN)
 
@@ -193,8 +193,7 @@ def same_length_sources(tr, original, edited):
     """The source ids of both sentences (the same number of pieces), or a ValueError that says why not."""
     src_o, src_e = source_ids(tr, original), source_ids(tr, edited)
     if len(src_o) != len(src_e):
-        raise ValueError(f"the edited sentence is cut into {len(src_e)} pieces and the original into {len(src_o)}: "
-                         f"patching position by position needs as many (change a word for one of as many pieces)")
+        raise CannotCompare("pieces", edited=len(src_e), original=len(src_o))
     return src_o, src_e
 
 
