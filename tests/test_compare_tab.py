@@ -167,6 +167,7 @@ def test_each_bad_input_is_one_message_in_the_pages_language(compared, tmp_path,
     alone; weights cut short) each get one message in Chinese, naming the model, and the results stay as they
     were; before, core's English text came inside the Chinese line, and a broken directory read as a config error."""
     import shutil
+
     from app.models import MODELS
     tab, pair, *_ = compared
     (tmp_path / "broken").mkdir()

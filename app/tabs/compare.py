@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from core.analysis.compare import Comparison, compare
+from core.analysis.compare import CannotCompare, Comparison, compare
 from core.analysis.patching import PatchGrid, patch_grid
 from core.instrument import KINDS
+from core.words import write
 
 from .. import page as page_js
 from ..common import empty_figure, fitted_plot, kind_choices, md_literal
@@ -34,7 +35,7 @@ from ..figures.compare import (
     token_menu,
     translations_html,
 )
-from ..i18n import LANGS, L, in_language, speaking, texts, written
+from ..i18n import LANGS, L, in_language, speaking, text, texts, written
 from ..models import MODELS
 from ..shared import examples
 from ..translating import input_problem
@@ -71,6 +72,31 @@ def parse_heads(typed, layers, heads):
     return out
 
 
+class Unopened(Exception):
+    """A model the page could not open: `message` says which and why, in the event's language."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+
+def opened(name):
+    """The Translator of the model `name`, or Unopened: a name this server does not have (a link's, or a directory
+    gone since the page was built), or a directory whose files cannot be read (missing, damaged, half copied)."""
+    if not isinstance(name, str) or name not in MODELS.names():
+        raise Unopened(_t("status.no-model", name=md_literal(str(name)[:100])))
+    try:
+        return MODELS.get(name)
+    except Exception:  # noqa: BLE001 (any file's failure: OSError, a bad config's ValueError, safetensors' own)
+        where = MODELS.sources().get(name, (name, None))[0]
+        raise Unopened(_t("status.unreadable", name=md_literal(name), where=md_literal(str(where)))) from None
+
+
+def why(e):
+    """What a CannotCompare says, in the event's language (a stray ValueError's own text otherwise)."""
+    return md_literal(write(e.said, text) if isinstance(e, CannotCompare) else str(e) or type(e).__name__)
+
+
 def run_compare(a, b, sentence, off, pair):
     """Compare models `a` and `b` on `sentence` (heads `off` switched off in B). Returns the new Pair, a status
     line, and the layer and head menus over the heads both models have; on bad input the Pair is the old one and
@@ -81,13 +107,15 @@ def run_compare(a, b, sentence, off, pair):
     if problem:
         return (*keep[:1], problem, *keep[1:])
     try:
-        ta, tb = MODELS.get(a), MODELS.get(b)
+        ta, tb = opened(a), opened(b)
         heads_off = parse_heads(off, tb.config["N"], tb.config["h"])
         if a == b and not heads_off:
             return (*keep[:1], _t("status.same-model"), *keep[1:])
         c = compare(ta, tb, sentence.strip(), heads_off_b=heads_off, names=(a, b))
+    except Unopened as e:
+        return (*keep[:1], e.message, *keep[1:])
     except (ValueError, KeyError, OSError) as e:
-        return (*keep[:1], _t("status.failed", error=md_literal(str(e) or type(e).__name__)), *keep[1:])
+        return (*keep[:1], _t("status.failed", error=why(e)), *keep[1:])
     layers, heads = c.shapes["shared"]
     status = _t("status.done", a=md_literal(model_name(a)), b=md_literal(model_name(b)))
     if c.by_words:
@@ -106,9 +134,11 @@ def run_patch(model, original, edited, pair):
     if problem:
         return pair, problem, gr.update()
     try:
-        grid = patch_grid(MODELS.get(model), original.strip(), edited.strip())
+        grid = patch_grid(opened(model), original.strip(), edited.strip())
+    except Unopened as e:
+        return pair, e.message, gr.update()
     except (ValueError, KeyError, OSError) as e:
-        return pair, _t("status.failed", error=md_literal(str(e) or type(e).__name__)), gr.update()
+        return pair, _t("status.not-patched", error=why(e)), gr.update()
     if not grid.changed:
         status = _t("patch.status.same")
     else:
@@ -318,20 +348,18 @@ def build(demo, page, lang):
             sentences_tab, s, s_controls, s_outputs = _sentences_tab()
     tab = Tab(WHERE, VIEWS, {**m_controls, **s_controls}, {**m_outputs, **s_outputs}, page, lang, state,
               more=dict(tabs=inner, results_of=results_of))
-    shown = dict(fn=tab.show, inputs=None, outputs=list(tab.outputs.values()), inputs_kwargs=tab.inputs(),
-                 api_visibility="private")
     work = dict(api_visibility="private", concurrency_id="model", concurrency_limit=1)
     comparing = dict(fn=in_language(run_compare), inputs=None,
                      outputs=[state, m["status"], m_controls["layer"], m_controls["head"]],
                      inputs_kwargs=dict(a=m["a"], b=m["b"], sentence=m["sentence"], off=m["off"], pair=state, lang=lang),
                      show_progress_on=[m["status"]], **work)
-    m["run"].click(**comparing).then(**shown)
+    m["run"].click(**comparing)  # its views follow the state it sets (app/views.py)
     if lesson is not None:
         m["lesson"].click(lambda: (*lesson, ""), None, [m["a"], m["b"], m["off"]], api_visibility="private").then(
-            **comparing).then(**shown)
+            **comparing)
     s["run"].click(in_language(run_patch), None, [state, s["status"], s_controls["token"]],
                    inputs_kwargs=dict(model=s["model"], original=s["original"], edited=s["edited"], pair=state,
-                                      lang=lang), show_progress_on=[s["status"]], **work).then(**shown)
+                                      lang=lang), show_progress_on=[s["status"]], **work)
     # each result's numbers as files, written on a click from the session's Pair
     m["numbers"].click(ranking_numbers, [state], m_outputs["ranking_files"], api_visibility="private")
     s["numbers"].click(grid_numbers, [state], s_outputs["grid_files"], api_visibility="private")
@@ -340,9 +368,9 @@ def build(demo, page, lang):
     s["original"].blur(lambda text, model: edited_default(text, MODELS.get(model).tokenizer),
                        [s["original"], s["model"]], s["edited"], api_visibility="private")
 
-    m_outputs["ranking"].select(open_head_of, [state], [m_controls["kind"], m_controls["layer"], m_controls["head"]],
-                                api_visibility="private").then(**shown)
     # a control the ranking sets redraws on the reader's own moves only (its change events would carry the others'
-    # old values); the ranking's click draws the maps itself
-    return tab.wire(top, {"models": models_tab, "sentences": sentences_tab}, by_hand=("kind", "layer", "head"),
-                    trigger_mode="always_last")
+    # old values); the ranking's click sets all three, then asks the tab to draw
+    tab.wire(top, {"models": models_tab, "sentences": sentences_tab}, by_hand=("kind", "layer", "head"))
+    m_outputs["ranking"].select(open_head_of, [state], [m_controls["kind"], m_controls["layer"], m_controls["head"]],
+                                api_visibility="private").then(**tab.redraw())
+    return tab
