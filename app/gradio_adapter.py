@@ -26,9 +26,9 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
   same URL, so the same module instance Gradio gets later) once it has been quiet for a moment.
 - `leave_skipped_alone`: Gradio answers every update of an output, a gr.skip() included, by making a new component
   from the old one's arguments and keeping it in the session, with its config written again (Blocks.postprocess_data).
-  An event that returns a dict of the outputs it changes has every other output filled with gr.skip(), so a
-  translation (55 outputs, most of them in tabs not on screen) made about 50 components and spent 48.6 ms of the
-  server's time on them, an opened Inside sub-tab 17.8 ms (1.7 and 0.4 ms now), and each session kept the copies. The outputs
+  An event that returns a dict of the outputs it changes has every other output filled with gr.skip(), so the
+  listeners a translation runs (most of their tabs closed, all skipped) spent 55-75 ms of the server's time on
+  copies (7.5 ms now: docs/performance.md), and each session kept them. The outputs
   a skip leaves as they are are taken out of the call and their skip put back in its answer, as Gradio writes it
   (with the component the session has, not a new one).
   (app.common.fitted_plot's mark is among a plot's arguments, so that a copy Gradio makes otherwise keeps it.)
