@@ -13,7 +13,8 @@ CSS = page_js.css("style")  # then the phone's rules written from the words of b
 
 # figures of panels side by side: on a phone drawn 640 px wide, as on a desktop, in a block that a finger scrolls
 # sideways (at 390 px their tick labels and panel titles would run into each other), with a line above that says so
-WIDE_FIGURES = ("overview-grid", "why-target", "in-ln-params", "in-scale", "in-sweep", "in-residual", "in-ffn",
+# (Attention's layers x heads has a phone's own layout instead: app/figures/attention.py _phone_overview)
+WIDE_FIGURES = ("why-target", "in-ln-params", "in-scale", "in-sweep", "in-residual", "in-ffn",
                 "m-masks", "m-scores", "pe-rel", "pe-scale", "r-fig", "t-ablation", "lab-curve", "whatif-tree",
                 "m-batching")
 

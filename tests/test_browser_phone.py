@@ -312,3 +312,45 @@ def test_the_top_tabs_are_one_line_that_stays_at_the_top_of_a_phone(app, browser
         assert page.errors == [], page.errors
     finally:
         context.close()
+
+
+# each panel of a figure of several: its plot area's box on screen, from plotly's own axes (their place and length)
+PANELS_JS = """(id) => { const gd = document.querySelector(`#${id} .js-plotly-plot`), box = gd.getBoundingClientRect();
+  const full = gd._fullLayout, block = gd.closest('.block');
+  const panels = Object.keys(full).filter(k => /^xaxis\\d*$/.test(k)).map(k => {
+    const x = full[k], y = full[x._anchor === 'free' ? 'yaxis' : x.anchor.replace('y', 'yaxis')];
+    return {left: box.left + x._offset, right: box.left + x._offset + x._length,
+            top: box.top + y._offset, bottom: box.top + y._offset + y._length}; });
+  return {panels, width: innerWidth, scrolls: block.scrollWidth > block.clientWidth + 2,
+          notes: [...gd.querySelectorAll('.annotation-text')].map(t => t.textContent)}; }"""
+PANEL_PX = 50  # px across a panel of Layers x heads needs at the least: 13 pieces, about 4 px a cell
+
+
+def test_every_head_of_the_layers_by_heads_grid_is_on_a_phones_screen(app, browser):  # noqa: F811
+    """Attention's layers x heads on a 390 px phone in Chinese: every panel (each layer's every head) lies within the
+    screen, at least PANEL_PX across, in a block that does not scroll sideways, each head named; drawn 640 px wide
+    in eight columns, the screen showed four heads of eight. At 1400 px in English, one row a layer as before."""
+    from app.shared import get_translator
+    layers, heads = (get_translator().config[k] for k in ("N", "h"))
+    for device, lang in ((PHONE, "zh-CN"), (DESKTOP, "en")):
+        context, page = open_page(app, browser, device, f"?lang={lang}")
+        try:
+            page.locator("[role=tab][data-tab-id=attention]").click()
+            page.locator("[role=tab][data-tab-id=layers-heads]").click()
+            wait_until(page, "plot('overview-grid') && settled('overview-grid')", what="the layers x heads grid")
+            drawn = page.evaluate(PANELS_JS, "overview-grid")
+            panels = drawn["panels"]
+            assert len(panels) == layers * heads
+            rows = sorted({round(p["top"]) for p in panels})
+            if device is PHONE:
+                off = [i for i, p in enumerate(panels) if p["left"] < 0 or p["right"] > drawn["width"]]
+                narrow = [i for i, p in enumerate(panels) if p["right"] - p["left"] < PANEL_PX]
+                assert off == [] and narrow == [] and not drawn["scrolls"], (off, narrow, drawn["scrolls"])
+                assert all(f"头 {h}" in drawn["notes"] for h in range(heads)), drawn["notes"]
+                found = readability.problems(page, "#overview-grid")
+                assert found == [], found
+            else:
+                assert len(rows) == layers, rows
+            assert page.errors == [], page.errors
+        finally:
+            context.close()

@@ -96,4 +96,45 @@ def layer_head_overview(maps, q_tokens, k_tokens, title=""):
               for l in range(L)])
     fig = small_multiples(maps.flatten(0, 1), q_tokens, k_tokens, names, H, title, height=60 + 120 * L,
                           gap=(0.01, 0.03), notes=notes)
-    return fig.update_layout(margin=dict(l=34))
+    # one colour axis for the panels, which a phone's layout moves under the title (a trace's own colour bar it
+    # could not reach)
+    fig.update_traces(coloraxis="coloraxis", colorscale=None, zmin=None, zmax=None, showscale=None)
+    fig.update_layout(margin=dict(l=34), coloraxis=dict(colorscale=SCALE, cmin=0, cmax=1))
+    # (the scale as plotly.py wrote it: a name in `meta`, which plotly.py does not read, plotly.js reads otherwise)
+    phone = _phone_overview(L, H, title_room(fig.layout.title.text), fig.layout.coloraxis.colorscale)
+    return fig.update_layout(meta=dict(phone_layout=phone))
+
+
+PHONE_COLS = 4  # a phone's overview: each layer's heads in rows of this many
+PHONE_PANEL_PX, PHONE_LABEL_PX, PHONE_LAYER_GAP_PX = 64, 18, 14  # a panel's height, a head's name above it, a gap
+
+
+def _phone_overview(L, H, below, scale):
+    """The overview's layout on a phone (app/page/phone-width.js lays it over the figure's own on a screen of 640
+    px or less): each layer's heads wrap into rows of PHONE_COLS, each head named above its panel and each layer
+    at the left of its rows, in a figure as tall as that takes. Eight heads across a 390 px phone left a finger
+    swiping to the last four (a 640 px figure) or 3 px a cell (the phone's width). The colour bar under the title
+    (`below` px from the top; its colours `scale`): at the right it took a fifth of the width."""
+    cols = min(PHONE_COLS, H)
+    per_layer = -(-H // cols)
+    rows = L * per_layer
+    row_px = PHONE_LABEL_PX + PHONE_PANEL_PX
+    plot = rows * row_px + (L - 1) * PHONE_LAYER_GAP_PX
+    gap = 0.04
+    w = (1 - gap * (cols - 1)) / cols
+    layout, notes = {}, []
+    for layer in range(L):
+        for h in range(H):
+            r, c, i = layer * per_layer + h // cols, h % cols, layer * H + h
+            top = 1 - (r * row_px + layer * PHONE_LAYER_GAP_PX + PHONE_LABEL_PX) / plot
+            x0, ax = c * (w + gap), "" if i == 0 else str(i + 1)
+            layout[f"xaxis{ax}"] = dict(domain=[x0, min(1.0, x0 + w)])
+            layout[f"yaxis{ax}"] = dict(domain=[max(0.0, top - PHONE_PANEL_PX / plot), top])
+            notes.append(dict(text=_t("head", head=h), x=x0 + w / 2, y=top, yanchor="bottom", font=dict(size=11)))
+        middle = 1 - (layer * (per_layer * row_px + PHONE_LAYER_GAP_PX) + per_layer * row_px / 2) / plot
+        notes.append(dict(text=_t("layer", layer=layer), x=0, y=middle, xanchor="right", xshift=-4, textangle=-90))
+    margin = dict(l=34, r=10, t=below + 60, b=10)
+    height = plot + margin["t"] + margin["b"]
+    bar = top_colorbar(below, height, len=0.6, title=dict(text=_t("weight"), side="bottom"))
+    return dict(layout, annotations=[dict(xref="paper", yref="paper", showarrow=False, **n) for n in notes],
+                height=height, margin=margin, coloraxis=dict(colorscale=scale, cmin=0, cmax=1, colorbar=bar))
