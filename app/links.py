@@ -2,6 +2,10 @@
 attention kind, layer and head; opening such an address restores them.
 
     http://127.0.0.1:7860/?text=Ein+Hund+läuft.&method=beam&beam=4&tab=attention/all-heads&kind=cross&layer=1
+    http://127.0.0.1:7860/?model=shipped@epoch-1&text=Ein+Hund+läuft.
+
+`model` chooses the session's model (the header's menu, app/header.py): a name of app.models.MODELS, else the
+page says so and stays on the model it has.
 
 Two halves. In the browser, app/page/link.js (run once when the page loads) keeps the address up to date: the events
 that change a recorded value call `explorerLink.set`, and a click on a tab records the tab's path; when the page
@@ -20,7 +24,8 @@ from . import page as page_js
 from .common import clamp
 from .gradio_adapter import tab_nesting
 from .learn_path import STEPS
-from .shared import examples
+from .models import MODELS
+from .shared import chosen, examples
 from .translating import MAX_CHARS, SETTINGS, decoding_settings, translate
 
 HEAD = ("kind", "layer", "head")  # the Attention tab's controls a link records
@@ -40,22 +45,28 @@ def read_link(params, cfg, default_alpha):
             "learn": clamp(get("learn", 1), 1, len(STEPS))}
 
 
-def link_opener(cfg, default_alpha):
+def link_opener():
     """The page-load callback: the linked sentence translated with the linked settings. Returns, in order, the
     six settings, the English, the status line, the Inspection, the Attention tab's kind, layer and head, and the
     Learn path's progress at the linked step. A setting, head or step the link does not name is left as the
     reader has it (the page shows its first value already, or the reader's since), and where this session has
     translated already (the reader was quicker than the load: it waits its turn behind that translation) the
-    load changes nothing. The German boxes show the linked sentence from the start (app/page/link-text.js)."""
-    def open_link(previous, progress, request: gr.Request):
+    load changes nothing. The German boxes show the linked sentence from the start (app/page/link-text.js). Then
+    the model: the link's, set in the header's menu, where this server has it (the sentence is translated on it);
+    else the name refused (for the header's note) and the menu's model (`model`) kept."""
+    def open_link(previous, progress, model, request: gr.Request):
         if previous is not None:
             return gr.skip()  # every output (app.gradio_adapter.leave_skipped_alone)
         params = dict(request.query_params) if request is not None else {}
-        v = read_link(params, cfg, default_alpha)
-        english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous)
+        linked = params.get("model")
+        known = linked is not None and linked in MODELS.names()
+        tr = chosen(linked if known else model)  # its layers, heads and length penalty bound the link's values
+        v = read_link(params, tr.config, tr.alpha)
+        english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous, tr.name)
         named = {k: v[k] if k in params else gr.skip() for k in (*SETTINGS, *HEAD)}
         step = gr.skip() if "learn" not in params else dict(progress or {"done": []}, step=v["learn"] - 1)
-        return (*(named[k] for k in SETTINGS), english, status, ins, *(named[k] for k in HEAD), step)
+        menu = (linked, None) if known else (gr.skip(), linked[:TEXT_CAP] if linked is not None else gr.skip())
+        return (*(named[k] for k in SETTINGS), english, status, ins, *(named[k] for k in HEAD), step, *menu)
     return open_link
 
 
@@ -65,14 +76,16 @@ def tab_paths(demo):
             for tab, path in tab_nesting(demo) if tab.id is not None}
 
 
-def wire(demo, cfg, default_alpha, state, translation, attn, learn):
+def wire(demo, state, translation, attn, learn, wrong):
     """The page-load event that opens a link (returned, for the events that follow a translation), and the
-    events that record the sentence, its settings and the attention head in the address."""
+    events that record the sentence, its settings and the attention head in the address (the model: app/header.py,
+    whose state `wrong` holds a link's model that this server does not have)."""
     head = [attn.controls[name] for name in HEAD]
     boxes = [translation.form[0], learn.parts.src]
     demo.load(None, boxes, boxes, js=page_js.function("link-text", TEXT_CAP))
-    linked = demo.load(link_opener(cfg, default_alpha), [state, learn.progress],
-                       [*translation.form[1:], *translation.results, state, *head, learn.progress],
+    linked = demo.load(link_opener(), [state, learn.progress, translation.model],
+                       [*translation.form[1:], *translation.results, state, *head, learn.progress,
+                        translation.model, wrong],
                        api_visibility="private", concurrency_id="model", show_progress_on=translation.results[:1])
     for event in (translation.translated, linked):
         event.then(None, translation.form, None, js=page_js.function("record-translation"))

@@ -107,6 +107,7 @@ class Models:
             return Translator.load(directory, snapshot=label, half_rows=0 if label is not None else 4, kept=False)
 
         def keep(tr):
+            tr.name = name  # each Inspection it makes says so (core.translate Inspection.model)
             self._held[key] = (name, tr, model_bytes(tr))
             self._evict()
         return self._once.get(key, look, load, keep)
@@ -127,3 +128,20 @@ class Models:
 
 
 MODELS = Models()
+
+
+def model_label(name):
+    """A model's name as a menu shows it, written in both languages ("shipped@epoch-1": the shipped model, after
+    epoch 1; a directory's name as it is: app.figures.compare.model_name)."""
+    from .figures.compare import model_name
+    from .i18n import LANGS, speaking, written
+
+    def said(lang):
+        with speaking(lang):
+            return model_name(name)
+    return written("ui.compare.name.model", {lang: said(lang) for lang in LANGS})
+
+
+def model_choices(names):
+    """A menu's choices of models: (label, name), labelled by model_label."""
+    return [(model_label(name), name) for name in names]

@@ -4,23 +4,23 @@ needs it, and kept per Inspection with what is computed from it."""
 from core.analysis import inside as core
 
 from .cache import PerTranslation
-from .shared import get_translator
+from .shared import model_of
 
 _RECORDINGS = PerTranslation(4)  # a recording of a 15-piece sentence is about 1.5 MB
 _DERIVED = PerTranslation(4 * 2)  # what is computed from them: the logit lens and the other LayerNorm's effect
 
 
 def recorded(ins):
-    """The Recording of `ins` (one pass of the float32 model, run the first time and kept)."""
+    """The Recording of `ins` (one pass of the float32 model that made it, run the first time and kept)."""
     def record():
-        return core.record_inspection(get_translator(), ins)
+        return core.record_inspection(model_of(ins), ins)
     return _RECORDINGS.get(ins, "recording", record)
 
 
 def derived(ins, name, fn):
-    """fn(model, recording), computed once per Inspection."""
+    """fn(model, recording), computed once per Inspection (`model`: the one that made it)."""
     rec = recorded(ins)
 
     def compute():
-        return fn(get_translator().model, rec)
+        return fn(model_of(ins).model, rec)
     return _DERIVED.get(ins, name, compute)

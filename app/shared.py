@@ -14,10 +14,10 @@ def model_dir():
     return Path(os.environ.get("EXPLORER_MODEL_DIR", ASSETS))
 
 
-def is_shipped():
-    """Whether the open model is the shipped one (assets/): the views that show its training run, its time-lapse,
-    its measured figures read files that only its directory has."""
-    return model_dir().resolve() == ASSETS.resolve()
+def is_shipped(directory=None):
+    """Whether the open model (or the one in `directory`) is the shipped one (assets/): the views that show its
+    training run, its time-lapse, its measured figures read files that only its directory has."""
+    return Path(directory or model_dir()).resolve() == ASSETS.resolve()
 
 
 def is_converted(config):
@@ -38,14 +38,17 @@ def logged_steps(directory=None):
     return max(steps) if steps else None
 
 
-def model_line(config, directory):
+def model_line(config, directory, point=None):
     """The page's line naming the open model: (its key, its values) for app.i18n.L. It says what the model's own
     files say of its training: the shipped model's (Multi30k), a converted model's source, a log's steps, or that
-    nothing beside it says. Names from the user's files are escaped (Markdown and HTML)."""
+    nothing beside it says; for a point of a model's training run (`point`: its words, "the shipped model, after
+    epoch 1"), that it is one. Names from the user's files are escaped (Markdown and HTML)."""
     from .common import md_literal
     values = dict(name=md_literal(Path(directory).resolve().name), layers=config["N"], heads=config["h"],
                   d_model=config["d_model"], vocab=f"{config['tgt_vocab']:,}")
-    if is_shipped():
+    if point is not None:
+        return "ui.model.point", dict(values, point=md_literal(point))
+    if is_shipped(directory):
         return "ui.model.shipped", values
     if is_converted(config):
         origin = config["converted_from"]
@@ -57,28 +60,62 @@ def model_line(config, directory):
     return "ui.model.other", values
 
 
-def batching_stats():
-    """The open model's training-set figures (the batching.json that core.train writes beside it: the padding of
-    its batches, and in "source_pieces" how long its sources were), or None where its directory has none or an
-    unreadable one (a converted model)."""
+def header_line(name):
+    """The header's line naming the session's model (`name`, the header's menu), in the event's language."""
+    from .figures.compare import model_name
+    from .i18n import text
+    tr = chosen(name)
+    point = model_name(tr.name) if tr.snapshot is not None else None
+    key, values = model_line(tr.config, tr.directory or model_dir(), point)
+    return text(key, **values)
+
+
+def batching_stats(directory=None):
+    """The open model's (or the one in `directory`'s) training-set figures (the batching.json that core.train writes
+    beside it: the padding of its batches, and in "source_pieces" how long its sources were), or None where its
+    directory has none or an unreadable one (a converted model)."""
     import json
-    path = model_dir() / "batching.json"
+    path = Path(directory or model_dir()) / "batching.json"
     try:
         return json.loads(path.read_text()) if path.exists() else None
     except (OSError, ValueError):
         return None
 
 
-@lru_cache(maxsize=1)
-def training_lengths():
-    """How long the open model's training sources were (batching_stats' "source_pieces": sentences, median, p99,
-    max, which core.train and `python -m core.data` write), or None where unknown; read once per process."""
-    return (batching_stats() or {}).get("source_pieces")
+@lru_cache(maxsize=8)
+def training_lengths(directory=None):
+    """How long the open model's (or the one in `directory`'s) training sources were (batching_stats'
+    "source_pieces": sentences, median, p99, max, which core.train and `python -m core.data` write), or None where
+    unknown; read once per process and directory."""
+    return (batching_stats(directory) or {}).get("source_pieces")
+
+
+def lengths_of(ins):
+    """training_lengths of the model that made Inspection `ins` (model_of)."""
+    return training_lengths(model_of(ins).directory)
 
 
 def get_translator():
-    """The page's own model's Translator (app.models.MODELS keeps it; any number of sessions share it)."""
+    """The page's own model's Translator (app.models.MODELS keeps it; any number of sessions share it). A view that
+    reads a translation reads the model that made it (`model_of`), one that describes a model the session's
+    (`chosen`)."""
     return MODELS.get()
+
+
+def chosen(name):
+    """The Translator of the model a session chose (the header's menu: a name of app.models.MODELS); the page's
+    own for None or a name this server does not have (the menu's value comes from the browser)."""
+    try:
+        return MODELS.get(name or None)
+    except ValueError:
+        return MODELS.get()
+
+
+def model_of(ins):
+    """The Translator that made Inspection `ins` (its `model`, a name of app.models.MODELS): what a view reads of
+    the model for that translation (its tokenizer, its weights for a recorded pass). The page's own for one that
+    names no model this server has (made outside the page, or read from a JSON file written before)."""
+    return chosen(getattr(ins, "model", "") or None)
 
 
 @lru_cache(maxsize=1)

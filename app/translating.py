@@ -8,8 +8,10 @@ import time
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 
 from .common import MAX_CHARS, md_literal, within
+from .figures.compare import model_name
 from .i18n import speaking, text
-from .shared import get_translator, training_lengths
+from .models import MODELS
+from .shared import chosen, lengths_of, model_of, training_lengths
 
 SETTINGS = ("method", *DECODING_LIMITS)  # the decoding settings, in the order translate() takes them
 
@@ -60,7 +62,7 @@ def german_hint(typed, tokenizer=None):
         return None  # nothing typed: input_problem says so
     if not any(ch.isalpha() for ch in chars):
         return text("translate.hint.letters")
-    sp = tokenizer or get_translator().tokenizer
+    sp = tokenizer or chosen(None).tokenizer
     unk = sp.unk_id() if callable(sp.unk_id) else sp.unk_id  # SentencePiece's method; a converted model's id
     unknown = sum(1 for ch in chars if unk in sp.encode(ch))
     if unknown * 2 >= len(chars):
@@ -85,7 +87,7 @@ def unknown_hint(typed, tokenizer=None):
     chars = [ch for ch in (typed or "") if not ch.isspace()]
     if not chars:
         return None
-    sp = tokenizer or get_translator().tokenizer
+    sp = tokenizer or chosen(None).tokenizer
     unk = sp.unk_id() if callable(sp.unk_id) else sp.unk_id
     flags = [not ch.isspace() and unk in sp.encode(ch) for ch in typed]
     unknown = sum(flags)
@@ -107,7 +109,7 @@ def length_hint(src_pieces, lengths):
     return text(key, n=src_pieces, median=lengths["median"], p99=lengths["p99"], longest=lengths["max"])
 
 
-def notices(settings, src_pieces, out_pieces, cut_to=None, source=None, lengths=None):
+def notices(settings, src_pieces, out_pieces, cut_to=None, source=None, lengths=None, tokenizer=None):
     """A translation's notices, in the event's language, each a sentence in Markdown, in this order: the input cut
     to `cut_to` pieces (as `src_pieces` counts them: one count for the line and its notices); the output at the
     maximum length (`settings`, as translate() hands them to the model); the input longer than nearly all the
@@ -121,7 +123,7 @@ def notices(settings, src_pieces, out_pieces, cut_to=None, source=None, lengths=
         said.append(text("translate.status.max-len"))
     said.append(length_hint(src_pieces, lengths))
     if source:
-        said += [german_hint(source), unknown_hint(source)]
+        said += [german_hint(source, tokenizer), unknown_hint(source, tokenizer)]
     return [n for n in said if n]
 
 
@@ -133,7 +135,16 @@ def notice_lines(said):
 def translation_notices(ins):
     """`notices` of a kept translation (an Inspection): its cut, its length, its source's."""
     return notices(ins.decoding, len(ins.src_tokens), len(ins.out_tokens),
-                   len(ins.src_tokens) if ins.truncated else None, ins.source, training_lengths())
+                   len(ins.src_tokens) if ins.truncated else None, ins.source, lengths_of(ins), model_of(ins).tokenizer)
+
+
+def model_problem(name):
+    """What is wrong with a model's name (a link's, the API's), in the event's language: one this server cannot
+    open (its name escaped, the names it has listed); else None (None itself: the page's own model)."""
+    if name is None or name == "" or name in MODELS.names():
+        return None
+    shown = md_literal(name[:100] if isinstance(name, str) else str(type(name).__name__))
+    return text("translate.status.no-model", name=shown, names=", ".join(md_literal(n) for n in MODELS.names()))
 
 
 def refused(typed, ins=None):
@@ -146,10 +157,12 @@ def refused(typed, ins=None):
     return problem
 
 
-def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, source=None, lengths=None, rank=None, of=0):
-    """A translation's status line in Markdown, in the event's language: how it was decoded (`settings`, as
-    translate() hands them to the model), its pieces in and out and its time on the server (`ms`, left out where
-    unknown); then its `notices` (`cut_to`, `source`, `lengths`: theirs). `rank`: the output is the beam's hypothesis
+def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, source=None, lengths=None, rank=None, of=0,
+                tokenizer=None, model=None):
+    """A translation's status line in Markdown, in the event's language: the model that made it (`model`, a name of
+    app.models.MODELS, said where it is not the page's own), how it was decoded (`settings`, as translate() hands
+    them to the model), its pieces in and out and its time on the server (`ms`, left out where unknown); then its
+    `notices` (`cut_to`, `source`, `lengths`, `tokenizer`: theirs). `rank`: the output is the beam's hypothesis
     `rank` of `of` (its n-best list), said where it is not the best."""
     method = settings.get("method", DEFAULT_METHOD)
     decoding = text(f"translate.status.{method}", beam=settings.get("beam"),
@@ -160,23 +173,27 @@ def status_line(settings, src_pieces, out_pieces, ms=None, cut_to=None, source=N
         parts.insert(1, text("translate.status.rank", rank=rank, n=of))
     if ms is not None:
         parts.append(text("translate.status.time", ms=f"{ms:.0f}"))
-    return " · ".join(parts) + notice_lines(notices(settings, src_pieces, out_pieces, cut_to, source, lengths))
+    if model and model != MODELS.default:
+        parts.insert(0, text("translate.status.model", model=md_literal(model_name(model))))
+    return " · ".join(parts) + notice_lines(notices(settings, src_pieces, out_pieces, cut_to, source, lengths,
+                                                    tokenizer))
 
 
 def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=None, top_k=None, max_len=None,
-              previous=None):
-    """Translate one German sentence and keep everything the other tabs show (returned as state). The settings
-    are kept to DECODING_LIMITS, as the sliders are; one not given takes its first value.
+              previous=None, model=None):
+    """Translate one German sentence with `model` (a name of app.models.MODELS; the page's own by default) and keep
+    everything the other tabs show (returned as state). The settings are kept to DECODING_LIMITS, as the sliders
+    are; one not given takes its first value.
 
     Returns (English translation, a status line in Markdown (in English: the page's status view writes it again
     in the page's language), the Inspection to keep)."""
     with speaking("en"):  # the API's words
-        problem = input_problem(text)
+        problem = input_problem(text) or model_problem(model)
     if problem:
         return "", problem, previous
     text = text.strip()
     method = method if method in METHODS else DEFAULT_METHOD
-    tr = get_translator()
+    tr = chosen(model)
     sampling = dict(temperature=temperature, top_k=top_k) if method == "sample" else {}
     settings = dict(method=method, **decoding_settings(dict(beam=beam, alpha=alpha, max_len=max_len, **sampling),
                                                        tr.alpha))
@@ -187,14 +204,15 @@ def translate(text, method=DEFAULT_METHOD, beam=None, alpha=None, temperature=No
     with speaking("en"):
         status = status_line(settings, len(ins.src_tokens), len(ins.out_tokens), ms,
                              len(ins.src_tokens) if ins.truncated else None, source=text,
-                             lengths=training_lengths())
+                             lengths=training_lengths(tr.directory), tokenizer=tr.tokenizer, model=ins.model)
     return ins.translation, status, ins
 
 
 def open_hypothesis(ins, index):
     """The Inspection of hypothesis `index` (0: the best) of `ins`'s n-best list: its output run teacher-forced
-    with every map kept (Translator.inspect with `output`), the same settings, heads and n-best list."""
-    tr = get_translator()
+    with every map kept (Translator.inspect with `output`), by the model that made it, with the same settings,
+    heads and n-best list."""
+    tr = model_of(ins)
     t0 = time.perf_counter()
     chosen = tr.inspect(ins.source, output=ins.nbest[index].ids, nbest=ins.nbest, heads_off=ins.heads_off,
                         **ins.decoding)

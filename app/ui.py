@@ -10,12 +10,12 @@ translation, a new language and its own openings and controls alike.
 """
 import gradio as gr
 
-from . import links, tabs
+from . import header, links, tabs
 from .bertviz_views import STATIC_FILES
 from .common import EXPORT_AGE_S  # delete_cache: Gradio's copies of the files handed out go after it too
 from .gradio_adapter import leave_skipped_alone
 from .i18n import L, switch
-from .shared import free_closed_sessions, get_translator, model_dir, model_line
+from .shared import free_closed_sessions, get_translator
 from .views import ROOT, page_state
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
@@ -34,12 +34,13 @@ def build_demo():
         # the tabs open at first at each level (app/views.py)
         page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules", "compare": "models"})
         gr.Markdown(L("ui.intro"))
-        key, values = model_line(tr.config, model_dir())
-        gr.Markdown(L(key, **values), elem_id="model-line")
-        lang = switch(demo)
+        model_line = header.line()  # the session's model (app/header.py), chosen beside the language
+        with gr.Row(equal_height=True, elem_id="page-choices"):
+            lang, model = switch(demo), header.menu()
+        wrong = header.wire(demo, model, model_line, gr.Markdown(elem_id="model-note"), lang)
         with gr.Tabs(overflow_behavior="wrap", elem_id="top-tabs") as top:  # a phone: one line, scrolled (style.css)
             built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state, lang),
-                     translation := tabs.translate.build(demo, page, state, tr.alpha, lang),
+                     translation := tabs.translate.build(demo, page, state, tr.alpha, lang, model),
                      attn := tabs.attention.build(tr.config, page, state, lang),
                      tabs.heads.build(tr.config, page, state, top, attn, lang), tabs.why.build(page, state, lang),
                      tabs.whatif.build(page, state, lang), tabs.compare.build(demo, page, lang),
@@ -50,7 +51,7 @@ def build_demo():
                      *([tabs.timelapse.build(demo, page, state, lang)] if tabs.timelapse.points() else []),
                      tabs.lab.build(page, lang)]
             tabs.engineering.build()
-        linked = links.wire(demo, tr.config, tr.alpha, state, translation, attn, learn)  # the page load opens a link
+        linked = links.wire(demo, state, translation, attn, learn, wrong)  # a link opened
         tabs.learn.translates(learn, translation, state, lang, linked)  # the Learn tab's box translates as Translate's
         demo.tab_views = built  # each tab's views and controls (tools.i18n_report draws them)
         free_closed_sessions(demo)

@@ -162,7 +162,9 @@ class Tab:
         return dict(page, **self.controls)
 
     def show(self, page, lang, ins=None, **controls):
-        """{component: value} of its views for the page as it is (draw_views), gr.skip() when nothing changes."""
+        """{component: value} of its views for the page as it is (draw_views), gr.skip() when nothing changes. A
+        control not given reads as its first value (a caller that knows nothing of it: the header's model menu)."""
+        controls = {**{name: c.value for name, c in self.controls.items() if name not in controls}, **controls}
         values = draw_views(page, ins, self.views, controls, lang)
         return {self.outputs[name]: value for name, value in values.items()} or gr.skip()
 

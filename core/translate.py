@@ -66,6 +66,7 @@ class Inspection:
     nbest: list = field(default_factory=list)  # a beam search's final hypotheses (NBest, best first), if kept
     rank: int | None = None   # which of `nbest` the translation is (1: the search's best), if any
     reference: str = ""       # a reference translation given with the source (a scored set's), if any
+    model: str = ""           # the name of the Translator that made it (its `name`), where it has one
 
     JSON_FORMAT = "transformer-explorer/inspection"
     JSON_DECIMALS = 6  # weights and probabilities lie in [0, 1], where float32 keeps about 7 decimals
@@ -88,7 +89,7 @@ class Inspection:
             "topk": [[[piece, num(p)] for piece, p in step] for step in self.topk],
             "truncated": self.truncated, "heads_off": [list(h) for h in self.heads_off], "source": self.source,
             "decoding": self.decoding, "nbest": [asdict(h) for h in self.nbest], "rank": self.rank,
-            "reference": self.reference},
+            "reference": self.reference, "model": self.model},
             ensure_ascii=False)
 
     @classmethod
@@ -104,7 +105,7 @@ class Inspection:
                    truncated=d["truncated"], heads_off=tuple(tuple(h) for h in d.get("heads_off", ())),
                    source=d.get("source", ""), decoding=d.get("decoding", {}),
                    nbest=[NBest(**h) for h in d.get("nbest", [])], rank=d.get("rank"),
-                   reference=d.get("reference", ""), **maps)
+                   reference=d.get("reference", ""), model=d.get("model", ""), **maps)
 
 
 SNAPSHOTS_KEPT = 2  # snapshot translators held in memory beside the shipped model
@@ -175,6 +176,8 @@ class Translator:
         self.half_model = HalfPrecisionDecoder(self.model).eval() if self.half_rows else None
         self.directory = None  # where it was loaded from (its snapshots are there)
         self.snapshot = None   # the snapshot's label, for a translator of one
+        self.name = ""         # what its caller knows it by (the page's models: "shipped", "shipped@epoch-1", ...),
+        # recorded in each Inspection it makes
 
     @classmethod
     def load(cls, directory=None, device="cpu", half_rows=4, snapshot=None, kept=True):
@@ -381,7 +384,8 @@ class Translator:
             encoder=maps["encoder"], decoder=maps["decoder"], cross=maps["cross"],
             token_probs=token_probs,
             topk=[[(piece(i), p) for i, p in zip(ii, pp)] for ii, pp in zip(top_i.tolist(), top_p.tolist())],
-            truncated=truncated, heads_off=heads_off, source=text, decoding=decoding, nbest=pool, rank=rank)
+            truncated=truncated, heads_off=heads_off, source=text, decoding=decoding, nbest=pool, rank=rank,
+            model=self.name)
 
 
 def main(argv=None):

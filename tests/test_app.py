@@ -346,7 +346,7 @@ def drawn_in(views, ins, lang, **controls):
     values = []
     with speaking(lang):
         for v in views:
-            out = v.draw(ins, **{name: controls[name] for name in v.uses})
+            out = v.draw(ins, **{name: controls.get(name) for name in v.uses})
             values += list(out.values()) if len(v.outputs) > 1 else [out]
     return [s for value in values for s in value_strings(value)]
 
@@ -478,15 +478,16 @@ def test_translate_api_is_named_translate():
     demo = build_demo()
     names = [d.api_name for d in demo.fns.values() if getattr(d, "api_name", None)]
     assert "translate" in names
-    # the only public endpoint: one event that the button and Enter in the German box run (the page load
-    # translates the linked sentence through app/links.py, privately)
+    # the only public endpoint: one event that the button, Enter in the German box and a new choice of the header's
+    # model menu run (the page load translates the linked sentence through app/links.py, privately)
     public = [d for d in demo.fns.values() if d.api_visibility == "public"]
     assert [d.api_name for d in public] == ["translate"]
-    assert sorted(event for _, event in public[0].targets) == ["click", "submit"]
-    assert len(public[0].inputs) == 8  # the text, six decoding settings, the state
+    assert sorted(event for _, event in public[0].targets) == ["change", "click", "submit"]
+    assert len(public[0].inputs) == 9  # the text, six decoding settings, the state, the model
+    assert public[0].inputs[-1].elem_id == "model-menu"
     # after it, each tab that shows the translation draws it, through its own listener on the state's change (it
     # draws those on screen and clears the others: tests/test_views.py)
-    state = public[0].inputs[-1]
+    state = public[0].inputs[-2]
     renders = [d for d in demo.fns.values() if (state._id, "change") in d.targets]
     drawn = {getattr(c, "elem_id", None) for d in renders for c in d.outputs}
     assert {"token-probs", "step", "diagram", "heatmap", "head-grid", "overview-grid", "bertviz-head",

@@ -54,11 +54,12 @@ def asked(monkeypatch):
     def inspect(text, nbest=False, **settings):  # nbest: what to keep of a beam search, not a decoding setting
         calls.append(settings)
         return SimpleNamespace(translation="A dog.", src_tokens=["<s>", "▁Hund", "</s>"], out_tokens=["▁A", "</s>"],
-                               truncated=False)
+                               truncated=False, model="shipped")
 
     tokenizer = read_tokenizer(ASSETS / "spm.model")  # the German hint reads it; the model is not loaded
-    monkeypatch.setattr(translating, "get_translator", lambda: SimpleNamespace(alpha=ALPHA, max_src_tokens=128,
-                                                                               inspect=inspect, tokenizer=tokenizer))
+    stand_in = SimpleNamespace(alpha=ALPHA, max_src_tokens=128, inspect=inspect, tokenizer=tokenizer, directory=ASSETS,
+                               name="shipped")
+    monkeypatch.setattr(translating, "chosen", lambda name=None: stand_in)  # the session's model
     return calls
 
 

@@ -70,7 +70,7 @@ class FakeLoads:
         time.sleep(self.pause)
         name = snapshot or directory.name
         weights = torch.nn.Linear(1, int(self.sizes[name] * MB) // 4, bias=False)  # float32: 4 bytes a number
-        return SimpleNamespace(model=weights, half_model=None, name=name)
+        return SimpleNamespace(model=weights, half_model=None, name=name)  # MODELS names it again
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ def test_past_the_bound_the_least_recently_used_goes_first(fake, tmp_path):
     models.get("mine@a")
     models.get("mine@b")
     assert held_names(models) == ["mine", "mine@a", "mine@b"]  # 3 MB: within the bound
-    assert models.get("mine@a").name == "a" and len(loads.calls) == 3  # held: used again, not loaded again
+    assert models.get("mine@a").name == "mine@a" and len(loads.calls) == 3  # held: used again, not loaded again
     models.get("mine@c")  # 4 MB: one must go, the least recently used but the page's own
     assert held_names(models) == ["mine", "mine@a", "mine@c"]
     assert sum(b for _, b in models.held()) <= models.memory == 3 * MB
@@ -150,7 +150,7 @@ def test_the_pages_own_model_is_never_dropped(fake, tmp_path, monkeypatch):
     models.get("mine@a")  # a point first: then the page's own, over the bound alone
     own = models.get()
     assert held_names(models) == ["mine"]
-    assert models.get("mine@b").name == "b"  # served, and not kept
+    assert models.get("mine@b").name == "mine@b"  # served, and not kept
     assert held_names(models) == ["mine"] and models.get() is own and len(loads.calls) == 3
 
 

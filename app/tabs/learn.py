@@ -317,7 +317,7 @@ def translates(learn, translation, state, lang, linked=None):
     translated it, so that it always shows the sentence its steps are drawn from. Returns the event, which the
     page follows with the new translation's views."""
     p = learn.parts
-    event = gr.on([p.go.click, p.src.submit], translate_fn, [p.src, *translation.form[1:], state],
+    event = gr.on([p.go.click, p.src.submit], translate_fn, [p.src, *translation.form[1:], state, translation.model],
                   [*translation.results, state], api_visibility="private", concurrency_limit=1,
                   concurrency_id="model", show_progress_on=[p.figure])
     event.then(lambda s: s, p.src, translation.form[0], api_visibility="private")

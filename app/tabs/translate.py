@@ -15,8 +15,9 @@ from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
 from core.model import subsequent_mask
 
 from .. import page as page_js
-from ..common import clamp, export_file
+from ..common import clamp, export_file, md_literal
 from ..exports import FILES_HIDDEN, attention_files, download, probability_files, shown_files
+from ..figures.compare import model_name
 from ..figures.decoding import (
     decoder_input_html,
     mask_svg,
@@ -28,8 +29,8 @@ from ..figures.decoding import (
 )
 from ..figures.score import reference_markdown
 from ..i18n import L, choices, in_language, speaking, text
-from ..shared import examples, training_lengths
-from ..translating import first_value, open_hypothesis, refused, status_line, translate
+from ..shared import examples, lengths_of, model_of
+from ..translating import first_value, notice_lines, open_hypothesis, refused, status_line, translate
 from ..views import Tab, View, by_component
 
 # ---- callbacks -------------------------------------------------------------------------------------
@@ -44,12 +45,18 @@ def token_probs(ins):
     return token_probs_html(ins)
 
 
-def status_view(ins):
+def status_view(ins, model=None):
     """The status line of the kept translation in the page's language (translate() returns it in English, for
-    its API)."""
+    its API), naming its model where it is not the page's own; where the header's menu has another model chosen
+    (`model`: the translation of a new choice was refused, or is on its way), that the views are still this one's."""
     cut = len(ins.src_tokens) if ins.truncated else None  # the count the status line and the length hint say
-    return status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
-                       source=ins.source, lengths=training_lengths(), rank=ins.rank, of=len(ins.nbest))
+    line = status_line(ins.decoding, len(ins.src_tokens), len(ins.out_tokens), ins.server_ms, cut,
+                       source=ins.source, lengths=lengths_of(ins), rank=ins.rank, of=len(ins.nbest),
+                       tokenizer=model_of(ins).tokenizer, model=ins.model)
+    if model and ins.model and model != ins.model:
+        line += notice_lines([text("translate.status.other-model", made=md_literal(model_name(ins.model)),
+                                   chosen=md_literal(model_name(model)))])
+    return line
 
 
 def numbers_files(ins):
@@ -145,7 +152,7 @@ CLEARED = dict(step=gr.update(minimum=1, maximum=2, value=1, interactive=False),
 # the views of the tab: the token strip and the status line are drawn with every translation (they sit beside the
 # English), the step replay when the tab is on screen; all in the page's language
 VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dict(probs="")),
-         View("translate/status", (), status_view, outputs=("status",), blank=dict(status="")),
+         View("translate/status", (), status_view, outputs=("status",), uses=("model",), blank=dict(status="")),
          View("translate/reference", (), reference_view, outputs=("reference",), blank=dict(reference="")),
          View("translate/replay", WHERE, replay_start, outputs=REPLAY, blank=CLEARED),
          View("translate/nbest", WHERE, nbest_view, outputs=("nbest_note", "nbest"), blank=NBEST_HIDDEN),
@@ -155,11 +162,12 @@ VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dic
          View("translate/numbers", WHERE, numbers_cleared, outputs=("numbers",), blank=dict(numbers=FILES_HIDDEN))]
 
 
-def relabel(tab, page, lang, ins, step):
-    """The tab's views once the page's language changes: as its `show` draws them, but a replay of this
-    translation drawn again stays at its step (`replay_start` would take it back to step 1)."""
+def relabel(tab, page, lang, ins, step, model=None):
+    """The tab's views once the page's language changes: as its `show` draws them (`model`: the header's menu, a
+    control of the status view), but a replay of this translation drawn again stays at its step (`replay_start`
+    would take it back to step 1)."""
     last = page["drawn"].get(VIEWS[-1].name)
-    out = tab.show(page, lang, ins)
+    out = tab.show(page, lang, ins, model=model)
     if ins is not None and last is not None and last[0] is ins and tab.outputs["step_info"] in out:
         del out[tab.outputs["step"]]  # the slider keeps its range and value
         with speaking(lang):
@@ -257,8 +265,9 @@ def _layout(default_alpha):
             dict(nbest_note=nbest_note, nbest=nbest, reference=reference), numbers)
 
 
-def _wire_replay(tab, step, buttons, lang):
-    """The replay's slider and buttons, and the language switch, which redraws the tab's views keeping the step."""
+def _wire_replay(tab, step, buttons, lang, model):
+    """The replay's slider and buttons, and the language switch, which redraws the tab's views keeping the step
+    (and reads the header's `model` menu, as the status view does)."""
     outputs, named = tab.outputs, dict(ins=tab.state, step=step, lang=lang)
     views, moved = ({name: outputs[name] for name in names} for names in (STEP_VIEWS, REPLAY))
     # the slider's own event fires on the user's input only: a new translation and the buttons send the step's
@@ -270,23 +279,40 @@ def _wire_replay(tab, step, buttons, lang):
         button.click(by_component(in_language(move), moved), None, list(moved.values()), inputs_kwargs=named,
                      trigger_mode="always_last", api_visibility="private")
 
-    def relabel_replay(page, lang, ins, step):
-        return relabel(tab, page, lang, ins, step)
+    def relabel_replay(page, lang, ins, step, model):
+        return relabel(tab, page, lang, ins, step, model)
     relabel_replay.__name__ = "relabel"
-    lang.change(relabel_replay, None, list(outputs.values()), inputs_kwargs=dict(named, page=tab.page),
+    lang.change(relabel_replay, None, list(outputs.values()), inputs_kwargs=dict(named, page=tab.page, model=model),
                 api_visibility="private")
 
 
-def build(demo, page, state, default_alpha, lang):
+def translating(menu):
+    """The translate event's function, given the header's menu of models (app/header.py): the sentence in the box
+    translated with the settings, by the model chosen (app/translating.py translate). A new choice of model is one
+    of its triggers: the page's sentence is translated again on it, so that every view shows the model the menu
+    names; where the kept translation is that model's already (a link's, which the page load translated on it), or
+    there is none yet (the page load translates), the choice changes nothing."""
+    def translate_on(text, method, beam, alpha, temperature, top_k, max_len, previous, model, evt: gr.EventData):
+        chose = evt is not None and getattr(evt.target, "_id", None) == menu._id
+        if chose and (previous is None or getattr(previous, "model", None) == model):
+            return gr.skip(), gr.skip(), gr.skip()
+        return translate(text, method, beam, alpha, temperature, top_k, max_len, previous, model)
+    translate_on.__name__ = "translate"
+    return translate_on
+
+
+def build(demo, page, state, default_alpha, lang, model=None):
     """Lay out the tab and wire its events. Returns its Tab (app/views.py): its views (which each new translation
-    draws, see app/ui.py) and, in `more`, `translated` (the translate event, run by the button and by Enter in the
-    text box; the page load translates through app/links.py), its `form` (the box and the settings, in the order
-    translate() takes them) and its `results` (the English and the API's status line), which a link fills in."""
+    draws, see app/ui.py) and, in `more`, `translated` (the translate event, run by the button, by Enter in the
+    text box and by a new choice of the header's `model` menu; the page load translates through app/links.py), its
+    `form` (the box and the settings, in the order translate() takes them), its `results` (the English and the API's
+    status line), which a link fills in, and `model`, the menu (a page built without one: the page's own model)."""
     with gr.Tab(L("ui.tab.translate"), id="translate") as tab:
+        model = gr.State(None) if model is None else model
         src, settings, go_btn, out, (status, api_status), probs, export, nbest, (numbers_btn, numbers) = \
             _layout(default_alpha)
         step, buttons, step_views = _step_replay()
-    translated = gr.on([go_btn.click, src.submit], translate, [src, *settings, state],
+    translated = gr.on([go_btn.click, src.submit, model.change], translating(model), [src, *settings, state, model],
                        [out, api_status, state], api_name="translate", show_progress_on=[out],
                        concurrency_limit=1, concurrency_id="model")
     # where the result is off the screen (a phone, which stacks the columns), the click brings it into view
@@ -301,8 +327,8 @@ def build(demo, page, state, default_alpha, lang):
                                    concurrency_limit=1, concurrency_id="model", show_progress_on=[out])
     numbers_btn.click(numbers_files, [state], numbers, api_visibility="private")
     outputs = dict(probs=probs, status=status, step=step, export=export, numbers=numbers, **nbest, **step_views)
-    view = Tab(WHERE, VIEWS, {}, outputs, page, lang, state,
-               more=dict(translated=translated, picked=picked, form=[src, *settings],
-                         results=[out, api_status])).wire(tab, relang=False, show_progress_on=[probs])
-    _wire_replay(view, step, buttons, lang)
+    view = Tab(WHERE, VIEWS, dict(model=model), outputs, page, lang, state,
+               more=dict(translated=translated, picked=picked, form=[src, *settings], results=[out, api_status],
+                         model=model)).wire(tab, relang=False, show_progress_on=[probs])
+    _wire_replay(view, step, buttons, lang, model)
     return view
