@@ -354,3 +354,32 @@ def test_every_head_of_the_layers_by_heads_grid_is_on_a_phones_screen(app, brows
             assert page.errors == [], page.errors
         finally:
             context.close()
+
+
+# a figure's tick labels along one axis: each label's box on screen (a turned label's upright box)
+TICKS_JS = """([id, axis]) => [...document.querySelectorAll(`#${id} .js-plotly-plot .${axis}tick text`)]
+  .filter(t => t.textContent.trim()).map(t => { const r = t.getBoundingClientRect();
+    return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })"""
+
+
+@pytest.mark.skipif("timelapse" not in TOP_TABS, reason="the shipped model has no run history")
+def test_the_time_lapse_heatmaps_labels_stand_apart_on_a_phone(app, browser):  # noqa: F811
+    """The Time-lapse's cross-attention of one head on a 390 px phone in Chinese: the German's labels under it, turned
+    upright, each stand clear of the next (their boxes read from the page) and inside the screen, and the figure
+    reads (tests/readability.py). With the colour bar at the right, 13 labels shared 130 px and ran into each
+    other."""
+    context, page = open_page(app, browser, PHONE, "?lang=zh-CN")
+    try:
+        page.locator("[role=tab][data-tab-id=timelapse]").click()
+        wait_until(page, "plot('tl-cross') && settled('tl-cross')", what="the time-lapse's heatmap")
+        ticks = sorted(page.evaluate(TICKS_JS, ["tl-cross", "x2"]), key=lambda t: t["left"])
+        assert len(ticks) >= 10, ticks
+        touching = [(a["text"], b["text"], round(a["right"] - b["left"], 1)) for a, b in zip(ticks, ticks[1:])
+                    if a["right"] > b["left"] + readability.TOLERANCE]
+        assert touching == [], touching
+        assert ticks[0]["left"] >= 0 and ticks[-1]["right"] <= PHONE["viewport"]["width"], (ticks[0], ticks[-1])
+        found = readability.problems(page, "#tl-cross")
+        assert found == [], found
+        assert page.errors == [], page.errors
+    finally:
+        context.close()

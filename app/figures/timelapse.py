@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from core.analysis.heads import CROSS_MEASURES, SELF_MEASURES
 from core.checkpoint import read_snapshot_index
 
-from ..common import kind_name, label, token_strip, wrap_title
+from ..common import kind_name, label, phone_width, title_room, token_strip, top_colorbar, wrap_title
 from ..i18n import text, texts
 from .attention import SCALE, _axis, _heatmap, attention_maps, rounded
 from .heads import measure_definition, measure_key
@@ -222,15 +222,18 @@ def cross_figure(ins, layer, head, name):
     mosaic = dict(type="heatmap", z=z, customdata=who, zmin=0, zmax=1, colorscale=SCALE, showscale=False,
                   hovertemplate=f"{head_word} %{{customdata}}<br>%{{z:.3f}}<extra></extra>", xaxis="x", yaxis="y",
                   hoverongaps=False)
+    # the colour bar (both plots' scale) across the top under the title: at the right it took 80 px of a phone's
+    # width, and the German's 13 turned labels, in the 130 px left, ran into each other
+    title = wrap_title(_t("cross.title", layer=layer, head=head, name=name))
+    below, height = title_room(title), 460 + 22 * len(q)
     one = _heatmap(maps[layer, head], q, k, "", xaxis="x2", yaxis="y2",
-                   colorbar=dict(title=dict(text=_t("cross.weight"), side="right"), len=0.5, y=0.25))
+                   colorbar=top_colorbar(below, height, len=0.6, title=dict(text=_t("cross.weight"), side="bottom")))
     r, c = divmod(head, cols)
     outline = dict(type="rect", xref="x", yref="y", x0=c * (tk + 1) - 0.5, x1=c * (tk + 1) + tk - 0.5,
                    y0=r * (tq + 1) - 0.5, y1=r * (tq + 1) + tq - 0.5, line=dict(color="#e4572e", width=2))
     top = 0.62 if rows > 1 else 0.7  # the mosaic's share of the height, above the chosen head
     layout = dict(
-        title=wrap_title(_t("cross.title", layer=layer, head=head, name=name)),
-        height=420 + 22 * len(q), margin=dict(l=90, r=10, t=100, b=90), shapes=[outline],
+        title=title, height=height, margin=dict(l=90, r=10, t=below + 78, b=90), shapes=[outline],
         xaxis=dict(domain=[0, 1], showticklabels=False, showgrid=False, zeroline=False, anchor="y"),
         yaxis=dict(domain=[top + 0.04, 1], autorange="reversed", showticklabels=False, showgrid=False,
                    zeroline=False, anchor="x"),
@@ -240,7 +243,7 @@ def cross_figure(ins, layer, head, name):
                           y=1, yanchor="bottom", xanchor="left", showarrow=False, font=dict(size=12)),
                      dict(text=_t("cross.head", head=head), xref="paper", yref="paper", x=0, y=top - 0.06,
                           yanchor="bottom", xanchor="left", showarrow=False, font=dict(size=12))])
-    return go.Figure([mosaic, one], layout)
+    return phone_width(go.Figure([mosaic, one], layout), len(k), room=100)  # the output's labels at the left
 
 
 def halfway(values):
