@@ -94,7 +94,8 @@ def unknown_hint(typed, tokenizer=None):
     if not unknown or unknown * 2 >= len(chars):  # none, or german_hint's "does not look like German"
         return None
     runs = list(dict.fromkeys(typed[m.start():m.end()] for m in re.finditer("1+", "".join("01"[f] for f in flags))))
-    listed = " ".join(f"“{md_literal(run)}”" for run in runs[:UNKNOWN_SHOWN])
+    # each run isolated (U+2068 ... U+2069): a run of Arabic or Hebrew keeps its quotes and its place in the list
+    listed = " ".join(f"“\u2068{md_literal(run)}\u2069”" for run in runs[:UNKNOWN_SHOWN])
     return text("translate.hint.unknown-some", n=unknown, total=len(chars),
                 chars=listed + (" …" if len(runs) > UNKNOWN_SHOWN else ""))
 

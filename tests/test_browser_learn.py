@@ -66,7 +66,8 @@ def test_the_learn_box_gives_the_translate_tabs_notices_and_records_its_sentence
             page.locator("[role=tab][data-tab-id=learn]").click()
             page.locator("#learn-src").wait_for(state="visible")
             if typed == MIXED:
-                assert len(notice) == 1 and all(f"“{run}”" in notice[0] for run in ("🐕", "مرحبا", "بالعالم"))
+                assert len(notice) == 1 and all(f"“\u2068{run}\u2069”" in notice[0]
+                                              for run in ("🐕", "مرحبا", "بالعالم"))
                 with speaking("zh-CN"):
                     # the Markdown as a reader sees it: no escapes, no code span's backticks
                     expected = re.sub(r"\\(.)", r"\1", unknown_hint(typed)).replace("`", "")

@@ -243,7 +243,7 @@ def test_characters_without_a_piece_are_named_and_counted(tiny_spm):
     assert count >= 4 and len(runs) >= 2
     for lang in i18n.LANGS:
         hint = said(unknown_hint, typed, sp, lang=lang)
-        listed = " ".join(f"“{md_literal(r)}”" for r in runs[:UNKNOWN_SHOWN])
+        listed = " ".join(f"“\u2068{md_literal(r)}\u2069”" for r in runs[:UNKNOWN_SHOWN])  # each run isolated
         total = sum(not ch.isspace() for ch in typed)
         assert hint == i18n.text(lang, "translate.hint.unknown-some", n=count, total=total, chars=listed)
         assert "\\*" in hint  # the reader's characters are no markup

@@ -260,7 +260,8 @@ def square_map(fig, n, title, rows_word):
         fig.update_layout(height=fig.layout.height + BUTTONS_PX, margin_t=fig.layout.margin.t + BUTTONS_PX,
                           updatemenus=[dict(type="buttons", direction="right", buttons=buttons, active=0,
                                             showactive=True, x=0, xanchor="left", y=1, yanchor="bottom",
-                                            pad=dict(b=8, l=0, r=0, t=0), font=dict(size=13), bgcolor="#eef1f6",
+                                            # plotly draws the active button #f4faff, lighter than the others
+                                            pad=dict(b=8, l=0, r=0, t=0), font=dict(size=13), bgcolor="#dde3ec",
                                             bordercolor="#9aa3ad")],
                           annotations=[dict(text=label(rows_word), x=0, xref="paper", xanchor="right", y=1,
                                             yref="paper", yanchor="bottom", yshift=14, showarrow=False,
