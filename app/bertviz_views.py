@@ -116,12 +116,18 @@ def in_words(page):
     return page
 
 
+# A view in a frame (or a file) 640 px wide or less, as on a phone: its menus and its Save SVG button 44 px tall, the
+# height a finger hits (bertviz's native menus were 21 px, the button 20)
+_TOUCH_CSS = ("@media (max-width:640px){#save-svg,select{min-height:44px !important;font-size:16px !important}"
+              "#save-svg{padding:0 14px !important}select{min-width:56px;margin:2px 8px 2px 0}}")
+
+
 def _page(body, name, title="bertviz", save=None):
     """bertviz's view in a page of its own, below the Save SVG button (its label in the event's language)."""
     save = html.escape(text("attention.bertviz.save") if save is None else save)
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title>"
-            "<style>body{margin:6px;background:#fff;color:#111;font-family:sans-serif}</style></head>"
+            f"<style>body{{margin:6px;background:#fff;color:#111;font-family:sans-serif}}{_TOUCH_CSS}</style></head>"
             f"<body>{_SAVE_SVG % {'save': save, 'script': page_js.script('bertviz-save', name)}}{body}</body></html>")
 
 
@@ -220,7 +226,19 @@ def _drawing(view):
             raise RuntimeError(f"unexpected bertviz code: {old} written {k} times in {BERTVIZ_JS[view].name}")
     if n != 1 or "</script" in code.lower() or "<!--" in code:
         raise RuntimeError(f"unexpected bertviz code in {BERTVIZ_JS[view]}")
+    for old, new in _TOUCH_CODE if view == "head" else ():
+        code, k = code.replace(old, new), code.count(old)
+        if k != 1:
+            raise RuntimeError(f"unexpected bertviz code: {old} written {k} times in {BERTVIZ_JS[view].name}")
     return code
+
+
+# The head view's squares, one a head, which a click switches on or off: on a phone (the page around says so,
+# bertviz-frame.js window.bertvizTouch) 44 px tall and 36 across (8 heads fit a 390 px phone's frame), not 20 x 20,
+# and the tokens below them moved down to make room
+_TOUCH_CODE = (("const CHECKBOX_SIZE = 20;", "const CHECKBOX_SIZE = window.bertvizTouch ? 36 : 20;"),
+               ("const TEXT_TOP = 30;", "const TEXT_TOP = window.bertvizTouch ? 54 : 30;"),
+               ('.attr("height", CHECKBOX_SIZE);', '.attr("height", window.bertvizTouch ? 44 : CHECKBOX_SIZE);'))
 
 
 @functools.lru_cache(maxsize=None)

@@ -383,3 +383,44 @@ def test_the_time_lapse_heatmaps_labels_stand_apart_on_a_phone(app, browser):  #
         assert page.errors == [], page.errors
     finally:
         context.close()
+
+
+# in a bertviz frame: the heights of its Save SVG button and menus, and its head squares' boxes (the head view's
+# rects at the top of its drawing, one a head) with the frame's width
+FRAME_CONTROLS = """() => { const h = (e) => e.getBoundingClientRect().height;
+  const squares = [...document.querySelectorAll('#vis svg > g > rect')].filter(r => r.getBBox().y === 0)
+    .map(r => { const b = r.getBoundingClientRect(); return [b.left, b.right, b.height]; });
+  return {save: h(document.getElementById('save-svg')), menus: [...document.querySelectorAll('select')].map(h), squares,
+          width: document.documentElement.clientWidth}; }"""
+TOUCH_PX = 44
+
+
+@pytest.mark.parametrize("device, lang", [(PHONE, "zh-CN"), (DESKTOP, "en")])
+def test_bertvizs_controls_are_a_fingers_size_on_a_phone(app, browser, device, lang):  # noqa: F811
+    """bertviz's head and model views on a 390 px phone: their Save SVG button, their menus (layer, attention) and the
+    head view's squares, one a head, are at least TOUCH_PX tall (they were 20 to 21 px), every square within the
+    frame; at 1400 px, bertviz's own sizes (20 px squares, menus under TOUCH_PX)."""
+    from app.shared import get_translator
+    from tests.test_browser import bertviz_frame
+    heads = get_translator().config["h"]
+    context, page = open_page(app, browser, device, f"?lang={lang}")
+    try:
+        page.locator("[role=tab][data-tab-id=attention]").click()
+        for view in ("head", "model"):
+            page.locator(f"[role=tab][data-tab-id=bertviz-{view}]").click()
+            page.locator(f"#bertviz-{view} iframe").wait_for(state="visible")
+            frame = bertviz_frame(page, f"#bertviz-{view}")
+            frame.wait_for_function("window.bertvizDrawMs > 0 && document.querySelectorAll('#vis svg rect').length > 1")
+            got = frame.evaluate(FRAME_CONTROLS)
+            assert len(got["menus"]) == (2 if view == "head" else 1), got
+            heights = [got["save"], *got["menus"], *(s[2] for s in got["squares"])]
+            if view == "head":
+                assert len(got["squares"]) == heads, got["squares"]
+            if device is PHONE:
+                assert min(heights) >= TOUCH_PX - 0.5, (view, got)
+                assert all(0 <= s[0] and s[1] <= got["width"] for s in got["squares"]), (got["squares"], got["width"])
+            else:
+                assert all(s[2] == 20 for s in got["squares"]) and max(got["menus"]) < TOUCH_PX, (view, got)
+        assert page.errors == [], page.errors
+    finally:
+        context.close()

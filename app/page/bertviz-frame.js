@@ -4,8 +4,9 @@
 // again for each translation); jQuery and d3 load from this server; the page around is told once they have. A
 // message is read only from the page around, and only in the shape `view_data` writes (anything else is dropped):
 // bertviz's parameters are built here from its tokens (strings), its counts and its weights, bertviz's box is put
-// back as bertviz wrote it, this app's words written into it (as text), and bertviz draws. The page around is told
-// the frame's height whenever it changes.
+// back as bertviz wrote it, this app's words written into it (as text), and bertviz draws (its head view's squares
+// sized for a finger where the message says the page is a phone's, `touch`). The page around is told the frame's
+// height whenever it changes.
 export default function ({view: VIEW, root: ROOT, alphabet: ALPHABET, one: ONE, words: WORDS, jqueryUrl, d3Url}) {
   var draw = null, box = null, markup = null, index = new Array(128).fill(-1);
   for (var i = 0; i < ALPHABET.length; i++) index[ALPHABET.charCodeAt(i)] = i;
@@ -71,6 +72,7 @@ export default function ({view: VIEW, root: ROOT, alphabet: ALPHABET, one: ONE, 
     if (!p) return;
     reset();
     words(e.data.words);
+    window.bertvizTouch = e.data.touch === true;
     window.bertvizParams = p;
     var t0 = performance.now();
     draw(window.jQuery, window.d3);

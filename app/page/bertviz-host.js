@@ -3,8 +3,9 @@
 // JSON) is the page's `current` and is posted to both frames: a view opened after the other finds it drawn already.
 // A view's value turned "" (its translation is gone) clears `current` if it showed it, then each frame still showing
 // that; a frame is put into its box at its first data. Each frame is posted its data once it says it is ready, and
-// only what it does not show already. From a frame, only its own messages are read: that it is ready, and its
-// height.
+// only what it does not show already, with whether the page is a phone's (640 px or less, as the page's style
+// says: the frame, sized by its box, cannot tell). From a frame, only its own messages are read: that it is ready,
+// and its height.
 export default ({view: VIEW, page: PAGE}) => (element, trigger, props, server, upload, watch) => {
   const box = element.querySelector('.bertviz-box');
   const page = (window.bertvizViews ??= {hosts: [], current: null, read: {}});
@@ -13,7 +14,8 @@ export default ({view: VIEW, page: PAGE}) => (element, trigger, props, server, u
   const post = () => {
     if (!ready || want === posted) return;
     posted = want;
-    frame.contentWindow.postMessage(want ? read(want) : {bertviz: 'clear'}, '*');
+    const touch = window.matchMedia('(max-width: 640px)').matches;
+    frame.contentWindow.postMessage(want ? {...read(want), touch} : {bertviz: 'clear'}, '*');
   };
   const host = {draw(value) {
     want = value;
