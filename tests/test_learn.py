@@ -796,10 +796,11 @@ def test_the_init_and_clones_steps_never_seed_the_global_generator(inspections, 
         learn_figures.draw_clones(c, how)
 
 
-def test_the_english_under_the_learn_box_is_the_translation_escaped():
+def test_the_english_under_the_learn_box_is_the_translation_escaped(monkeypatch):
     """The Learn tab's Translate answers under its box: the model's English, as text (escaped), in both languages;
     nothing before a translation."""
     from types import SimpleNamespace
+    monkeypatch.setattr(learn, "translation_notices", lambda ins: [])  # a stand-in translation has none to give
     ins = SimpleNamespace(translation='Two <b>dogs</b> & "a cat"', source="Zwei Hunde")
     for lang, word in (("en", "English:"), ("zh-CN", "英文：")):
         line = in_language(learn.english_line)(ins=ins, lang=lang)
@@ -871,7 +872,7 @@ def test_the_relative_step_and_the_positional_tab_state_one_error(inspections, e
     """The relative-position step's answer and the Positional tab as it opens (k = 5) measure the same positions: one number."""
     from app.tabs import positional as tab
     values = _quiz("relative", inspections[0])[1]
-    note = tab.positional_view(tab.get_translator().config["d_model"], learn_figures.positional.POSITIONS, "0",
+    note = tab.positional_view(tab.chosen(None).config["d_model"], learn_figures.positional.POSITIONS, "0",
                                5)["note"]
     assert f"largest residual {values['res']}" in note and f"0–{values['last']}" in note
 
