@@ -14,7 +14,7 @@ from ..cache import PerTranslation
 from ..common import MAX_CHARS, clamp, empty_figure, export_file, fitted_plot, within
 from ..figures.whatif import comparison_html, tree_figure
 from ..i18n import L, in_language, texts
-from ..shared import get_translator
+from ..shared import model_of
 from ..views import Tab, View
 
 _t = texts("whatif")
@@ -33,7 +33,7 @@ def search_tree(ins, beam):
     """The beam search of the translation's source, recorded, once per (translation, beam size)."""
     def compute():
         decoding = ins.decoding or {}
-        return searchtree.search(get_translator(), source_text(ins), beam=beam, alpha=decoding.get("alpha"),
+        return searchtree.search(model_of(ins), source_text(ins), beam=beam, alpha=decoding.get("alpha"),
                                  max_len=decoding.get("max_len"))
     return _KEPT.get(ins, beam, compute)
 
@@ -42,7 +42,7 @@ def source_text(ins):
     """The German sentence as given (or, for an Inspection without it, from its pieces)."""
     if ins.source:
         return ins.source
-    tr = get_translator()
+    tr = model_of(ins)
     head = 0 if tr.bos_id is None else 1  # a converted (Marian) model puts nothing before the source
     return tr.tokenizer.decode([tr.tokenizer.piece_to_id(p) for p in ins.src_tokens[head:-1]])
 
@@ -51,14 +51,14 @@ def source_text(ins):
 
 def compare(ins, title, english):
     """The model's translation beside `english`, both scored by the model (teacher-forced, float32)."""
-    tr = get_translator()
+    tr = model_of(ins)
     ours, other = tr.score([source_text(ins)] * 2, [ins.translation, english])
     return comparison_html(ours, title, other)
 
 
 def _continue(ins, prefix):
     """The translation's own decoding continued after the English `prefix`."""
-    tr = get_translator()
+    tr = model_of(ins)
     d = ins.decoding or {}
     method = d.get("method") if d.get("method") in ("greedy", "beam") else "greedy"
     return tr.translate(source_text(ins), method=method, beam=d.get("beam", 4), alpha=d.get("alpha"),
@@ -75,7 +75,7 @@ def swap_word(ins, position, candidate):
     choices = [p for p, _ in ins.topk[position]]
     if candidate not in choices:
         return _t("pick")
-    tok = get_translator().tokenizer
+    tok = model_of(ins).tokenizer
     prefix = tok.decode([tok.piece_to_id(p) for p in ins.tgt_tokens[1:position + 1] + [candidate]])
     english = _continue(ins, prefix)
     return compare(ins, _t("swapped", candidate=candidate, position=position + 1), english)
@@ -111,7 +111,7 @@ def score_mine(ins, english):
 
 def tree_view(ins, beam):
     beam = within(BEAM, beam)
-    tok = get_translator().tokenizer
+    tok = model_of(ins).tokenizer
     return tree_figure(search_tree(ins, beam), tok.id_to_piece, beam)
 
 

@@ -16,7 +16,7 @@ from ..cache import PerTranslation
 from ..common import clamp, code_panel, empty_figure, fitted_plot
 from ..figures.why import reading, source_figure, target_figure
 from ..i18n import L, texts
-from ..shared import get_translator
+from ..shared import model_of
 from ..views import Tab, View
 
 _t = texts("why")
@@ -35,7 +35,7 @@ _KEPT = PerTranslation(64)  # attributions, per translation and token
 def attribution(ins, position):
     """The attributions of output `position` of `ins`, computed once per (translation, position)."""
     def compute():
-        tr = get_translator()
+        tr = model_of(ins)
         src, tgt = ([tr.tokenizer.piece_to_id(p) for p in tokens] for tokens in (ins.src_tokens, ins.tgt_tokens))
         return attribute(tr.model, src, tgt, position, eos=tr.eos_id, unk=tr.unk_id)
     return _KEPT.get(ins, position, compute)
