@@ -19,7 +19,7 @@ def menu():
     """The header's menu: every model this server can open (app.models.MODELS), named as a reader reads them, the
     page's own first and chosen."""
     return gr.Dropdown(model_choices(MODELS.names()), value=MODELS.default, label=L("ui.model.menu"),
-                       elem_id="model-menu", scale=3, min_width=220, interactive=True)
+                       elem_id="model-menu", scale=2, min_width=240, interactive=True)
 
 
 def line():
@@ -36,8 +36,7 @@ def unknown_note(wrong, model):
     if not wrong:
         return ""
     from .figures.compare import model_name
-    return text("ui.model.unknown", name=md_literal(str(wrong)[:100]), model=md_literal(model_name(model or MODELS.default)),
-                names=", ".join(md_literal(n) for n in MODELS.names()))
+    return text("ui.model.unknown", name=md_literal(str(wrong)[:100]), model=md_literal(model_name(model or MODELS.default)))
 
 
 def wire(demo, model, model_line, note, lang):
@@ -55,3 +54,31 @@ def wire(demo, model, model_line, note, lang):
     model.input(lambda: None, None, wrong, api_visibility="private", queue=False, show_progress="hidden")
     model.change(None, model, None, js=page_js.function("record-model", MODELS.default))
     return wrong
+
+
+def _kept(options, value, multi):
+    """`value` where `options` (values, or (label, value) pairs) have it, else their first (a multiselect: those of
+    its values they have)."""
+    values = [o[1] if isinstance(o, (tuple, list)) else o for o in options]
+    if multi:
+        return [v for v in (value or []) if v in values]
+    return value if value in values else (values[0] if values else None)
+
+
+def follow(model, controls, choices):
+    """The controls of a tab whose ranges are a model's (a layer or head menu built from its config) follow the
+    header's menu `model`: on a new choice, each of `controls` gets the choices `choices(config)` returns for that
+    model's config.json (one list per control), keeping its value where the new choices have it and the first
+    otherwise. Drawing stays the tab's listener's (the menu is one of its controls, or its translation follows).
+    The choices of every model the server has are made once here, as the page is built: a label written in both
+    languages (app.i18n.L with values) reaches the browser only then. Nothing for a page built without the menu."""
+    if model is None:
+        return
+    configs = {name: MODELS.config(name) for name in MODELS.names()}
+    made = {name: choices(c) for name, c in configs.items() if {"N", "h"} <= set(c)}
+
+    def follow_model(name, *values):
+        options = made.get(name) or choices(MODELS.config(name) or MODELS.config())
+        return [gr.update(choices=o, value=_kept(o, value, getattr(c, "multiselect", False)))
+                for c, o, value in zip(controls, options, values)]
+    model.change(follow_model, [model, *controls], list(controls), api_visibility="private", show_progress="hidden")

@@ -17,7 +17,7 @@ import re
 from collections import OrderedDict
 from pathlib import Path
 
-from core.checkpoint import read_snapshot_index
+from core.checkpoint import read_config, read_snapshot_index
 from core.data import ASSETS
 from core.translate import Translator
 
@@ -89,6 +89,15 @@ class Models:
             shown = name if isinstance(name, str) and len(name) <= 100 else "that name"
             raise ValueError(f"There is no model named {shown!r} here; the models are: {', '.join(self.names())}.")
         return name
+
+    def config(self, name=None):
+        """The config.json of model `name` (the page's own by default; a point of a run: its model's), read without
+        loading the model; {} where it cannot be read."""
+        name = self.default if name is None else self.check(name)
+        try:
+            return read_config(self.sources()[name][0])
+        except Exception:  # noqa: BLE001 (a missing or broken file: the model's own load says what is wrong)
+            return {}
 
     def get(self, name=None):
         """The Translator of model `name` (the page's own by default), loaded the first time and then kept (known by

@@ -39,13 +39,13 @@ def build_demo():
             lang, model = switch(demo), header.menu()
         wrong = header.wire(demo, model, model_line, gr.Markdown(elem_id="model-note"), lang)
         with gr.Tabs(overflow_behavior="wrap", elem_id="top-tabs") as top:  # a phone: one line, scrolled (style.css)
-            built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state, lang),
+            built = [learn := tabs.learn.build(page, state, lang), tabs.overview.build(tr.config, page, state, lang, model),
                      translation := tabs.translate.build(demo, page, state, tr.alpha, lang, model),
-                     attn := tabs.attention.build(tr.config, page, state, lang),
-                     tabs.heads.build(tr.config, page, state, top, attn, lang), tabs.why.build(page, state, lang),
+                     attn := tabs.attention.build(tr.config, page, state, lang, model),
+                     tabs.heads.build(tr.config, page, state, top, attn, lang, model), tabs.why.build(page, state, lang),
                      tabs.whatif.build(page, state, lang), tabs.compare.build(demo, page, lang),
-                     tabs.score.build(translation, top), tabs.inside.build(tr.config, page, state, lang),
-                     tabs.masks.build(tr.config, page, lang), tabs.positional.build(tr.config, page, lang),
+                     tabs.score.build(translation, top), tabs.inside.build(tr.config, page, state, lang, model),
+                     tabs.masks.build(tr.config, page, lang, model), tabs.positional.build(tr.config, page, lang, model),
                      tabs.training.build(page, lang),
                      # only for a model that ships with its run's history (snapshots/ beside it)
                      *([tabs.timelapse.build(demo, page, state, lang)] if tabs.timelapse.points() else []),

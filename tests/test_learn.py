@@ -872,7 +872,7 @@ def test_the_relative_step_and_the_positional_tab_state_one_error(inspections, e
     """The relative-position step's answer and the Positional tab as it opens (k = 5) measure the same positions: one number."""
     from app.tabs import positional as tab
     values = _quiz("relative", inspections[0])[1]
-    note = tab.positional_view(tab.get_translator().config["d_model"], learn_figures.positional.POSITIONS, "0",
+    note = tab.positional_view(tab.chosen(None).config["d_model"], learn_figures.positional.POSITIONS, "0",
                                5)["note"]
     assert f"largest residual {values['res']}" in note and f"0–{values['last']}" in note
 

@@ -138,3 +138,51 @@ def test_a_new_choice_translates_the_pages_sentence_again_on_it():
     # the button (or the API, which names no trigger) translates whatever the model
     assert fn("Ein Hund läuft.", *settings, ins, point, EventData(button, None))[2].model == point
     assert fn("Ein Hund läuft.", *settings, ins, "shipped", EventData(None, None))[2].model == "shipped"
+
+
+# ---- the views: a translation's model, or the model the header chose ---------------------------------------------
+
+def test_the_views_that_read_a_translation_read_its_model():
+    from app.tabs import whatif, why
+    _, _, ins = translate(SENTENCE, "greedy", model=first_point())
+    _, _, own = translate(SENTENCE, "greedy")
+    # Why attributes the probability the translation's own model gave its token (the shipped model's differs)
+    for position in range(3):
+        assert why.attribution(ins, position).probability == pytest.approx(ins.token_probs[position], abs=1e-4)
+        assert why.attribution(own, position).probability == pytest.approx(own.token_probs[position], abs=1e-4)
+    assert abs(ins.token_probs[0] - own.token_probs[0]) > 1e-3
+    # What if scores an English under the translation's model: the same English, two models, two scores
+    with speaking("en"):
+        assert whatif.compare(ins, "t", own.translation) != whatif.compare(own, "t", own.translation)
+
+
+def test_the_views_that_describe_a_model_describe_the_chosen_one():
+    from app.tabs import heads, inside, masks, overview, positional
+    point = first_point()  # the weights before training
+    with speaking("en"):
+        assert inside.ln_params_view(point).to_json() != inside.ln_params_view("shipped").to_json()
+        batch = (masks.DEFAULT_DE, masks.DEFAULT_EN, 1, "decoder", 0, 0)
+        assert masks.masks_view(*batch, model=point)["scores"].to_json() != \
+            masks.masks_view(*batch, model="shipped")["scores"].to_json()
+        assert "untrained" in positional.embedding_scale(point)["scale_note"] or \
+            positional.embedding_scale(point)["scale_note"] != positional.embedding_scale("shipped")["scale_note"]
+        assert "3 encoder and 3 decoder layers" in overview.overview_view(None, point)["sizes"]
+        # the atlas is the page's own model's: with a point chosen, its reading says whose it is
+        reading = heads.atlas_view("delta_loss", 0, point)["reading"]
+        assert reading.startswith("*This atlas is the shipped model's") and "after" in reading or "initialisation" in reading
+        assert not heads.atlas_view("delta_loss", 0, "shipped")["reading"].startswith("*This atlas")
+
+
+def test_the_menus_of_layers_and_heads_follow_the_model_chosen(monkeypatch):
+    from app.header import follow
+    configs = {"shipped": {"N": 3, "h": 8}, "wide": {"N": 6, "h": 4}}
+    monkeypatch.setattr(MODELS, "names", lambda: list(configs))
+    monkeypatch.setattr(MODELS, "config", lambda name=None: configs.get(name or "shipped", {}))
+    with gr.Blocks() as demo:
+        menu = gr.Dropdown(list(configs), value="shipped")
+        layer, head = gr.Dropdown(list(range(3)), value=2), gr.Dropdown(list(range(8)), value=7)
+        follow(menu, [layer, head], lambda c: [list(range(c["N"])), list(range(c["h"]))])
+    (dep,) = [d for d in demo.fns.values() if getattr(d.fn, "__name__", "") == "follow_model"]
+    to_layer, to_head = dep.fn("wide", 2, 7)
+    assert to_layer["choices"] == list(range(6)) and to_layer["value"] == 2  # kept: the new model has it
+    assert to_head["choices"] == list(range(4)) and to_head["value"] == 0  # out of the new range: the first

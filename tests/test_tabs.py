@@ -222,7 +222,7 @@ def drawn_english(tab, controls, pieces=frozenset()):
     for view in tab.VIEWS:
         if isinstance(view.outputs, tuple):  # a view that names its outputs, drawn in the event's language
             with speaking(controls["lang"]):
-                out = view.draw(**{name: controls[name] for name in view.uses})
+                out = view.draw(**{name: controls.get(name) for name in view.uses})
             values = out.values() if isinstance(out, dict) else (out,)
         else:
             out = view.draw(*(controls[name] for name in view.uses))

@@ -1,7 +1,9 @@
 """The Score tab's words and table: a scored set's corpus figures with sacreBLEU's signatures, and its pairs, worst
 first by their own chrF. Pure builders: a Scored in, Markdown or table rows out, in the event's language."""
 from ..common import md_literal
-from ..i18n import texts
+from ..i18n import text, texts
+from ..models import MODELS
+from .compare import model_name
 
 _t = texts("score")
 
@@ -17,6 +19,9 @@ def summary_markdown(scored):
              _t("signatures"),
              *(f"- {name} `{r[f'{key}_signature']}`" for key, name in
                (("bleu", "BLEU"), ("chrf", "chrF"), ("ter", "TER")))]
+    name = getattr(scored, "model", "")
+    if name and name != MODELS.default:  # the model that translated the set, where it is not the page's own
+        lines[0] = text("translate.status.model", model=md_literal(model_name(name))) + " · " + lines[0]
     return "\n\n".join(lines[:2]) + "\n" + "\n".join(lines[2:])
 
 

@@ -13,6 +13,7 @@ from ..bertviz_views import frame_box, standalone_html, view_data
 from ..common import clamp, code_panel, export_file, fitted_plot, kind_choices, kind_name
 from ..exports import FILES_HIDDEN, attention_files, download, shown_files
 from ..figures.attention import attention_heatmap, attention_maps, head_grid, layer_head_overview
+from ..header import follow
 from ..i18n import L, in_language, texts
 from ..views import Tab, View
 
@@ -121,10 +122,11 @@ def _wire_saves(saves, state, lang):
                      api_visibility="private")
 
 
-def build(cfg, page, state, lang):
+def build(cfg, page, state, lang, model=None):
     """Lay out the tab and wire its events: opening the tab or one of its sub-tabs, and moving a control, draw
     the view on screen. Returns its Tab (app/views.py), whose views each new translation draws too (see
-    app/ui.py); its `tabs` are the sub-tabs' gr.Tabs (the Heads tab opens a head here)."""
+    app/ui.py); its `tabs` are the sub-tabs' gr.Tabs (the Heads tab opens a head here). The layer and head menus
+    follow the header's `model` (the views clamp them to the translation's maps all the same)."""
     with gr.Tab(L("ui.tab.attention"), id="attention") as tab:
         with gr.Row():
             kind = gr.Radio(kind_choices(long=True), value="encoder", label=L("ui.attention.kind"),
@@ -135,6 +137,7 @@ def build(cfg, page, state, lang):
         numbers_btn, numbers = download("ui.attention.numbers", "attention-numbers")
         code_panel(None, core_model.attention, core_model.MultiHeadedAttention)
     _wire_saves(saves, state, lang)
+    follow(model, [layer, head], lambda c: [list(range(c["N"])), list(range(c["h"]))])
     numbers_btn.click(numbers_files, [state], numbers, api_visibility="private")
     outputs = dict(outputs, numbers=numbers)
     controls = dict(kind=kind, layer=layer, head=head)

@@ -24,9 +24,13 @@ from core.words import write
 from .. import page as page_js
 from ..common import clamp, empty_figure, fitted_plot, kind_choices, kind_name, md_literal
 from ..figures.attention import attention_maps, head_grid
+from ..figures.compare import model_name
 from ..figures.heads import atlas_html, comparison_html, measure_key, pieces, prompt_html
+from ..header import follow
 from ..i18n import L, in_language, spoken, text, texts
-from ..shared import get_translator, is_converted, is_shipped, model_dir
+from ..models import MODELS
+from ..shared import chosen as chosen_model
+from ..shared import get_translator, is_converted, is_shipped, model_dir, model_of
 from ..views import Tab, View, by_component, open_tab
 
 _t = texts("heads")
@@ -228,17 +232,18 @@ def _chosen(values, cfg):
     return [t for t in (_triple(v, cfg["N"], cfg["h"]) for v in values or []) if t is not None]
 
 
-def add_head(current, kind, layer, head):
-    """The list with one more head."""
-    cfg = get_translator().config
+def add_head(current, kind, layer, head, model=None):
+    """The list with one more head (of the header's `model`)."""
+    cfg = chosen_model(model).config
     kind = kind if kind in KINDS else "cross"
     triple = (kind, clamp(layer, 0, cfg["N"] - 1), clamp(head, 0, cfg["h"] - 1))
     return _values(_sorted([*_chosen(current, cfg), triple]))
 
 
-def all_but(current, kind, layer, head):
-    """The list with every head of the layer switched off but the one chosen (which is kept on)."""
-    cfg = get_translator().config
+def all_but(current, kind, layer, head, model=None):
+    """The list with every head of the layer switched off but the one chosen (which is kept on), of the header's
+    `model`."""
+    cfg = chosen_model(model).config
     kind = kind if kind in KINDS else "cross"
     layer, head = clamp(layer, 0, cfg["N"] - 1), clamp(head, 0, cfg["h"] - 1)
     heads = set(_chosen(current, cfg)) | {(kind, layer, h) for h in range(cfg["h"])}
@@ -251,7 +256,7 @@ def switch_off(ins, values):
     Returns {"status": a status line in Markdown, "switched": the Switched result to keep, or None}."""
     if ins is None:
         return dict(status=_t("status.no-translation"), switched=None)
-    tr = get_translator()
+    tr = model_of(ins)  # the translation's own model, with heads off
     try:
         heads_off = parse_heads(values, tr.config["N"], tr.config["h"])
     except ValueError as e:
@@ -286,18 +291,21 @@ def maps_view(ins, switched, map_kind, map_layer):
     return head_grid(maps[layer], q, k, html.escape(title, quote=False), off=off)
 
 
-def atlas_view(measure, version):
+def atlas_view(measure, version, model=None):
     """The atlas for the measure chosen, and what its numbers say, in the page's language. `version`: how many
-    times this session has measured the model (a new value draws the view again)."""
+    times this session has measured the model (a new value draws the view again). The atlas is the page's own
+    model's: where the header has another chosen (`model`), the reading says whose it is."""
     atlas = load_atlas()
+    whose = "" if not model or model == MODELS.default else _t(
+        "atlas-of", own=md_literal(model_name(MODELS.default)), chosen=md_literal(model_name(model))) + "\n\n"
     return dict(atlas=atlas_html(atlas, measure, is_converted(get_translator().config), SAMPLE),
-                reading=reading_md(atlas, spoken()))
+                reading=whose + reading_md(atlas, spoken()))
 
 
 # the views of the tab, each reading the controls named in `uses`: the atlas (no translation needed), and the
 # translation made with heads off beside the session's, with its maps
 WHERE = ("heads",)
-VIEWS = [View("heads/atlas", WHERE, atlas_view, outputs=("atlas", "reading"), uses=("measure", "version"),
+VIEWS = [View("heads/atlas", WHERE, atlas_view, outputs=("atlas", "reading"), uses=("measure", "version", "model"),
               reads_translation=False),
          View("heads/compare", WHERE, compare_view, outputs=("compare",), uses=("switched",), blank=dict(compare="")),
          View("heads/maps", WHERE, maps_view, outputs=("maps",), uses=("switched", "map_kind", "map_layer"),
@@ -306,12 +314,12 @@ VIEWS = [View("heads/atlas", WHERE, atlas_view, outputs=("atlas", "reading"), us
 ATTENTION_CONTROLS = ("kind", "layer", "head")  # the Attention tab's controls a click sets
 
 
-def open_head(page, evt: gr.SelectData, top, attn):
+def open_head(page, evt: gr.SelectData, top, attn, model=None):
     """A click on an atlas cell: the Attention tab (`attn`, what its build returned, among the page's top-level
     tabs `top`) opened on that head's one-head view, recorded as open. Returns {component: value}: the tabs
     selected and the Attention tab's kind, layer and head; the event's `.then` asks that tab to draw."""
     cell = evt.value if isinstance(evt.value, dict) else {}
-    cfg = get_translator().config
+    cfg = chosen_model(model).config  # the Attention tab's menus are the header's model's
     kind = cell.get("kind") if cell.get("kind") in KINDS else "encoder"
     layer, head = clamp(cell.get("layer"), 0, cfg["N"] - 1), clamp(cell.get("head"), 0, cfg["h"] - 1)
     values = dict(kind=kind, layer=layer, head=head)
@@ -342,7 +350,7 @@ def _switch_panel(cfg):
 def _wire_switch(tab, kind, layer, head, add, but, clear, chosen, run, status):
     """The buttons that choose heads, and the one that translates again with them off, then shows the result."""
     for button, fn in ((add, add_head), (but, all_but)):
-        button.click(fn, [chosen, kind, layer, head], chosen, api_visibility="private")
+        button.click(fn, [chosen, kind, layer, head, tab.controls["model"]], chosen, api_visibility="private")
     clear.click(lambda: [], None, chosen, api_visibility="private")
     switched = tab.controls["switched"]
     run.click(by_component(in_language(switch_off), dict(status=status, switched=switched)), None, [status, switched],
@@ -350,10 +358,11 @@ def _wire_switch(tab, kind, layer, head, add, but, clear, chosen, run, status):
               concurrency_id="model", api_visibility="private", show_progress_on=[status])  # drawn as `switched` changes
 
 
-def build(cfg, page, state, top, attn, lang):
+def build(cfg, page, state, top, attn, lang, model=None):
     """Lay out the tab and wire its events. `top` are the page's top-level tabs and `attn` what the Attention
     tab's build returned (a click on the atlas opens a head there). Returns its Tab (app/views.py), whose views
-    each new translation draws (see app/ui.py)."""
+    each new translation draws (see app/ui.py). `model`: the header's menu, whose model's layers and heads the
+    menus of heads follow."""
     with gr.Tab(L("ui.tab.heads"), id="heads") as tab:
         switched = gr.State(None)  # inside the tab: a child of the Tabs that is no tab would upset their order
         measure = gr.Dropdown(measure_choices(), value="delta_loss", label=L("ui.heads.measure"),
@@ -376,7 +385,11 @@ def build(cfg, page, state, top, attn, lang):
             map_kind = gr.Radio(KIND_CHOICES, value="cross", label=L("ui.heads.maps-of"), elem_id="off-map-kind")
             map_layer = gr.Dropdown(list(range(cfg["N"])), value=0, label=L("ui.layer"), elem_id="off-map-layer")
         maps = fitted_plot(elem_id="off-maps")
-    controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched, version=version)
+    model = gr.State(None) if model is None else model
+    follow(model, [layer, head, chosen, map_layer],
+           lambda c: [list(range(c["N"])), list(range(c["h"])), head_choices(c["N"], c["h"]), list(range(c["N"]))])
+    controls = dict(measure=measure, map_kind=map_kind, map_layer=map_layer, switched=switched, version=version,
+                    model=model)
     view = Tab(WHERE, VIEWS, controls, dict(atlas=atlas, reading=reading, compare=compare, maps=maps), page, lang,
                state).wire(tab)
     outs = dict(status=measured, version=version, button=measure_btn, row=measure_row, cancel=cancel_btn)
@@ -388,9 +401,9 @@ def build(cfg, page, state, top, attn, lang):
                      cancels=[measuring], api_visibility="private")
     _wire_switch(view, kind, layer, head, add, but, clear, chosen, run, status)
 
-    def open_head_clicked(page, evt: gr.SelectData):
-        return open_head(page, evt, top, attn)
+    def open_head_clicked(page, evt: gr.SelectData, model=None):
+        return open_head(page, evt, top, attn, model)
     # the controls and tabs set, then the Attention tab asked to draw (its listener reads them as they are then)
     atlas.select(open_head_clicked, None, [*(attn.controls[n] for n in ATTENTION_CONTROLS), top, attn.tabs],
-                 inputs_kwargs=dict(page=page), api_visibility="private").then(**attn.redraw())
+                 inputs_kwargs=dict(page=page, model=model), api_visibility="private").then(**attn.redraw())
     return view

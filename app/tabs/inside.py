@@ -44,9 +44,10 @@ from ..figures.inside import (
     treemap_figure,
     weight_figure,
 )
+from ..header import follow
 from ..i18n import DEFAULT, L, table, text
 from ..recording import derived, recorded
-from ..shared import get_translator
+from ..shared import chosen, get_translator, model_of
 from ..views import Tab, View
 
 WAIT = L("ui.inside.wait")  # shown, in the page's language, until there is a translation
@@ -55,31 +56,34 @@ FIRST_MODULE = "encoder.layers.0.feed_forward.w_1"
 
 # ---- the modules ------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def tree_nodes():
-    """The shipped model's module tree (core.analysis.inside.module_tree), by path."""
-    return {n.name: n for n in core.module_tree(get_translator().model)}
+@lru_cache(maxsize=8)
+def tree_nodes(model=None):
+    """The module tree (core.analysis.inside.module_tree), by path, of the model the header chose (`model`: its name;
+    the page's own by default)."""
+    return {n.name: n for n in core.module_tree(chosen(model).model)}
 
 
 @per_language()
-def modules_view():
-    """The tree, the treemap, and the model's configuration with what tying saves (drawn once per language)."""
-    tr = get_translator()
-    nodes = list(tree_nodes().values())
+def modules_view(model=None):
+    """The tree, the treemap, and the model's configuration with what tying saves (drawn once per language and
+    model: the header's `model`)."""
+    tr = chosen(model)
+    nodes = list(tree_nodes(model).values())
     return dict(tree=tree_html(nodes, nodes[0].params), treemap=treemap_figure(nodes, nodes[0].params),
                 summary=model_summary(tr.model, tr.config, nodes))
 
 
-def module_view(module):
-    """The selected module: what it is, its source (read from its class now), its weights and their spread."""
-    return _module_view(module if module in tree_nodes() else FIRST_MODULE)
+def module_view(module, model=None):
+    """The selected module of the header's `model`: what it is, its source (read from its class now), its weights
+    and their spread."""
+    return _module_view(module if module in tree_nodes(model) else FIRST_MODULE, model)
 
 
 @per_language(maxsize=64)
-def _module_view(path):
-    model = get_translator().model
+def _module_view(path, name=None):
+    model = chosen(name).model
     module = dict(model.named_modules(remove_duplicate=False))[path]
-    node = tree_nodes()[path]
+    node = tree_nodes(name)[path]
     total = sum(p.numel() for p in model.parameters())
     own = say("sep").join(f"`{p}` {tuple(s)} = {n:,}" + (say("module.tied", target=t) if t else "")
                           for p, s, n, t in node.own) or say("module.none")
@@ -108,8 +112,8 @@ def norm_choices(model):
 
 def layernorm_view(ins, norm, token, gain, bias):
     """One token's vector through one LayerNorm (chosen by path and position), the sliders' gain and bias,
-    and the Annotated Transformer's form on the same vector and through the whole model."""
-    model = get_translator().model
+    and the Annotated Transformer's form on the same vector and through the whole model (the one that made it)."""
+    model = model_of(ins).model
     norms = core.layer_norms(model)
     path = norm if norm in norms else next(iter(norms))
     rec, ln = recorded(ins), norms[path]
@@ -133,9 +137,10 @@ def layernorm_view(ins, norm, token, gain, bias):
 
 
 @per_language()
-def ln_params_view():
-    """Every LayerNorm's trained gain and bias (no sentence needed; drawn once per language)."""
-    model = get_translator().model
+def ln_params_view(model=None):
+    """Every LayerNorm's trained gain and bias, of the header's `model` (no sentence needed; drawn once per language
+    and model)."""
+    model = chosen(model).model
     return ln_params_figure(core.layer_norms(model), is_post_norm(model))
 
 
@@ -199,7 +204,7 @@ def ffn_view(ins, ffn):
 
 def lens_view(ins):
     top_i, top_p, p_chosen = derived(ins, "lens", core.logit_lens)
-    piece = get_translator().tokenizer.id_to_piece
+    piece = model_of(ins).tokenizer.id_to_piece
     agree = sum(piece(i) == t for i, t in zip(top_i[-1].tolist(), ins.out_tokens))
     note = say("lens.note", agree=agree, positions=len(ins.out_tokens))
     return dict(lens=lens_figure(top_i, top_p, p_chosen, ins, piece), lens_note=note)
@@ -212,12 +217,12 @@ def _where(sub):
 
 
 VIEWS = [View("inside/modules", _where("modules"), modules_view, outputs=("tree", "treemap", "summary"),
-              reads_translation=False),
+              uses=("model",), reads_translation=False),
          View("inside/module", _where("modules"), module_view, outputs=("detail", "source", "weights", "dist"),
-              uses=("module",), reads_translation=False),
+              uses=("module", "model"), reads_translation=False),
          View("inside/layernorm", _where("layernorm"), layernorm_view, outputs=("ln", "ln_forms", "ln_note"),
               uses=("norm", "token", "gain", "bias"), blank=dict(ln=None, ln_forms=None, ln_note=WAIT)),
-         View("inside/ln-params", _where("layernorm"), ln_params_view, outputs=("ln_params",),
+         View("inside/ln-params", _where("layernorm"), ln_params_view, outputs=("ln_params",), uses=("model",),
               reads_translation=False),
          View("inside/scale", _where("scale"), scale_view, outputs=("scale", "scale_note"),
               uses=("kind", "layer", "head"), blank=dict(scale=None, scale_note=WAIT)),
@@ -231,7 +236,7 @@ VIEWS = [View("inside/modules", _where("modules"), modules_view, outputs=("tree"
 
 # the controls' first values, by name
 DEFAULTS = {"module": FIRST_MODULE, "norm": "encoder.layers.0.sublayer.0.norm", "token": 1, "gain": 0.0, "bias": 0.0,
-            "kind": "encoder", "layer": 0, "head": 0, "ffn": "encoder/0"}
+            "kind": "encoder", "layer": 0, "head": 0, "ffn": "encoder/0", "model": None}
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -320,20 +325,35 @@ def _stream_tabs(cfg):
              lens_note=lens_note)
 
 
-def build(cfg, page, state, lang):
+def module_menu(model, module):
+    """The module menu for the header's new `model`: its modules (a run's points share them; a converted model
+    has others), the one chosen kept where it has it."""
+    names = [n for n, _ in chosen(model).model.named_modules(remove_duplicate=False)]
+    return gr.update(choices=[(module_label(n), n) for n in names], value=module if module in names else FIRST_MODULE)
+
+
+def build(cfg, page, state, lang, model=None):
     """Lay out the tab and wire its events: opening the tab or a sub-tab, and moving a control, draw the views
-    on screen. Returns its Tab (app/views.py), whose views each new translation draws (see app/ui.py)."""
-    model = get_translator().model
+    on screen. Returns its Tab (app/views.py), whose views each new translation draws (see app/ui.py). The module
+    tree and the LayerNorms' gains are of the model the header chose (`model`, the menu), whose modules, layers and
+    heads the menus follow (the LayerNorm menu stays the page's own model's: a view falls back on the first
+    LayerNorm of a model without the one chosen)."""
+    own = get_translator().model
     with gr.Tab(L("ui.tab.inside"), id="inside") as tab:
         gr.Markdown(L("ui.inside.intro"))
         with gr.Tabs(overflow_behavior="wrap"):
-            modules_tab, module, mod_out = _modules_tab(model)
-            ln_tab, ln_controls, ln_out = _layernorm_tab(model)
+            modules_tab, module, mod_out = _modules_tab(own)
+            ln_tab, ln_controls, ln_out = _layernorm_tab(own)
             scale_tab, scale_controls, scale_out = _scale_tab(cfg)
             subtabs, which, stream_out = _stream_tabs(cfg)
         code_panel(L("ui.inside.code"), LayerNorm, attention, run_with_cache, core.logit_lens)
+        menu = gr.State(None) if model is None else model
     subtabs.update(modules=modules_tab, layernorm=ln_tab, scale=scale_tab)
-    controls = dict(module=module, **ln_controls, **scale_controls, ffn=which)
+    follow(model, [scale_controls["layer"], scale_controls["head"], which],
+           lambda c: [list(range(c["N"])), list(range(c["h"])), ffn_choices(c["N"])])
+    if model is not None:
+        model.change(module_menu, [model, module], module, api_visibility="private", show_progress="hidden")
+    controls = dict(module=module, **ln_controls, **scale_controls, ffn=which, model=menu)
     outputs = {**mod_out, **ln_out, **scale_out, **stream_out}
     # opening a sub-tab may record the sentence's pass: these events queue with the translations (app/ui.py)
     return Tab(("inside",), VIEWS, controls, outputs, page, lang, state).wire(

@@ -21,8 +21,9 @@ from ..figures.masks import (
     scores_figure,
     shift_table_html,
 )
+from ..header import follow
 from ..i18n import DEFAULT, L, choices, speaking, texts
-from ..shared import batching_stats, get_translator
+from ..shared import batching_stats, chosen
 from ..views import Tab, View
 
 DEFAULT_DE = "Ein Hund läuft.\nZwei Kinder spielen im Garten mit einem Ball.\nEine Frau liest."
@@ -68,9 +69,10 @@ OUTPUTS = ("summary", "ids", "panels", "shift", "scores", "batching")
 
 
 @per_language(maxsize=32)
-def masks_view(de, en, sentence, kind, layer, head):
-    """Tokenization, padded ids, the masks of one sentence, teacher forcing, and a mask at work, by output name."""
-    tr = get_translator()
+def masks_view(de, en, sentence, kind, layer, head, model=None):
+    """Tokenization, padded ids, the masks of one sentence, teacher forcing, and a mask at work, by output name,
+    by the model the header chose (`model`)."""
+    tr = chosen(model)
     try:
         pairs = parse_pairs(de, en)
     except ValueError as e:
@@ -94,14 +96,14 @@ def masks_view(de, en, sentence, kind, layer, head):
     summary = _t("summary", n=len(pairs), src=tuple(batch.src.shape), tgt=tuple(batch.tgt.shape), pads=n_pad, i=i)
     return dict(summary=summary, ids=ids, panels=mask_panels(batch, i, src_p, tgt_p),
                 shift=shift_table_html(tr.tokenizer, batch, i, tr.pad_id), scores=scores_figure(raw, masked, weights, m, q, q, title),
-                batching=batching_figure(batching_stats(), examples))
+                batching=batching_figure(batching_stats(tr.directory), examples))
 
 
 # ---- layout and events -----------------------------------------------------------------------------
 
 # the tab's one view (every output together), drawn from its controls alone
 WHERE = ("masks",)
-VIEWS = [View("masks", WHERE, masks_view, outputs=OUTPUTS, uses=("de", "en", "sentence", "kind", "layer", "head"),
+VIEWS = [View("masks", WHERE, masks_view, outputs=OUTPUTS, uses=("de", "en", "sentence", "kind", "layer", "head", "model"),
               reads_translation=False)]
 
 
@@ -143,9 +145,12 @@ def _layout(cfg):
     return outputs, dict(de=de, en=en, sentence=sentence, kind=kind, layer=layer, head=head)
 
 
-def build(cfg, page, lang):
-    """Lay out the tab and wire its controls; the view is first drawn when the tab is opened."""
+def build(cfg, page, lang, model=None):
+    """Lay out the tab and wire its controls; the view is first drawn when the tab is opened, by the model the
+    header's menu (`model`) chose, whose layers and heads the layer and head menus follow."""
     with gr.Tab(L("ui.tab.masks"), id="masks") as tab:
         outputs, controls = _layout(cfg)
+        controls["model"] = gr.State(None) if model is None else model
+    follow(model, [controls["layer"], controls["head"]], lambda c: [list(range(c["N"])), list(range(c["h"]))])
     # the batch runs the model: these events queue with the translations (app/ui.py)
     return Tab(WHERE, VIEWS, controls, outputs, page, lang).wire(tab, concurrency_limit=1, concurrency_id="model")

@@ -20,7 +20,7 @@ from ..figures.positional import (
     similarity_figure,
 )
 from ..i18n import L, texts
-from ..shared import get_translator, is_shipped, logged_steps
+from ..shared import chosen, is_shipped, logged_steps
 from ..views import Tab, View
 
 _t = texts("positional")  # the tab's words drawn at run time (positional.<key>) in a language
@@ -51,8 +51,9 @@ def parse_dims(typed, d_model, default=(4, 5, 6, 7)):
 # ---- callbacks -------------------------------------------------------------------------------------
 
 @per_language(maxsize=32)
-def positional_view(d_model, positions, dims, k):
-    """The curves of the chosen dimensions, the encoding and its similarities, and M_k for offset k."""
+def positional_view(d_model, positions, dims, k, model=None):
+    """The curves of the chosen dimensions, the encoding and its similarities, and M_k for offset k (the note says
+    where the header's `model` lays its table out otherwise)."""
     d_model = clamp(d_model, 4, 1024)
     d_model -= d_model % 2
     positions = clamp(positions, 2, 1000)
@@ -66,20 +67,21 @@ def positional_view(d_model, positions, dims, k):
     pe = encoding(d_model, positions)
     rel, res32, res64 = relative_figure(pe, k)
     note = _t("relative.note", k=k, last=positions - 1, res32=f"{res32:.1e}", res64=f"{res64:.1e}")
-    if get_translator().config.get("pe_layout") == "halves":  # the open model's table is not the paper's layout
+    if chosen(model).config.get("pe_layout") == "halves":  # the open model's table is not the paper's layout
         note += "\n\n" + _t("halves")
     return dict(curves=curves_figure(pe, dims), heat=heatmap_figure(pe), sim=similarity_figure(pe), rel=rel,
                 note=note)
 
 
 @per_language()
-def embedding_scale():
-    """The open model's embedding norms beside the encoding's, in words that say only what its files tell: an
-    embedding is called trained where a training log says so (the shipped model, one core.train exported), the
-    factor's effect is read from the numbers, and a model that does not scale its embeddings is said to."""
-    tr = get_translator()
+def embedding_scale(model=None):
+    """The embedding norms of the model the header chose (`model`) beside the encoding's, in words that say only
+    what its files tell: an embedding is called trained where a training log says so (the shipped model, one
+    core.train exported; not the first point of a run, its initialisation), the factor's effect is read from the
+    numbers, and a model that does not scale its embeddings is said to."""
+    tr = chosen(model)
     fig, s = scale_figure(tr.model)
-    trained = is_shipped() or logged_steps() is not None
+    trained = (is_shipped(tr.directory) or logged_steps(tr.directory) is not None) and tr.snapshot != "init"
     verdict = _t("scale.dominate" if s["pe_norm"] > s["raw_median"] else "scale.no-dominate")
     if not tr.config.get("scale_embedding", True):
         verdict += " " + _t("scale.unscaled")
@@ -92,8 +94,9 @@ def embedding_scale():
 # model's scales, drawn once
 WHERE = ("positional",)
 VIEWS = [View("positional", WHERE, positional_view, outputs=("curves", "heat", "sim", "rel", "note"),
-              uses=("d_model", "positions", "dims", "k"), reads_translation=False),
-         View("positional/scale", WHERE, embedding_scale, outputs=("scale", "scale_note"), reads_translation=False)]
+              uses=("d_model", "positions", "dims", "k", "model"), reads_translation=False),
+         View("positional/scale", WHERE, embedding_scale, outputs=("scale", "scale_note"), uses=("model",),
+              reads_translation=False)]
 
 
 # ---- layout and events -----------------------------------------------------------------------------
@@ -120,8 +123,10 @@ def _layout(cfg):
     return outputs, dict(d_model=d_model, positions=positions, dims=dims, k=k)
 
 
-def build(cfg, page, lang):
-    """Lay out the tab and wire its controls; its views are first drawn when the tab is opened."""
+def build(cfg, page, lang, model=None):
+    """Lay out the tab and wire its controls; its views are first drawn when the tab is opened, of the model the
+    header's menu (`model`) chose."""
     with gr.Tab(L("ui.tab.positional"), id="positional") as tab:
         outputs, controls = _layout(cfg)
+        controls["model"] = gr.State(None) if model is None else model
     return Tab(WHERE, VIEWS, controls, outputs, page, lang).wire(tab)

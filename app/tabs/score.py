@@ -26,7 +26,7 @@ from ..exports import FILES_HIDDEN, download, scored_files, shown_files
 from ..figures.score import summary_markdown, table_headers, table_rows
 from ..hosting import ON_SPACE, score_pairs_max
 from ..i18n import L, in_language, speaking, text, texts
-from ..shared import get_translator
+from ..shared import chosen
 from ..views import Tab, View, open_tab
 
 _t = texts("score")
@@ -42,6 +42,7 @@ class Scored:
     ids: list
     chrf: list
     result: dict
+    model: str = ""  # the name of the model that translated them (app.models.MODELS)
 
 
 # ---- reading the input ----------------------------------------------------------------------------------
@@ -87,15 +88,16 @@ def check(german, english, files):
 
 # ---- scoring (the button's generator) ---------------------------------------------------------------------
 
-def score_set(german, english, files, beam, previous, progress=gr.Progress()):
-    """Translate and score the set: yields (the Scored to keep, the status line) after each batch, the status saying
-    how far it got; then the result. A bad input: one message, the last result kept, nothing run."""
+def score_set(german, english, files, beam, previous, model=None, progress=gr.Progress()):
+    """Translate and score the set with the model the header chose (`model`): yields (the Scored to keep, the status
+    line) after each batch, the status saying how far it got; then the result. A bad input: one message, the last
+    result kept, nothing run."""
     try:
         pairs = check(german, english, files)
     except BadPairs as e:
         yield previous, write(escaped(e.what), text)
         return
-    tr, beam = get_translator(), clamp(beam, 1, int(DECODING_LIMITS["beam"].hi))
+    tr, beam = chosen(model), clamp(beam, 1, int(DECODING_LIMITS["beam"].hi))
     srcs, refs = (list(side) for side in zip(*pairs))
     ids, done, t0 = [None] * len(srcs), 0, time.perf_counter()
     progress((0, len(srcs)), desc=_t("progress"), unit=_t("unit"))
@@ -107,7 +109,7 @@ def score_set(german, english, files, beam, previous, progress=gr.Progress()):
         yield previous, _t("running", done=f"{done:,}", n=f"{len(srcs):,}")  # a cancel stops it here
     hyps = [tr.tokenizer.decode(out) for out in ids]
     result = report(tr, hyps, refs, time.perf_counter() - t0, beam=beam)
-    yield Scored(srcs, refs, hyps, ids, result.pop("sentence_chrf"), result), _t("done", n=f"{len(srcs):,}")
+    yield Scored(srcs, refs, hyps, ids, result.pop("sentence_chrf"), result, tr.name), _t("done", n=f"{len(srcs):,}")
 
 
 def cancelled():
@@ -124,7 +126,7 @@ def open_pair(page, scored, evt: gr.SelectData):
     number = clamp(row[0], 0, len(scored.srcs)) if row is not None and scored is not None else 0
     if not number:
         return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-    i, tr = number - 1, get_translator()
+    i, tr = number - 1, chosen(scored.model or None)  # the model that translated the set: its pieces are its ids
     beam, alpha = scored.result["beam"], scored.result["alpha"]
     src_ids = tr.encode_source(scored.srcs[i])[0]
     t0 = time.perf_counter()
@@ -215,7 +217,7 @@ def build(translation, top):
     german, english, files, beam = inputs
     scoring = run.click(in_language(score_set), None, [scored, status],
                         inputs_kwargs=dict(german=german, english=english, files=files, beam=beam, previous=scored,
-                                           lang=lang), concurrency_id="score", concurrency_limit=1,
+                                           model=translation.model, lang=lang), concurrency_id="score", concurrency_limit=1,
                         api_visibility="private", show_progress_on=[status])
     stop.click(in_language(cancelled), None, status, inputs_kwargs=dict(lang=lang), cancels=[scoring],
                api_visibility="private")
