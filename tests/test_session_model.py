@@ -186,3 +186,9 @@ def test_the_menus_of_layers_and_heads_follow_the_model_chosen(monkeypatch):
     to_layer, to_head = dep.fn("wide", 2, 7)
     assert to_layer["choices"] == list(range(6)) and to_layer["value"] == 2  # kept: the new model has it
     assert to_head["choices"] == list(range(4)) and to_head["value"] == 0  # out of the new range: the first
+
+
+def test_the_learn_steps_read_the_translations_model():
+    from app.figures.learn import context
+    _, _, ins = translate("Ein Hund läuft.", "greedy", model=first_point())
+    assert context(ins).translator is MODELS.get(first_point()) and context(None).translator is MODELS.get()

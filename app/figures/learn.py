@@ -25,7 +25,7 @@ from ..common import wrap_title as common_wrap_title
 from ..edits import edited_any, edited_default
 from ..i18n import texts
 from ..recording import recorded
-from ..shared import get_translator
+from ..shared import get_translator, model_of
 from . import positional
 from .inside import ln_vectors, small
 from .margins import fit
@@ -41,7 +41,7 @@ def context(ins, revealed=False):
     """What a step's functions read: the translation, the shipped model, its text (in the event's language), and
     whether the learner has checked the step's answer (until then its figure and fact line keep the answer to
     themselves)."""
-    tr = get_translator()
+    tr = get_translator() if ins is None else model_of(ins)  # the model that made the translation
     return SimpleNamespace(ins=ins, model=tr.model, cfg=tr.config, tokenizer=tr.tokenizer, revealed=revealed,
                            t=texts("learn"), translator=tr, pad=tr.pad_id)
 
@@ -476,7 +476,7 @@ def patch_run(c):
 
 def patched_tokens(ins):
     """The output tokens the step's slider moves over (0: the whole translation): those of the grid's translation."""
-    return len(patch_run(SimpleNamespace(translator=get_translator(), ins=ins))[0].out_tokens)
+    return len(patch_run(SimpleNamespace(translator=model_of(ins), ins=ins))[0].out_tokens)
 
 
 def carried(grid):
