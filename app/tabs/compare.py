@@ -35,8 +35,8 @@ from ..figures.compare import (
     token_menu,
     translations_html,
 )
-from ..i18n import LANGS, L, in_language, speaking, text, texts, written
-from ..models import MODELS
+from ..i18n import L, in_language, text, texts
+from ..models import MODELS, model_choices
 from ..shared import examples
 from ..translating import input_problem
 from ..views import Tab, View
@@ -260,19 +260,6 @@ def open_head_of(pair, evt: gr.SelectData):
 
 
 # ---- layout and events -----------------------------------------------------------------------------------
-
-def model_label(name):
-    """A model's name as the menus show it, written in both languages (app.figures.compare.model_name)."""
-    def said(lang):
-        with speaking(lang):
-            return model_name(name)
-    return written("ui.compare.name.model", {lang: said(lang) for lang in LANGS})
-
-
-def model_choices(names):
-    """A menu's choices of models: (label, name), labelled by model_label."""
-    return [(model_label(name), name) for name in names]
-
 
 def _lesson_pair():
     """(A, B) of the lesson on the page's own run: its first epoch against its last point; None without a run."""
