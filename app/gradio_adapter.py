@@ -43,7 +43,10 @@ against a real gr.Blocks, so that a Gradio upgrade that changes them fails there
 - `PLOTLY_LAZY_JS`, `PLOTLY_RESIZE_JS` and `PHONE_WIDTH_JS` (app/page/plotly-lazy.js, plotly-resize.js,
   phone-width.js): Gradio's plot component draws each figure it gets with `Plotly.react(div, data, layout, config)`
   on the plotly it set as window.Plotly, then calls `Plotly.Plots.resize` (FRONTEND_FACTS names that call); the page
-  wraps both there (app/page/head.js).
+  wraps both there (app/page/head.js). The component that draws is mounted anew for every figure the plot is given
+  (a `{#key}` block on a count of its values, in assets/Plot-<hash>.js), and the old one draws the new figure first,
+  into its element, which the new mounting takes out of the page in a microtask: the page's react draws in a
+  microtask, into an element still in the page (each figure drawn once, not twice).
 
 Every script of the page that patches Gradio's front end, or reads what it writes that no public API says, is
 named in FRONTEND_FACTS beside what it relies on, as it stands in the installed front end's code;
@@ -183,6 +186,11 @@ FRONTEND_FACTS = (
     Fact("plotly set on window", r"PlotlyPlot-[\w-]+\.js", "window.Plotly=e", (*_HEAD, *_PLOTS, "app/page/idle.js")),
     Fact("each react followed by a resize", r"PlotlyPlot-[\w-]+\.js",
          ".react(g,e.data,e.layout,e.config),p.default.Plots.resize(g)", _PLOTS),
+    # (plotly-lazy.js draws in a microtask, when the element that the old plot component was given is gone)
+    Fact("a new plot component for each new figure: its values counted", r"Plot-[\w-]+\.js",
+         "t!==c(T)||n!==c(E))&&p(b,c(b)+1)", _PLOTS),
+    Fact("a new plot component for each new figure: a {#key} block on that count", r"Plot-[\w-]+\.js",
+         "t(l(i),()=>c(b),", _PLOTS),
     Fact("the loading statuses' class, exported", r"statustracker-[\w-]+\.js", "LoadingStatus:()=>", _STATUS),
     Fact("the statuses kept in `current`, updated by `update`", r"statustracker-[\w-]+\.js",
          "update(e){for(let[t,n]of Object.entries(this.current))", _STATUS),
