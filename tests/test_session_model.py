@@ -192,3 +192,17 @@ def test_the_learn_steps_read_the_translations_model():
     from app.figures.learn import context
     _, _, ins = translate("Ein Hund läuft.", "greedy", model=first_point())
     assert context(ins).translator is MODELS.get(first_point()) and context(None).translator is MODELS.get()
+
+
+def test_a_hypothesis_of_the_n_best_list_and_heads_switched_off_stay_on_the_translations_model():
+    from app.tabs.heads import switch_off
+    from app.translating import open_hypothesis
+    point = "shipped@epoch-4"  # trained enough for a beam's hypotheses to differ
+    _, _, ins = translate(SENTENCE, "beam", beam=4, model=point)
+    assert len(ins.nbest) > 1
+    other = open_hypothesis(ins, 1)
+    assert other.model == point and other.out_tokens[:-1] == [model_of(ins).tokenizer.id_to_piece(i)
+                                                             for i in ins.nbest[1].ids]
+    with speaking("en"):
+        switched = switch_off(ins, ["cross 0 0"])["switched"]
+    assert switched.changed.model == point and switched.changed.heads_off == (("cross", 0, 0),)
