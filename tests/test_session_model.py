@@ -206,3 +206,14 @@ def test_a_hypothesis_of_the_n_best_list_and_heads_switched_off_stay_on_the_tran
     with speaking("en"):
         switched = switch_off(ins, ["cross 0 0"])["switched"]
     assert switched.changed.model == point and switched.changed.heads_off == (("cross", 0, 0),)
+
+
+def test_the_status_line_says_when_the_menu_has_another_model_than_the_views():
+    from app.tabs.translate import status_view
+    _, _, ins = translate("Ein Hund läuft.", "greedy")
+    with speaking("en"):
+        assert "translate again" not in status_view(ins, "shipped")
+        line = status_view(ins, first_point())
+    assert "translate again to see it on the shipped model, at initialisation" in line
+    with speaking("zh-CN"):
+        assert "再翻译一次" in status_view(ins, first_point())
