@@ -127,9 +127,9 @@ def test_layernorm_view_is_f_layer_norm_and_the_sliders_undo_it(ins, rec, tr, pa
     shown = traces(fig)
     x = shown["input x"]
     expected = F.layer_norm(x, (x.numel(),), ln.a_2.double(), ln.b_2.double(), ln.eps)
-    torch.testing.assert_close(shown["output a₂ · x̂ + b₂ (trained)"], expected, atol=2e-4, rtol=0)
+    torch.testing.assert_close(shown["output a₂ · x̂ + b₂ (the model's own)"], expected, atol=2e-4, rtol=0)
     pos = min(token, (len(ins.src_tokens) if path.startswith("encoder") else len(ins.tgt_tokens)) - 1)
-    torch.testing.assert_close(shown["output a₂ · x̂ + b₂ (trained)"], rec.norms[path][1][pos].double(),
+    torch.testing.assert_close(shown["output a₂ · x̂ + b₂ (the model's own)"], rec.norms[path][1][pos].double(),
                                atol=2e-4, rtol=0)  # the model's own LayerNorm output for that token
     assert f"position {pos}" in note
     undone = traces(tab.layernorm_view(ins, path, token, 1.0, 1.0)["ln"])
