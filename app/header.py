@@ -51,7 +51,7 @@ def wire(demo, model, model_line, note, lang):
     gr.on([model.change, wrong.change, lang.said.change], in_language(header), None, [model_line, note],
           inputs_kwargs=dict(model=model, wrong=wrong, lang=lang), api_visibility="private",
           show_progress="hidden")
-    model.input(lambda: None, None, wrong, api_visibility="private", queue=False, show_progress="hidden")
+    model.input(lambda: None, None, wrong, api_visibility="private", show_progress="hidden")
     model.change(None, model, None, js=page_js.function("record-model", MODELS.default))
     return wrong
 

@@ -209,7 +209,8 @@ def switch(demo):
     demo.load(None, None, lang, js=page_js.function("lang-initial", DEFAULT))
     lang.change(None, lang, None, js=page_js.function("lang-apply"))
     lang.said = gr.State(DEFAULT)
-    lang.change(lambda value: value, lang, lang.said, api_visibility="private", queue=False, show_progress="hidden")
+    # queued: the page starts a state's change listeners only after a queued event
+    lang.change(lambda value: value, lang, lang.said, api_visibility="private", show_progress="hidden")
     return lang
 
 

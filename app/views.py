@@ -170,9 +170,11 @@ class Tab:
 
     def redraw(self):
         """The settings of an event that asks the tab to draw its views (its listener runs on the nudge's change):
-        for another event's `.then`, or, with the nudge among an event's outputs, `{tab.nudge: next(NUDGES)}`."""
+        for another event's `.then`, or, with the nudge among an event's outputs, `{tab.nudge: next(NUDGES)}`. It
+        goes through the queue: the page starts a state's change listeners only after a queued event (tests/
+        test_views.py)."""
         return dict(fn=lambda: next(NUDGES), inputs=None, outputs=self.nudge, api_visibility="private",
-                    queue=False, show_progress="hidden")
+                    show_progress="hidden")
 
     def wire(self, tab, subtabs=None, by_hand=(), relang=True, **event):
         """The tab's one listener (the module's docstring says why one): its opening and those of the tabs within

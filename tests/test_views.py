@@ -366,3 +366,14 @@ def test_a_view_is_known_by_the_values_it_resolves_its_controls_to():
     assert drawn == [3, 1]
 
 
+
+
+def test_every_event_that_sets_a_watched_state_goes_through_the_queue(demo):
+    """The page starts a state's change listeners after a queued event alone (Gradio's front end reads the states an
+    event changed from the queue's message): an event off the queue that set a tab's nudge, the language's `said` or
+    a translation would leave the tabs undrawn."""
+    watched = {block_id for d in demo.fns.values() for block_id, event in d.targets if event == "change"
+               and isinstance(demo.blocks.get(block_id), gr.State)}
+    setters = [d for d in demo.fns.values() if any(c._id in watched for c in d.outputs)]
+    assert len(setters) > 10
+    assert [d.name for d in setters if not d.queue] == []
