@@ -656,6 +656,21 @@ def test_replay_plays(page):
     shot(page, "replay")
 
 
+def test_the_language_switch_redraws_the_figure_on_screen(page):
+    """A new language redraws the views of the tab on screen through that tab's own listener (the switch's `said`
+    state, set by a queued event: off the queue, Gradio's page would start none of its listeners), then back."""
+    translate(page, SENTENCE)
+    open_tab(page, "Attention")
+    page.locator("[role=tab][data-tab-id=one-head]").click()
+    wait_until(page, "plotText('heatmap').includes('layer') && settled('heatmap')", what="the map in English")
+    page.locator("#lang label").filter(has_text="中文").click()
+    wait_until(page, "plotText('heatmap').includes('层') && settled('heatmap')", what="the map redrawn in Chinese")
+    page.locator("#lang label").filter(has_text="English").click()
+    wait_until(page, "plotText('heatmap').includes('layer') && settled('heatmap')", what="the map in English again")
+    wait_until(page, "el('[role=tab][data-tab-id=translate]').innerText.trim() === 'Translate'",
+               what="the tabs relabelled")
+
+
 def test_heads_switched_off_and_an_atlas_cell_opens_its_head(page):
     english = translate(page, SENTENCE)
     open_tab(page, "Heads", "#heads-atlas")
