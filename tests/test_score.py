@@ -220,3 +220,14 @@ def test_the_command_line_reads_a_tsv_and_refuses_a_bad_set(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ev.main(["--src", str(de), "--ref", str(en)])
     assert "The German has 2 lines and the English 1" in capsys.readouterr().err
+
+
+def test_a_scored_set_can_be_a_watched_state():
+    """The tab's listener takes its state's change as a trigger, so Gradio hashes the state's value after each event
+    (gradio.utils.deep_hash): a Scored, which holds lists, is hashed by identity, not by value."""
+    from gradio.utils import deep_hash
+
+    from app.tabs.score import Scored
+    one = Scored(["a"], ["b"], ["c"], [[1]], [1.0], {"bleu": 1.0})
+    other = Scored(["a"], ["b"], ["c"], [[1]], [1.0], {"bleu": 1.0})
+    assert deep_hash(one) == deep_hash(one) != deep_hash(other)

@@ -33,9 +33,11 @@ _t = texts("score")
 BATCH = 64  # pairs a batch: core.evaluate's default, so that the page and the command line decode alike
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Scored:
-    """A scored set: the pairs, each translation (text and ids), each sentence's chrF and the report."""
+    """A scored set: the pairs, each translation (text and ids), each sentence's chrF and the report. Known by
+    identity (eq=False): its state's change is a trigger of the tab's listener, and Gradio hashes a watched state's
+    value after each event (a hash of its lists would raise)."""
     srcs: list
     refs: list
     hyps: list
