@@ -111,6 +111,14 @@ def chosen(name):
         return MODELS.get()
 
 
+def trained_here(tr):
+    """Whether this project trained the model of Translator `tr` (the shipped model and the points of its run, or a
+    model with core.train's log beside it): only then may the page say how it was trained."""
+    from .models import MODELS
+    directory = MODELS.sources().get(getattr(tr, "name", None) or MODELS.default, (model_dir(), None))[0]
+    return is_shipped(directory) or logged_steps(directory) is not None
+
+
 def model_of(ins):
     """The Translator that made Inspection `ins` (its `model`, a name of app.models.MODELS): what a view reads of
     the model for that translation (its tokenizer, its weights for a recorded pass). The page's own for one that

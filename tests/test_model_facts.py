@@ -119,3 +119,15 @@ def test_the_shipped_model_says_where_it_was_trained():
     key, values = model_line(get_translator().config, model_dir())
     assert key == "ui.model.shipped"
     assert "trained here on Multi30k" in text("en", key, **values)
+
+
+def test_the_overview_says_how_a_model_was_trained_only_where_this_project_trained_it(random_dir, open_model):
+    """The diagram's line on training (label smoothing, the Noam schedule) is the shipped run's: a random model's
+    diagram has none, the shipped model's has it."""
+    from app.tabs.overview import overview_svg
+    said = text("en", "overview.trained")
+    with speaking("en"):
+        shipped = overview_svg(None)
+        open_model(random_dir)
+        other = overview_svg(None)
+    assert said in shipped and said not in other

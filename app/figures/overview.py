@@ -30,7 +30,7 @@ def _arrow(x1, y1, x2, y2, label="", dx=8, marker="arrow"):
             f'marker-end="url(#{marker})"/>{lab}')
 
 
-def architecture_svg(config, src_len=None, tgt_len=None, start="<s>"):
+def architecture_svg(config, src_len=None, tgt_len=None, start="<s>", trained=False):
     """SVG of the encoder-decoder; shapes use the current sentence's lengths (S, T) when
     given."""
     N, D, H, F, V = config["N"], config["d_model"], config["h"], config["d_ff"], config["tgt_vocab"]
@@ -69,7 +69,7 @@ def architecture_svg(config, src_len=None, tgt_len=None, start="<s>"):
     p.append(box(470, 70, 390, 50, t("generator"), [], TAB_TRAIN, "#f3e1f3"))
     p.append(_arrow(665, 70, 665, 32, f"1 × {T} × {V}"))
     p.append(f'<text x="665" y="22" text-anchor="middle" font-size="13" fill="#444">{escape(t("next-token"))}</text>')
-    if not config.get("converted_from"):  # how the shipped model was trained; a converted one's is not known here
+    if trained:  # how this project trained it (the shipped model, its run, a model with core.train's log)
         p.append(f'<text x="40" y="30" font-size="12" fill="#666">{escape(t("trained"))}</text>')
     p.append("</svg>")
     return "".join(p)
@@ -95,7 +95,7 @@ def _column_blocks(config, S, T, t, start="<s>"):
     return encoder, decoder
 
 
-def architecture_column_svg(config, src_len=None, tgt_len=None, start="<s>"):
+def architecture_column_svg(config, src_len=None, tgt_len=None, start="<s>", trained=False):
     """The same architecture in one column, 360 units wide, for a phone: the encoder from the source down, its
     memory carried on the right into the decoder, then the decoder from its input down to the next-token
     probabilities. Its text keeps 11 px or more on a 390 px screen, where the wide drawing's falls to 4-6."""
@@ -130,13 +130,14 @@ def architecture_column_svg(config, src_len=None, tgt_len=None, start="<s>"):
             'role="img" aria-label="{aria}"><defs><marker id="arrow-column" viewBox="0 0 10 10" refX="9" refY="5" '
             'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/>'
             '</marker></defs>').format(h=y + 30, aria=escape(t("aria")))
-    trained = ("" if config.get("converted_from") else
-               f'<text x="{x}" y="22" font-size="12" fill="#666">{escape(t("trained"))}</text>')
-    return head + trained + "".join(p) + "</svg>"
+    said = f'<text x="{x}" y="22" font-size="12" fill="#666">{escape(t("trained"))}</text>' if trained else ""
+    return head + said + "".join(p) + "</svg>"
 
 
-def diagram_html(config, src_len=None, tgt_len=None, start="<s>"):
+def diagram_html(config, src_len=None, tgt_len=None, start="<s>", trained=False):
     """Both drawings, the shapes those of a sentence of `src_len` source and `tgt_len` target pieces (S and T
-    where not given); the page's stylesheet shows the column on a phone and the wide one elsewhere."""
-    return (f'<div class="diagram-wide">{architecture_svg(config, src_len, tgt_len, start)}</div>'
-            f'<div class="diagram-column">{architecture_column_svg(config, src_len, tgt_len, start)}</div>')
+    where not given); the page's stylesheet shows the column on a phone and the wide one elsewhere. `trained`:
+    whether to say how the model was trained (only where this project trained it: a converted model's training, or
+    a model's with no log, is not known here)."""
+    return (f'<div class="diagram-wide">{architecture_svg(config, src_len, tgt_len, start, trained)}</div>'
+            f'<div class="diagram-column">{architecture_column_svg(config, src_len, tgt_len, start, trained)}</div>')

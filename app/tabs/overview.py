@@ -5,7 +5,7 @@ import gradio as gr
 from .. import page as page_js
 from ..figures.overview import diagram_html
 from ..i18n import L, text
-from ..shared import chosen, model_of
+from ..shared import chosen, model_of, trained_here
 from ..views import Tab, View
 
 
@@ -19,7 +19,8 @@ def overview_svg(ins, model=None):
     of the header's `model`, with S and T for the lengths)."""
     tr = chosen(model) if ins is None else model_of(ins)
     lengths = (None, None) if ins is None else (len(ins.src_tokens), len(ins.tgt_tokens))
-    return diagram_html(tr.config, *lengths, start=tr.tokenizer.id_to_piece(tr.start_id))  # <s>, or Marian's <pad>
+    return diagram_html(tr.config, *lengths, start=tr.tokenizer.id_to_piece(tr.start_id),  # <s>, or Marian's <pad>
+                        trained=trained_here(tr))
 
 
 def overview_view(ins, model=None):
