@@ -200,3 +200,13 @@ def app_page(browser, log, timeout_ms):
     from tools.serve import AppProcess
     with AppProcess(log=log) as app, browser_page(browser, app, timeout_ms) as (page, errors):
         yield app, page, errors
+
+
+def clear_app_caches():
+    """Forget every model, log, atlas and figure the app's modules keep (functools caches): they are the open
+    model's, and a test opens another."""
+    for name, module in list(sys.modules.items()):
+        if name == "app" or name.startswith("app."):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()

@@ -2,7 +2,6 @@
 download) converted by core.convert and opened as EXPLORER_MODEL_DIR. Every tab's views draw for it in both
 languages; the page names it; the views that describe the shipped model's run say so or step aside, and none shows
 the shipped run's figures as the open model's; the Masks tab and the search tree use the open model's ids."""
-import sys
 import warnings
 
 import pytest
@@ -11,6 +10,7 @@ from app.i18n import speaking, text
 from core.analysis.heads import SAMPLE
 from core.convert import convert
 from core.convert.random_opus import made_up_pairs, write_marian
+from tests.conftest import clear_app_caches
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers)")
 pytestmark = pytest.mark.slow  # a Marian model is built, saved, given trained tokenizers and converted: seconds
@@ -31,16 +31,6 @@ def converted(tmp_path_factory):
                               seed=3, scale=3.0)
         convert(source, root / NAME)
     return root / NAME
-
-
-def clear_app_caches():
-    """Forget every model, log, atlas and figure the app's modules keep (functools caches): they are the open
-    model's, and another is opened."""
-    for name, module in list(sys.modules.items()):
-        if name == "app" or name.startswith("app."):
-            for value in list(vars(module).values()):
-                if callable(getattr(value, "cache_clear", None)):
-                    value.cache_clear()
 
 
 @pytest.fixture

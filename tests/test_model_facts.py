@@ -6,7 +6,6 @@ The shipped model keeps its own line (trained here on Multi30k)."""
 import json
 import re
 import shutil
-import sys
 
 import gradio as gr
 import pytest
@@ -15,6 +14,7 @@ from app.i18n import i18n, speaking, text
 from core.checkpoint import save_pretrained
 from core.model import make_model
 from core.train import seeded
+from tests.conftest import clear_app_caches
 
 pytestmark = pytest.mark.slow  # the whole page is built on the small model: seconds
 
@@ -41,15 +41,6 @@ def random_dir(tiny_spm, tmp_path_factory):
     save_pretrained(model, config, directory)
     shutil.copy(spm_path, directory / "spm.model")
     return directory
-
-
-def clear_app_caches():
-    """Forget what the app's modules keep of the open model (functools caches)."""
-    for name, module in list(sys.modules.items()):
-        if name == "app" or name.startswith("app."):
-            for value in list(vars(module).values()):
-                if callable(getattr(value, "cache_clear", None)):
-                    value.cache_clear()
 
 
 @pytest.fixture
