@@ -5,11 +5,11 @@ each view last drew. A view is one or more output components drawn together, in 
 it names the controls its drawing reads and the outputs it draws.
 
 Each tab draws its views through one event listener of its own (`Tab.wire`), and through nothing else. Its triggers
-are everything that may change what the tab shows: its opening (and its sub-tabs'), its controls, the state it reads
-(a new translation, or a tab's own results), the page's language and the tab's `nudge` (a state any other event
-changes to ask for a drawing). Gradio runs one listener of a page at most once at a time and, with
-`trigger_mode="always_last"`, runs it once more after a trigger that came meanwhile, reading the inputs as they are
-then. So a tab's drawings reach the browser in the order they began, each for the page as it was when it began, and
+are everything that may change what the tab shows: its controls, the state it reads (a new translation, or a tab's
+own results), the page's language and the tab's `nudge`, a state that its openings (and its sub-tabs') change once
+they have recorded the tab as open, and that any other event may change to ask for a drawing. Gradio runs one
+listener of a page at most once at a time and, with `trigger_mode="always_last"`, runs it once more after a
+trigger that came meanwhile, reading the inputs as they are then. So a tab's drawings reach the browser in the order they began, each for the page as it was when it began, and
 no stale drawing can follow a newer one. The listener draws the page as it is (`draw_views`):
 
 - the views on screen that are not drawn already for the translation, the controls and the language are drawn;
@@ -177,20 +177,22 @@ class Tab:
                     show_progress="hidden")
 
     def wire(self, tab, subtabs=None, by_hand=(), relang=True, **event):
-        """The tab's one listener (the module's docstring says why one): its opening and those of the tabs within
-        it (`subtabs`: {id: gr.Tab}), its controls, its state, the page's language (unless `relang` is False: the
-        tab redraws itself in a new language) and its nudge trigger `show`. A control named in `by_hand` redraws only
-        when the reader moves it (its input event): one that the tab's own drawing sets (a menu's choices and first
-        value) would otherwise send a second event after each drawing. Each opening is recorded in the page first
-        (a trigger's listeners run in the order they were added). `event`: more of Gradio's settings for the
-        listener (concurrency_id="model" where drawing may run the model)."""
+        """The tab's one listener (the module's docstring says why one): the tab's nudge, its controls, its state and
+        the page's language (unless `relang` is False: the tab redraws itself in a new language) trigger `show`. A
+        control named in `by_hand` redraws only when the reader moves it (its input event): one that the tab's own
+        drawing sets (a menu's choices and first value) would otherwise send a second event after each drawing.
+        Opening the tab, or a tab within it (`subtabs`: {id: gr.Tab}), records it in the page and changes the nudge:
+        an opening is no trigger of the listener itself, since Gradio's page runs a listener it held back
+        (always_last) by sending again the event that started the run before, with every listener of that event: an
+        opening's would record that earlier tab as open again. `event`: more of Gradio's settings for the listener
+        (concurrency_id="model" where drawing may run the model)."""
         with tab:  # inside the tab: a component beside the top-level tabs would shift the front end's count of them
             self.nudge = gr.State(0)
         places = [(self.where, tab), *(((*self.where, sub), t) for sub, t in (subtabs or {}).items())]
-        for where, t in places:
-            t.select(functools.partial(open_tab, where=where), self.page, None, api_visibility="private",
-                     queue=False, show_progress="hidden")
-        triggers = [t.select for _, t in places] + [self.nudge.change]
+        for where, t in places:  # queued: the page starts a state's change listeners only after a queued event
+            t.select(functools.partial(_opened, where=where), self.page, self.nudge, api_visibility="private",
+                     show_progress="hidden", trigger_mode="multiple")
+        triggers = [self.nudge.change]
         triggers += [c.input if name in by_hand else c.change for name, c in self.controls.items()]
         triggers += [self.state.change] if self.state is not None else []
         # the language switch's `said` (app.i18n.switch); a page built without the switch, its language component
@@ -202,6 +204,12 @@ class Tab:
         gr.on(_unique(triggers), self.show, None, list(self.outputs.values()), inputs_kwargs=self.inputs(),
               trigger_mode="always_last", api_visibility="private", **{**progress, **event})
         return self
+
+
+def _opened(page, where):
+    """An opening of the tab at path `where`: recorded in the page, and a new value for its tab's nudge."""
+    open_tab(page, where)
+    return next(NUDGES)
 
 
 def _unique(triggers):

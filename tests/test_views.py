@@ -271,28 +271,26 @@ def test_each_tab_names_the_controls_its_views_read(demo):
 def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
     """The order of a tab's drawings is Gradio's: one listener per tab draws its views, run once at a time per page
     and once more after what came meanwhile (trigger_mode="always_last"), so that no drawing that began earlier can
-    reach the browser after a later one. Its triggers: its openings, its nudge, its controls, the state it reads
-    and the page's language (Learn and Translate redraw their step themselves); every opening is recorded in the
-    page record by a listener added before it (a trigger's listeners run in the order they were added). No other
-    event writes a view's outputs but the Learn path's step and the Translate tab's step replay, which draw only
-    in their own tabs, on their own controls."""
+    reach the browser after a later one. Its triggers: its nudge, its controls, the state it reads and the page's
+    language (Learn and Translate redraw their step themselves). An opening is no trigger of it: each of the tab's
+    select events records the tab in the page record and changes the nudge, through the queue (a listener held back
+    is run again by sending the event that started it before, with all that event's listeners: an opening's would
+    record its tab as open again). No other event writes a view's outputs but those named below."""
     said = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang").said
     by_tab = {}
     for tab in demo.tab_views:
         dep = listener(demo, tab)
         assert dep.trigger_mode == "always_last", tab.where
         targets = set(dep.targets)
-        assert (tab.nudge._id, "change") in targets, tab.where
+        assert (tab.nudge._id, "change") in targets and not [t for t in targets if t[1] == "select"], tab.where
         assert ((said._id, "change") in targets) == (tab.where[0] not in ("learn", "translate")), tab.where
         if tab.state is not None:
             assert (tab.state._id, "change") in targets, tab.where
         for name, c in tab.controls.items():
             assert (c._id, "change") in targets or (c._id, "input") in targets, (tab.where, name)
-        selects = [t for t in targets if t[1] == "select"]
-        assert selects, tab.where
-        for block_id, _ in selects:
-            recorders = [i for i, d in demo.fns.items() if (block_id, "select") in d.targets and not d.outputs]
-            assert recorders and min(recorders) < dep._id, tab.where  # recorded first
+        openings = [d for d in demo.fns.values() if list(d.outputs) == [tab.nudge]
+                    and any(event == "select" for _, event in d.targets)]
+        assert openings and all(d.queue is not False and d.trigger_mode == "multiple" for d in openings), tab.where
         by_tab.update({c._id: tab for c in tab.outputs.values()})
     # the other writers, each named: the Learn path's step and the Translate tab's replay (their own state machines,
     # each redrawing itself in a new language), a refused sentence's message (no translation came, so no state

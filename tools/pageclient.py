@@ -64,8 +64,11 @@ class AppConfig:
                 and [component, event_name] in [list(t) for t in d["targets"]]]
 
     def drawing(self, tab):
-        """The event that draws a tab's views when it opens (the one of its select listeners with outputs)."""
-        return next(i for i in self.listeners(tab, "select") if self.events[i]["outputs"])
+        """The event that draws a tab's views when it opens: the listener of the state its opening sets (its nudge,
+        app/views.py)."""
+        opening = next(i for i in self.listeners(tab, "select") if self.events[i]["outputs"])
+        nudge = self.events[opening]["outputs"][0]
+        return next(i for i in self.listeners(nudge, "change") if self.events[i]["outputs"])
 
     def inputs(self, event, overrides=None):
         """An event's input values as a page sends them: a state empty, a control at its first value."""
@@ -84,6 +87,7 @@ class PageSession:
         self.app, self.timeout = app, timeout
         self.session = uuid.uuid4().hex[:11]
         self.sent = 0  # events sent so far
+        self.answers = {}  # event id -> its outputs, the last time it ran
         self.http = httpx.Client(base_url=app.url + API, timeout=timeout)
         self._heartbeat = None
 
@@ -142,8 +146,10 @@ class PageSession:
 
     def run(self, event, overrides=None):
         """An event and what the page runs after it (its followers, the listeners of the states it changed, one
-        after another here where the page sends them side by side): the first one's outputs."""
+        after another here where the page sends them side by side): the first one's outputs. Every event's last
+        outputs are kept in `answers`."""
         out, changed = self.call(event, self.app.inputs(event, overrides))
+        self.answers[event] = out
         for state in changed:
             for listener in self.app.listeners(state, "change"):
                 self.run(listener)
@@ -158,10 +164,10 @@ class PageSession:
         return self.run(event, {box: text})[0]
 
     def open(self, tab):
-        """Open a tab (by its component id): its select listeners run in order, and its views are drawn for the
-        last translation. The drawing's outputs."""
-        drawn = None
+        """Open a tab (by its component id): its select listeners run in order, then the drawing they start, which
+        draws its views for the last translation. The drawing's outputs."""
+        drawing = self.app.drawing(tab)
+        self.answers.pop(drawing, None)
         for event in self.app.listeners(tab, "select"):
-            out = self.run(event)
-            drawn = out if self.app.events[event]["outputs"] else drawn
-        return drawn
+            self.run(event)
+        return self.answers.get(drawing)
