@@ -656,27 +656,6 @@ def test_replay_plays(page):
     shot(page, "replay")
 
 
-def test_two_openings_in_a_row_draw_the_second(page):
-    """Two sub-tabs opened while the page's events are held (a busy server): once they are answered, the second
-    sub-tab is drawn. Gradio's page runs a listener it held back (always_last) by sending again the event that
-    started its last run, with all that event's listeners: were an opening a trigger of the tab's listener, the
-    first opening's record would be made again, and the second sub-tab would stay empty."""
-    translate(page, OTHER)
-    open_tab(page, "Attention")
-    page.locator("[role=tab][data-tab-id=one-head]").click()
-    wait_until(page, "plot('heatmap') && settled('heatmap')", what="the map")
-    page.evaluate("""() => { const f = window.fetch; window.__held = [];
-      window.fetch = function (url) { if (String(url?.url ?? url).includes('/queue/join') && window.__holding)
-        return new Promise((go) => window.__held.push(() => go(f.apply(this, arguments))));
-        return f.apply(this, arguments); }; window.__holding = true; }""")
-    page.locator("[role=tab][data-tab-id=bertviz-head]").click()
-    wait_until(page, "window.__held.length >= 1", what="the first opening held")
-    page.locator("[role=tab][data-tab-id=all-heads]").click()
-    page.evaluate("window.__holding = false; window.__held.forEach((go) => go())")
-    wait_until(page, "plot('head-grid')?.querySelector('svg.main-svg') && settled('head-grid')",
-               what="the second sub-tab drawn")
-
-
 def test_the_language_switch_redraws_the_figure_on_screen(page):
     """A new language redraws the views of the tab on screen through that tab's own listener (the switch's `said`
     state, set by a queued event: off the queue, Gradio's page would start none of its listeners), then back."""
