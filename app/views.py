@@ -189,9 +189,11 @@ class Tab:
         with tab:  # inside the tab: a component beside the top-level tabs would shift the front end's count of them
             self.nudge = gr.State(0)
         places = [(self.where, tab), *(((*self.where, sub), t) for sub, t in (subtabs or {}).items())]
-        for where, t in places:  # queued: the page starts a state's change listeners only after a queued event
+        # queued (the page starts a state's change listeners only after a queued event), one at a time in the queue's
+        # order: two openings in quick succession are recorded in the order they were made
+        for where, t in places:
             t.select(functools.partial(_opened, where=where), self.page, self.nudge, api_visibility="private",
-                     show_progress="hidden", trigger_mode="multiple")
+                     show_progress="hidden", trigger_mode="multiple", concurrency_id="opening", concurrency_limit=1)
         triggers = [self.nudge.change]
         triggers += [c.input if name in by_hand else c.change for name, c in self.controls.items()]
         triggers += [self.state.change] if self.state is not None else []

@@ -291,6 +291,7 @@ def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
         openings = [d for d in demo.fns.values() if list(d.outputs) == [tab.nudge]
                     and any(event == "select" for _, event in d.targets)]
         assert openings and all(d.queue is not False and d.trigger_mode == "multiple" for d in openings), tab.where
+        assert {(d.concurrency_id, d.concurrency_limit) for d in openings} == {("opening", 1)}, tab.where
         by_tab.update({c._id: tab for c in tab.outputs.values()})
     # the other writers, each named: the Learn path's step and the Translate tab's replay (their own state machines,
     # each redrawing itself in a new language), a refused sentence's message (no translation came, so no state
