@@ -14,12 +14,17 @@ from .i18n import L, in_language, text
 from .models import MODELS, model_choices
 from .shared import header_line, model_dir, model_line
 
+# px across the header's menu on a desktop: its longest name ("the shipped model, at initialisation", 36 characters)
+# whole beside its arrow. Of its own size (scale 0) beside the language switch: at scale 2 it took two thirds of a
+# 1400 px page's row (800 px). A phone gives it the row's width (app/page/style.css).
+MENU_PX = 340
+
 
 def menu():
     """The header's menu: every model this server can open (app.models.MODELS), named as a reader reads them, the
     page's own first and chosen."""
     return gr.Dropdown(model_choices(MODELS.names()), value=MODELS.default, label=L("ui.model.menu"),
-                       elem_id="model-menu", scale=2, min_width=240, interactive=True)
+                       elem_id="model-menu", scale=0, min_width=MENU_PX, interactive=True)
 
 
 def line():

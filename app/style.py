@@ -79,9 +79,10 @@ def theme():
 # toolbar (app/page/svg-button.js).
 EXPORT_JS = page_js.function("svg-button")
 
-# On a phone the top tab bar (app/ui.py's #top-tabs) is one line that scrolls sideways: the open tab is kept in its
-# view (app/page/tab-bar.js).
-TAB_BAR_JS = page_js.function("tab-bar", "#top-tabs")
+# On a phone the top tab bar (app/ui.py's #top-tabs) and the sub-tabs of a tab are each one line that scrolls
+# sideways: the open tab is kept in its bar's view (app/page/tab-bar.js).
+TAB_STRIPS = ":is(#top-tabs, #top-tabs .tabs) > .tab-wrapper > .tab-container"
+TAB_BAR_JS = page_js.function("tab-bar", TAB_STRIPS)
 
 
 def page_arguments(demo):
