@@ -231,6 +231,8 @@ MAP_ROWS = 24      # a square map (a query per row, a key per column) of up to t
 WINDOW_ROWS = 20   # a longer one shows a window of at most this many rows at a time, a button above it for each
 WINDOWS = 6        # and at most this many windows (a longer sentence's are longer): their buttons fit a phone's row
 BUTTONS_PX = 34    # the height of the row of buttons, above the plot
+ROW_PX = 18        # px a row is given at the least: a 12 px label in it, apart from the next
+TOP_LABELS_PX = 22  # px of a table's column names, over its plot (cell_table): the buttons go above them
 LEARN_FITS = 320   # px: what a 390 px phone's Learn figure holds across (its block, inside the tab's padding)
 
 
@@ -244,12 +246,11 @@ def row_windows(n, most=MAP_ROWS, rows=WINDOW_ROWS, windows=WINDOWS):
     return [(a, min(a + size, n) - 1) for a in range(0, n, size)]
 
 
-def square_map(fig, n, title, rows_word):
-    """A step's map of a sentence against itself (`n` pieces a side, a heatmap labelled by token_axis), sized for
-    a phone: its title (`_compact`), a row a label's height, a window of rows at a time where the sentence is long
-    (`row_windows`: buttons above the plot, named by their rows counted from 1, after `rows_word`, move it; the
-    first shown), and every column within the plot: on a phone that cannot hold a column per PIECE_PX with its
-    labels, the plot is as wide as that (app/common.py phone_width), in a block a finger scrolls sideways."""
+def windowed(fig, n, title, rows_word):
+    """A step's figure of `n` rows (a map's queries, a table's positions) sized for a phone: its title (`_compact`),
+    a row a label's height, and a window of rows at a time where it has many (`row_windows`: buttons above the plot,
+    named by their rows counted from 1, after `rows_word`, move it; the first shown), so that it is never taller
+    than a screen however long the sentence."""
     windows = row_windows(n)
     first, last = windows[0]
     fig = _compact(fig, title, height=table_height(last - first + 1))
@@ -257,15 +258,28 @@ def square_map(fig, n, title, rows_word):
         fig.update_yaxes(autorange=False, range=[last + 0.5, first - 0.5])  # reversed: the first row at the top
         buttons = [dict(label=f"{a + 1}–{b + 1}", method="relayout", args=[{"yaxis.range": [b + 0.5, a - 0.5]}])
                    for a, b in windows]
+        over = TOP_LABELS_PX if fig.layout.xaxis.side == "top" else 0  # above a table's column names, not on them
         fig.update_layout(height=fig.layout.height + BUTTONS_PX, margin_t=fig.layout.margin.t + BUTTONS_PX,
                           updatemenus=[dict(type="buttons", direction="right", buttons=buttons, active=0,
                                             showactive=True, x=0, xanchor="left", y=1, yanchor="bottom",
                                             # plotly draws the active button #f4faff, lighter than the others
-                                            pad=dict(b=8, l=0, r=0, t=0), font=dict(size=13), bgcolor="#dde3ec",
-                                            bordercolor="#9aa3ad")],
+                                            pad=dict(b=8 + over, l=0, r=0, t=0), font=dict(size=13),
+                                            bgcolor="#dde3ec", bordercolor="#9aa3ad")],
                           annotations=[dict(text=label(rows_word), x=0, xref="paper", xanchor="right", y=1,
-                                            yref="paper", yanchor="bottom", yshift=14, showarrow=False,
+                                            yref="paper", yanchor="bottom", yshift=14 + over, showarrow=False,
                                             font=dict(size=12, color="#556"))])
+    margin = fit(fig.to_plotly_json())["layout"]["margin"]  # as the page gives its labels (app/figures/margins.py)
+    need = ROW_PX * (last - first + 1) + margin["t"] + margin["b"]  # a title of three lines, long turned labels
+    if fig.layout.height < need:
+        fig.update_layout(height=need)
+    return fig
+
+
+def square_map(fig, n, title, rows_word):
+    """A step's map of a sentence against itself (`n` pieces a side, a heatmap labelled by token_axis), its rows
+    `windowed`, and every column within the plot: on a phone that cannot hold a column per PIECE_PX with its
+    labels, the plot is as wide as that (app/common.py phone_width), in a block a finger scrolls sideways."""
+    fig = windowed(fig, n, title, rows_word)
     margin = fit(fig.to_plotly_json())["layout"]["margin"]  # as the page gives its labels (app/figures/margins.py)
     need = int(n * PIECE_PX + margin["l"] + margin["r"])
     if need > LEARN_FITS:  # the width app/page/phone-width.js gives the plot on a phone (app/common.py phone_width)
@@ -331,7 +345,34 @@ def table_height(rows):
     return max(FIGURE_HEIGHT, 22 * rows + 70)
 
 
+def _mask_map(c, batch, which, piece):
+    """The decoder's mask of the batch's padded English (`which`: "subsequent" alone, or "both" with its padding)
+    as a map of its pieces against themselves, its rows `windowed` (square_map); with both before Check, the
+    padding positions' rows left blank and said so in each window that has them (plotly shows a note only while
+    its row is on screen). Returns the figure, the pairs the mask allows and the cells."""
+    _, row, real = pad_query_reach(batch)  # the row whose English is padded, and its real pieces
+    T = batch.tgt.size(1)
+    m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
+    pieces = [piece(i) for i in batch.tgt[row]]
+    z = m.int().tolist()
+    hide = which == "both" and not c.revealed  # what the padding positions' queries reach is the question
+    if hide:
+        z = [r if i < real else [None] * T for i, r in enumerate(z)]
+    fig = go.Figure(go.Heatmap(z=z, colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
+                               hovertemplate="%{y} → %{x}: %{z}<extra></extra>", hoverongaps=False))
+    fig.update_layout(xaxis=token_axis(pieces, tickangle=-90), yaxis=dict(token_axis(pieces), autorange="reversed"))
+    fig = square_map(fig, T, c.t(f"masks.fig.{which}"), c.t("rows"))
+    for a, b in row_windows(T) if hide else ():
+        if b >= real:
+            # at the plot's left: a phone shows the plot's start, the rest of a wide map scrolled to
+            fig.add_annotation(text=c.t("masks.hidden-rows"), x=0.02, xref="paper", xanchor="left",
+                               y=(max(a, real) + b) / 2, yref="y", showarrow=False, font=dict(size=13, color="#556"))
+    return fig, int(m.sum()), T * T
+
+
 def draw_masks(c, which):
+    """Step 5's figure: the batch's German as a table with its padding mask, or the decoder's mask of its padded
+    English (`_mask_map`); a long sentence's rows in windows, so that it is never taller than a screen."""
     which = which if which in ("padding", "subsequent", "both") else "both"
     batch = mask_batch(c)
     piece = lambda i: c.tokenizer.id_to_piece(int(i))  # raw pieces: the axis escapes them, once
@@ -339,27 +380,11 @@ def draw_masks(c, which):
         columns = [[piece(i) if c.revealed or i != c.pad else "" for i in row] for row in batch.src]
         fig, rows = cell_table(columns, [c.t("masks.yours"), c.t("masks.ours")],
                                lambda i, j: bool(batch.src_mask[j, 0, i]))
-        fig.update_yaxes(title=c.t("masks.position"))
+        fig.update_yaxes(title=c.t("masks.position"), dtick=1)  # each row a label's height: every one labelled
         allowed, cells = int(batch.src_mask.sum()), batch.src.numel()
-        fig = _compact(fig, c.t("masks.fig.padding"), height=table_height(rows))
+        fig = windowed(fig, rows, c.t("masks.fig.padding"), c.t("rows"))
     else:
-        _, row, real = pad_query_reach(batch)  # the row whose English is padded, and its real pieces
-        T = batch.tgt.size(1)
-        m = subsequent_mask(T)[0] if which == "subsequent" else batch.tgt_mask[row]
-        pieces = [piece(i) for i in batch.tgt[row]]
-        z = m.int().tolist()
-        hide = which == "both" and not c.revealed  # what the padding positions' queries reach is the question
-        if hide:
-            z = [r if i < real else [None] * T for i, r in enumerate(z)]
-        fig = go.Figure(go.Heatmap(z=z, colorscale=[[0, "#f2f2f2"], [1, BLUE]], zmin=0, zmax=1, showscale=False,
-                                   hovertemplate="%{y} → %{x}: %{z}<extra></extra>", hoverongaps=False))
-        fig.update_layout(xaxis=token_axis(pieces, tickangle=-90),
-                          yaxis=dict(token_axis(pieces), autorange="reversed"))
-        allowed, cells = int(m.sum()), T * T
-        if hide:
-            fig.add_annotation(text=c.t("masks.hidden-rows"), x=0.5, xref="paper", y=(real + T - 1) / 2, yref="y",
-                               showarrow=False, font=dict(size=13, color="#556"))
-        fig = phone_width(_compact(fig, c.t(f"masks.fig.{which}"), height=table_height(T)), T)
+        fig, allowed, cells = _mask_map(c, batch, which, piece)
     pads = int((~batch.tgt_keep).sum(1).max())
     src_pads = int((batch.src == c.pad).sum(1).max())
     shown = (c.t("masks.shown.padding", allowed=allowed, cells=cells) if which == "padding" else
