@@ -189,3 +189,18 @@ def test_each_bad_input_is_one_message_in_the_pages_language(compared, tmp_path,
     assert "nope" in said["name"][1] and "没有名为" in said["name"][1]
     for what, name in (("broken", "broken"), ("cut", "cut\\-short")):
         assert "无法打开模型 " + name in said[what][1]
+
+
+def test_its_drawings_cover_no_output_and_its_buttons_show_progress():
+    """The tab's one listener draws from the session's Pair, never the model, so it covers no output with a loading
+    status: covering its nine (the ranking's table, the other sub-tab's plots) cost the page ~150 ms of each head
+    move, every one of them re-rendered as the status came and went (python -m tools.bench --compare). The two
+    buttons, which run the model, show their progress on their status lines."""
+    from app.ui import build_demo
+    demo = build_demo()
+    tab = next(t for t in demo.tab_views if t.where[0] == "compare")
+    (listener,) = [d for d in demo.fns.values() if d.fn == tab.show]
+    assert listener.show_progress_on == [] and len(listener.outputs) == 9
+    runs = [d for d in demo.fns.values() if getattr(d.fn, "__name__", "") in ("run_compare", "run_patch")]
+    assert len(runs) == 3  # the comparison's button and the lesson's .then, the patching button
+    assert all([c.elem_id for c in d.show_progress_on] in (["cmp-status"], ["cmp-patch-status"]) for d in runs)

@@ -356,8 +356,12 @@ def build(demo, page, lang):
                        [s["original"], s["model"]], s["edited"], api_visibility="private")
 
     # a control the ranking sets redraws on the reader's own moves only (its change events would carry the others'
-    # old values); the ranking's click sets all three, then asks the tab to draw
-    tab.wire(top, {"models": models_tab, "sentences": sentences_tab}, by_hand=("kind", "layer", "head"))
+    # old values); the ranking's click sets all three, then asks the tab to draw. Its views draw from the session's
+    # Pair and never wait for the model (the buttons show their progress on the status lines), so no output is
+    # covered while they draw: covering its nine outputs (the ranking's table, the other sub-tab's plots) took the
+    # page ~150 ms of every head move, each of them re-rendered as its status came and went
+    tab.wire(top, {"models": models_tab, "sentences": sentences_tab}, by_hand=("kind", "layer", "head"),
+             show_progress_on=[])
     m_outputs["ranking"].select(open_head_of, [state], [m_controls["kind"], m_controls["layer"], m_controls["head"]],
                                 api_visibility="private").then(**tab.redraw())
     return tab
