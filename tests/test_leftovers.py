@@ -1,6 +1,8 @@
 """Leftovers of the page read as a reader reads it: the Learn path's masks step on a phone for any length of sentence,
 the Inside tab's LayerNorm menu of the model of the translation it draws, and the Engineering tab saying whose
 figures it shows."""
+import warnings
+
 import pytest
 
 from app import learn_path
@@ -73,3 +75,68 @@ def test_step_5s_maps_fit_a_phone_for_any_length_of_sentence(lang):
                     assert (b >= real) == any(max(a, real) <= y <= b for y in notes), (where, (a, b), real, notes)
             else:
                 assert notes == [], where
+
+
+# a Marian model as transformers saves one, small, converted (tests/test_converted_app.py's shape): post-norm, two
+# layers a side, no final LayerNorm, where the shipped model is pre-norm with three and a final one each side
+SMALL = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+             encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64, scale_embedding=True,
+             activation_function="swish")
+
+
+@pytest.fixture(scope="module")
+def marian_folder(tmp_path_factory):
+    """A folder of models as EXPLORER_MODELS names one, holding a converted Marian model, "tiny-marian"."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers)")
+    from core.convert import convert
+    from core.convert.random_opus import made_up_pairs, write_marian
+    root = tmp_path_factory.mktemp("leftover-models")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source = write_marian(root / "hf", SMALL, dict(num_beams=4, max_length=64), made_up_pairs(300, seed=3), 150,
+                              seed=3, scale=3.0)
+        convert(source, root / "models" / "tiny-marian")
+    return root / "models"
+
+
+def _menu_words(choices, lang):
+    """A menu's choices as the page shows them in `lang`: (words, value)."""
+    from app.i18n import i18n
+    words = i18n().translations[lang]
+    return [(words.get(getattr(label, "key", None), label) if not isinstance(label, str) else label, value)
+            for label, value in choices]
+
+
+@needs_shipped
+@pytest.mark.slow  # a Marian model is built, saved, given trained tokenizers and converted; the page is built
+def test_the_layernorm_menu_follows_the_model_of_the_translation(marian_folder, monkeypatch):
+    """The Inside tab's LayerNorm menu lists the LayerNorms of the model whose translation its view draws: after a
+    translation by the converted Marian model, its ten (post-norm: each after its sublayer's residual sum, in both
+    languages; no final one), the one chosen kept where it has it and the first otherwise; after one by the
+    shipped model, its seventeen again. Before, it kept the shipped model's seventeen, "before" each sublayer, with
+    the two final LayerNorms Marian lacks (its view then drew another LayerNorm than the one the menu showed)."""
+    from app.shared import model_of
+    from app.translating import translate
+    from app.ui import build_demo
+    from core.analysis.inside import layer_norms
+    from tests.events import call, dependency
+    monkeypatch.setenv("EXPLORER_MODELS", str(marian_folder))
+    event = dependency(build_demo(), "norm_menu")
+    (menu,), state = event.outputs, event.inputs[event.input_parameter_names.index("ins")]
+    assert menu.elem_id == "in-ln" and (state._id, "change") in [tuple(t) for t in event.targets]
+    _, _, marian = translate("Ein Mann läuft auf der Straße.", "greedy", model="tiny-marian")
+    _, _, shipped = translate("Ein Mann läuft auf der Straße.", "greedy")
+    norms = list(layer_norms(model_of(marian).model))
+    assert marian.model == "tiny-marian" and len(norms) == 10 and "encoder.norm" not in norms
+    for chosen, kept in (("encoder.layers.1.sublayer.1.norm", True), ("encoder.norm", False)):
+        update = call(event, ins=marian, norm=chosen, lang="en")
+        assert [v for _, v in update["choices"]] == norms
+        assert update["value"] == (chosen if kept else norms[0])
+        for lang, after in (("en", "after"), ("zh-CN", "之后")):
+            shown = _menu_words(update["choices"], lang)
+            assert all(after in words for words, _ in shown), shown
+    update = call(event, ins=shipped, norm="encoder.norm", lang="en")
+    assert [v for _, v in update["choices"]] == list(layer_norms(model_of(shipped).model))
+    assert len(update["choices"]) == 17 and update["value"] == "encoder.norm"
+    shown = _menu_words(update["choices"], "en")
+    assert all("before" in w for w, v in shown if not v.endswith("coder.norm")), shown

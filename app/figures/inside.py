@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from core.analysis import inside as core
+from core.model import PostNormSublayerConnection
 
 from ..common import label, panel_grid, phone_width, title_room, token_axis, top_colorbar, wrap_title
 from ..i18n import DEFAULT, table, text, texts
@@ -181,8 +182,9 @@ def norm_side(path):
 
 
 def is_post_norm(model):
-    """Whether the model's LayerNorms follow their sublayers' residual sums (the config's norm "post")."""
-    return any(getattr(m, "post", False) for m in model.modules())
+    """Whether the model's LayerNorms follow their sublayers' residual sums (the config's norm "post": core.model's
+    PostNormSublayerConnection, a class of its own since the paper's classes lost their branches)."""
+    return any(isinstance(m, PostNormSublayerConnection) for m in model.modules())
 
 
 def norm_place(path, post=False):

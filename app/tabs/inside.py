@@ -7,13 +7,16 @@ decoder inputs (app/recording.py), recorded the first time a view needs it and k
 control redraws from that recording and never runs the model. Its figures are app/figures/inside.py's.
 """
 import inspect
+import json
 import math
 import textwrap
 from functools import lru_cache
 
 import gradio as gr
+import torch
 
 from core.analysis import inside as core
+from core.checkpoint import model_from_config
 from core.instrument import KINDS, run_with_cache
 from core.model import LayerNorm, attention
 
@@ -45,7 +48,8 @@ from ..figures.inside import (
     weight_figure,
 )
 from ..header import follow
-from ..i18n import DEFAULT, L, table, text
+from ..i18n import DEFAULT, L, in_language, table, text
+from ..models import MODELS
 from ..recording import derived, recorded
 from ..shared import chosen, get_translator, model_of
 from ..views import Tab, View
@@ -108,6 +112,39 @@ def norm_choices(model):
     """The LayerNorm menu: each LayerNorm's place in both languages, by path."""
     post = is_post_norm(model)
     return [(L(key, **values), p) for p in core.layer_norms(model) for key, values in (norm_place(p, post),)]
+
+
+def norm_menus():
+    """The LayerNorm menu's choices for each model this server can open ({name: choices}, app.models.MODELS), made
+    as the page is built: a label written in both languages reaches the browser only then. A model's LayerNorms
+    are read off its modules built from its config.json without weights (torch's meta device), once per config (a
+    run's points share their model's); a model whose config cannot be read has none here."""
+    made, menus = {}, {}
+    for name in MODELS.names():
+        config = MODELS.config(name)
+        key = json.dumps(config, sort_keys=True, default=str)
+        if key not in made:
+            try:
+                with torch.device("meta"):
+                    made[key] = norm_choices(model_from_config(config, init=False))
+            except Exception:  # noqa: BLE001 (a config that makes no model: the model's own load says why)
+                made[key] = None
+        menus[name] = made[key]
+    return {name: choices for name, choices in menus.items() if choices}
+
+
+def following_norms(menus):
+    """The event that sets the LayerNorm menu for a new translation, given every model's choices (norm_menus)."""
+    def norm_menu(ins, norm):
+        """The LayerNorm menu for translation `ins`: the LayerNorms of the model that made it (for a model not among
+        `menus`, named in the event's language), the one chosen kept where that model has it."""
+        options = menus.get(getattr(ins, "model", "") or MODELS.default)
+        if options is None:
+            model = model_of(ins).model
+            options = [(norm_label(p, is_post_norm(model)), p) for p in core.layer_norms(model)]
+        paths = [p for _, p in options]
+        return gr.update(choices=options, value=norm if norm in paths else paths[0])
+    return norm_menu
 
 
 def layernorm_view(ins, norm, token, gain, bias):
@@ -336,8 +373,8 @@ def build(cfg, page, state, lang, model=None):
     """Lay out the tab and wire its events: opening the tab or a sub-tab, and moving a control, draw the views
     on screen. Returns its Tab (app/views.py), whose views each new translation draws (see app/ui.py). The module
     tree and the LayerNorms' gains are of the model the header chose (`model`, the menu), whose modules, layers and
-    heads the menus follow (the LayerNorm menu stays the page's own model's: a view falls back on the first
-    LayerNorm of a model without the one chosen)."""
+    heads the menus follow; the LayerNorm menu follows the model of the translation (app.shared.model_of), whose
+    pass its view draws."""
     own = get_translator().model
     with gr.Tab(L("ui.tab.inside"), id="inside") as tab:
         gr.Markdown(L("ui.inside.intro"))
@@ -353,8 +390,14 @@ def build(cfg, page, state, lang, model=None):
            lambda c: [list(range(c["N"])), list(range(c["h"])), ffn_choices(c["N"])])
     if model is not None:
         model.change(module_menu, [model, module], module, api_visibility="private", show_progress="hidden")
+    # the LayerNorm menu follows the translation it draws (a model of other layers, or post-norm: a converted one)
+    gr.on([state.change], in_language(following_norms(norm_menus())), None, ln_controls["norm"],
+          inputs_kwargs=dict(ins=state, norm=ln_controls["norm"], lang=lang), api_visibility="private",
+          show_progress="hidden")
     controls = dict(module=module, **ln_controls, **scale_controls, ffn=which, model=menu)
     outputs = {**mod_out, **ln_out, **scale_out, **stream_out}
-    # opening a sub-tab may record the sentence's pass: these events queue with the translations (app/ui.py)
+    # opening a sub-tab may record the sentence's pass: these events queue with the translations (app/ui.py). The
+    # LayerNorm menu redraws when the reader moves it: its view falls back on the model's first LayerNorm as the
+    # menu does, so its new choices need no second drawing
     return Tab(("inside",), VIEWS, controls, outputs, page, lang, state).wire(
-        tab, subtabs, concurrency_limit=1, concurrency_id="model")
+        tab, subtabs, by_hand=("norm",), concurrency_limit=1, concurrency_id="model")
