@@ -140,3 +140,28 @@ def test_the_layernorm_menu_follows_the_model_of_the_translation(marian_folder, 
     assert len(update["choices"]) == 17 and update["value"] == "encoder.norm"
     shown = _menu_words(update["choices"], "en")
     assert all("before" in w for w, v in shown if not v.endswith("coder.norm")), shown
+
+
+@needs_shipped
+@pytest.mark.slow  # the converted model of the test above
+def test_the_engineering_tab_says_whose_figures_it_shows(marian_folder, monkeypatch):
+    """The Engineering tab opens by naming the model its figures describe, in both languages: the page's own (the
+    shipped model; a converted one by its directory's name, escaped), whatever model a session's menu chooses
+    (the tab is written once, as the page is built). Before, nothing in it said whose they were."""
+    from app.common import md_literal
+    from app.tabs.engineering import written_sections
+    from tests.conftest import clear_app_caches
+    for own, name in ((None, {"en": "the shipped model", "zh-CN": "随附的模型"}),
+                      (marian_folder / "tiny-marian", {lang: md_literal("tiny-marian") for lang in LANGS})):
+        monkeypatch.delenv("EXPLORER_MODEL_DIR", raising=False)
+        if own is not None:
+            monkeypatch.setenv("EXPLORER_MODEL_DIR", str(own))
+        clear_app_caches()
+        try:
+            (key, said_in), *rest = written_sections()
+        finally:
+            monkeypatch.delenv("EXPLORER_MODEL_DIR", raising=False)
+            clear_app_caches()
+        assert key == "ui.engineering.of" and "ui.engineering.of" not in [k for k, _ in rest]
+        assert name["en"] in said_in["en"] and "page's own model" in said_in["en"], said_in
+        assert name["zh-CN"] in said_in["zh-CN"] and "本页面自己的模型" in said_in["zh-CN"], said_in

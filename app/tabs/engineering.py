@@ -1,5 +1,6 @@
-"""The Engineering tab: how the shipped model was built, how well it translates and how fast it runs, read
-from the files beside its weights, and the code of the decoding loops."""
+"""The Engineering tab: how the page's own model (the shipped one, unless EXPLORER_MODEL_DIR names another) was
+built, how well it translates and how fast it runs, read from the files beside its weights, saying whose figures
+they are; and the code of the decoding loops."""
 import html
 import json
 
@@ -9,9 +10,11 @@ from core import decode as core_decode
 from core import model as core_model
 from core.bench import table_rows
 
-from ..common import code_panel
+from ..common import code_panel, md_literal
+from ..figures.compare import model_name
 from ..figures.training import bleu_summary, shipped_log
 from ..i18n import DEFAULT, LANGS, L, speaking, table, text, written
+from ..models import MODELS
 from ..shared import get_translator, is_converted, is_shipped, model_dir
 
 
@@ -102,12 +105,19 @@ def _speed_md():
     return [("ui.engineering.speed", {}), table] if table else []
 
 
+def _whose_md():
+    """Whose figures the tab shows: the page's own model's (app.models.MODELS.default, by its name in the event's
+    language; a directory's name escaped), whatever model a session's menu has chosen (the tab is written once,
+    as the page is built)."""
+    return "ui.engineering.of", dict(model=md_literal(model_name(MODELS.default)))
+
+
 def sections():
-    """The tab's text as (key, values) pairs, one Markdown each: how the shipped model was built and how well it
-    does, from the files beside it (the tables' words in the event's language)."""
+    """The tab's text as (key, values) pairs, one Markdown each: whose figures they are, how the page's own model
+    was built and how well it does, from the files beside it (the tables' words in the event's language)."""
     measured = [_training_md(), _quality_md(), *_speed_md()]
     none = None if is_shipped() or any(measured) else ("ui.engineering.none", {})
-    parts = [_model_md(get_translator()), *measured, none, ("ui.engineering.decoding", {})]
+    parts = [_whose_md(), _model_md(get_translator()), *measured, none, ("ui.engineering.decoding", {})]
     return [p for p in parts if p]
 
 
