@@ -16,7 +16,7 @@ from .common import EXPORT_AGE_S  # delete_cache: Gradio's copies of the files h
 from .gradio_adapter import leave_skipped_alone
 from .i18n import L, switch
 from .shared import free_closed_sessions, get_translator
-from .views import ROOT, page_state
+from .views import page_state
 
 # A public Space is shared: events wait in one queue of at most QUEUE_SIZE, beyond which a request is told the
 # queue is full and to try again; two events run at once (the machine has 2 cores), and of those that run the
@@ -31,8 +31,7 @@ def build_demo():
     leave_skipped_alone()  # an output an event skips is left as it is, with no new component made for it
     with gr.Blocks(title="Transformer Explorer", delete_cache=(600, EXPORT_AGE_S)) as demo:
         state = gr.State(None)  # the Inspection of this session's last translation
-        # the tabs open at first at each level (app/views.py)
-        page = page_state({ROOT: "learn", "attention": "one-head", "inside": "modules", "compare": "models"})
+        page = page_state()  # what each view last drew, and the tabs the page shows (app/views.py)
         gr.Markdown(L("ui.intro"))
         model_line = header.line()  # the session's model (app/header.py), chosen beside the language
         with gr.Row(equal_height=True, elem_id="page-choices"):

@@ -1,16 +1,18 @@
 """Compute a view when it is shown.
 
-Each session keeps a small page record (a gr.State): which tab is open at each level of the page, and what
-each view last drew. A view is one or more output components drawn together, in a tab (or a tab within a tab);
-it names the controls its drawing reads and the outputs it draws.
+Each session keeps a small page record (a gr.State): what each view last drew. A view is one or more output
+components drawn together, in a tab (or a tab within a tab); it names the controls its drawing reads and the outputs
+it draws.
 
 Each tab draws its views through one event listener of its own (`Tab.wire`), and through nothing else. Its triggers
-are everything that may change what the tab shows: its controls, the state it reads (a new translation, or a tab's
-own results), the page's language and the tab's `nudge`, a state that its openings (and its sub-tabs') change once
-they have recorded the tab as open, and that any other event may change to ask for a drawing. Gradio runs one
-listener of a page at most once at a time and, with `trigger_mode="always_last"`, runs it once more after a
-trigger that came meanwhile, reading the inputs as they are then. So a tab's drawings reach the browser in the order they began, each for the page as it was when it began, and
-no stale drawing can follow a newer one. The listener draws the page as it is (`draw_views`):
+are everything that may change what the tab shows: opening it or one of its sub-tabs, its controls, the state it
+reads (a new translation, or a tab's own results), the page's language, and the tab's `nudge`, a state any other
+event may change to ask for a drawing. Gradio runs one listener of a page at most once at a time and, with
+`trigger_mode="always_last"`, once more after a trigger that came meanwhile, reading the inputs as they are then.
+Which tabs are open is one of those inputs, read from the page itself when the drawing is sent (the listener's
+`js=`, app/page/open-tabs.js): the server keeps no record of openings that two requests arriving out of order
+could leave behind. So a tab's drawings reach the browser in the order they began, each for the page as it was when
+it was sent, and no stale drawing can follow a newer one. The listener draws the page as it is (`draw_views`):
 
 - the views on screen that are not drawn already for the translation, the controls and the language are drawn;
 - a view in a closed tab that shows an earlier translation is cleared, so that no tab keeps the old sentence's
@@ -19,12 +21,14 @@ no stale drawing can follow a newer one. The listener draws the page as it is (`
 """
 import functools
 import itertools
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
 import gradio as gr
 
+from . import page as page_js
 from .i18n import LANGS, read_lang, speaking
 
 ROOT = ""  # the page's top level of tabs
@@ -59,24 +63,36 @@ class View:
     resolve: Callable = None
 
 
-def page_state(open_tabs):
-    """A session's page record, given the tab open at first at each level ({ROOT: "overview", ...})."""
-    return gr.State({"open": dict(open_tabs), "drawn": {}})
+def page_state():
+    """A session's page record: what each view last drew. Beside it, as its `tabs`, the hidden box through which
+    each drawing is told the tabs the page shows (app/page/open-tabs.js fills it in as the drawing is sent)."""
+    page = gr.State({"drawn": {}})
+    page.tabs = gr.Textbox(visible=False, elem_id="open-tabs")
+    return page
 
 
-def open_tab(page, where):
-    """Record that the tab at path `where` (tab ids from the top) is now the one shown at its level."""
+def open_tabs(where, subtabs, said):
+    """{level: tab open at that level} for a tab at `where` (its top-level path) and its sub-tabs (`subtabs`, in
+    their order): from `said`, the ids of the tabs the page shows selected (a JSON list, or a list). A tab bar the
+    page has not drawn yet (a tab never opened) shows its first tab; anything but a list of ids reads as no tab."""
+    if isinstance(said, str):
+        try:  # a list of a page's tab ids is short: a longer text is no such list
+            said = json.loads(said) if len(said) <= 4096 else []
+        except ValueError:
+            said = []
+    ids = set(said) if isinstance(said, list) and all(isinstance(i, str) for i in said) else set()
+    top = where[0]
+    opened = {ROOT: top if top in ids else None}
+    if subtabs:
+        opened[top] = next((sub for sub in subtabs if sub in ids), subtabs[0])
+    return opened
+
+
+def shown(opened, where):
+    """Whether the tab at path `where` (tab ids from the top) is on screen, given the tab open at each level."""
     level = ROOT
     for tab in where:
-        page["open"][level] = tab
-        level = tab
-
-
-def shown(page, where):
-    """Whether the tab at path `where` (tab ids from the top) is on screen: open at every level above it."""
-    level = ROOT
-    for tab in where:
-        if page["open"].get(level) != tab:
+        if opened.get(level) != tab:
             return False
         level = tab
     return True
@@ -87,10 +103,11 @@ def _fresh(page, v, ins, used):
     return last, last is not None and last[0] is ins and last[1] == used
 
 
-def draw_views(page, ins, views, controls, lang):
-    """{output name: value} of `views`: drawn, in `lang`, where shown and not drawn already for `ins`, the
-    controls the view reads (`controls`: their values by name) and `lang`; cleared where hidden and drawn for an
-    earlier translation. An output left out is left as it is (nothing is computed, nothing is sent)."""
+def draw_views(opened, page, ins, views, controls, lang):
+    """{output name: value} of `views`: drawn, in `lang`, where shown (`opened`: the tab open at each level) and
+    not drawn already for `ins`, the controls the view reads (`controls`: their values by name) and `lang`; cleared
+    where hidden and drawn for an earlier translation. An output left out is left as it is (nothing is computed,
+    nothing is sent)."""
     out, given = {}, ins
     for v in views:
         ins = given if v.reads_translation else None  # a new translation leaves a view that does not read it
@@ -99,11 +116,11 @@ def draw_views(page, ins, views, controls, lang):
             used = v.resolve(ins, **used) if v.reads_translation else v.resolve(**used)
         key = (tuple(used.values()), read_lang(lang))
         last, fresh = _fresh(page, v, ins, key)
-        if shown(page, v.where) and not fresh and (ins is not None or not v.reads_translation):
+        if shown(opened, v.where) and not fresh and (ins is not None or not v.reads_translation):
             page["drawn"][v.name] = (ins, key)
             with speaking(lang):
                 out.update(_named(v, v.draw(ins, **used) if v.reads_translation else v.draw(**used)))
-        elif shown(page, v.where) and not fresh and callable(v.blank):  # no translation yet: its placeholder
+        elif shown(opened, v.where) and not fresh and callable(v.blank):  # no translation yet: its placeholder
             page["drawn"][v.name] = (None, key)
             with speaking(lang):
                 out.update(_named(v, v.blank(**used)))
@@ -158,14 +175,17 @@ class Tab:
 
     def inputs(self):
         """The components its events read, by the names `show` takes (inputs_kwargs=...)."""
-        page = dict(page=self.page, lang=self.lang, **({"ins": self.state} if self.shows_translation else {}))
+        page = dict(page=self.page, lang=self.lang, tabs=self.page.tabs,
+                    **({"ins": self.state} if self.shows_translation else {}))
         return dict(page, **self.controls)
 
-    def show(self, page, lang, ins=None, **controls):
-        """{component: value} of its views for the page as it is (draw_views), gr.skip() when nothing changes. A
-        control not given reads as its first value (a caller that knows nothing of it: the header's model menu)."""
+    def show(self, page, lang, ins=None, *, tabs=(), **controls):
+        """{component: value} of its views for the page as it is (draw_views), gr.skip() when nothing changes:
+        `tabs`, the ids of the tabs the page shows (open_tabs). A control not given reads as its first value (a
+        caller that knows nothing of it: the header's model menu)."""
         controls = {**{name: c.value for name, c in self.controls.items() if name not in controls}, **controls}
-        values = draw_views(page, ins, self.views, controls, lang)
+        opened = open_tabs(self.where, self.__dict__.get("subtabs", ()), tabs)
+        values = draw_views(opened, page, ins, self.views, controls, lang)
         return {self.outputs[name]: value for name, value in values.items()} or gr.skip()
 
     def redraw(self):
@@ -177,24 +197,17 @@ class Tab:
                     show_progress="hidden")
 
     def wire(self, tab, subtabs=None, by_hand=(), relang=True, **event):
-        """The tab's one listener (the module's docstring says why one): the tab's nudge, its controls, its state and
-        the page's language (unless `relang` is False: the tab redraws itself in a new language) trigger `show`. A
-        control named in `by_hand` redraws only when the reader moves it (its input event): one that the tab's own
-        drawing sets (a menu's choices and first value) would otherwise send a second event after each drawing.
-        Opening the tab, or a tab within it (`subtabs`: {id: gr.Tab}), records it in the page and changes the nudge:
-        an opening is no trigger of the listener itself, since Gradio's page runs a listener it held back
-        (always_last) by sending again the event that started the run before, with every listener of that event: an
-        opening's would record that earlier tab as open again. `event`: more of Gradio's settings for the listener
-        (concurrency_id="model" where drawing may run the model)."""
+        """The tab's one listener (the module's docstring says why one): opening the tab or a tab within it
+        (`subtabs`: {id: gr.Tab}, the first the one open at first), the tab's nudge, its controls, its state and the
+        page's language (unless `relang` is False: the tab redraws itself in a new language) trigger `show`, told by
+        the page which tabs it shows as the drawing is sent (app/page/open-tabs.js). A control named in `by_hand`
+        redraws only when the reader moves it (its input event): one that the tab's own drawing sets (a menu's
+        choices and first value) would otherwise send a second event after each drawing. `event`: more of Gradio's
+        settings for the listener (concurrency_id="model" where drawing may run the model)."""
         with tab:  # inside the tab: a component beside the top-level tabs would shift the front end's count of them
             self.nudge = gr.State(0)
-        places = [(self.where, tab), *(((*self.where, sub), t) for sub, t in (subtabs or {}).items())]
-        # queued (the page starts a state's change listeners only after a queued event), one at a time in the queue's
-        # order: two openings in quick succession are recorded in the order they were made
-        for where, t in places:
-            t.select(functools.partial(_opened, where=where), self.page, self.nudge, api_visibility="private",
-                     show_progress="hidden", trigger_mode="multiple", concurrency_id="opening", concurrency_limit=1)
-        triggers = [self.nudge.change]
+        self.subtabs = tuple(subtabs or ())
+        triggers = [t.select for t in (tab, *(subtabs or {}).values())] + [self.nudge.change]
         triggers += [c.input if name in by_hand else c.change for name, c in self.controls.items()]
         triggers += [self.state.change] if self.state is not None else []
         # the language switch's `said` (app.i18n.switch); a page built without the switch, its language component
@@ -203,15 +216,17 @@ class Tab:
         # comes from a cache, and is not covered meanwhile
         slow = [self.outputs[name] for v in self.views if v.reads_translation for name in v.outputs]
         progress = dict(show_progress_on=slow) if slow else dict(show_progress="hidden")
-        gr.on(_unique(triggers), self.show, None, list(self.outputs.values()), inputs_kwargs=self.inputs(),
-              trigger_mode="always_last", api_visibility="private", **{**progress, **event})
+        inputs = self.inputs()
+        gr.on(_unique(triggers), self.show, None, list(self.outputs.values()), inputs_kwargs=inputs,
+              js=telling_tabs(inputs), trigger_mode="always_last",
+              api_visibility="private", **{**progress, **event})
         return self
 
 
-def _opened(page, where):
-    """An opening of the tab at path `where`: recorded in the page, and a new value for its tab's nudge."""
-    open_tab(page, where)
-    return next(NUDGES)
+def telling_tabs(inputs):
+    """The `js=` of an event that reads the page's open tabs (`inputs`: its inputs_kwargs, `tabs` among them):
+    app/page/open-tabs.js, which sets `tabs` as the event is sent."""
+    return page_js.function("open-tabs", list(inputs).index("tabs"))
 
 
 def _unique(triggers):

@@ -32,3 +32,18 @@ def by_id(out):
 def outputs_of(tab):
     """A tab's output components (a tab that names them, or one that lists them)."""
     return list(tab.outputs.values()) if isinstance(tab.outputs, dict) else list(tab.outputs)
+
+
+def open_in(page, where):
+    """A test page's tab bars as a reader leaves them on opening the tab at path `where` (tab ids from the top):
+    `page["open"]` is the test's record of the tab selected in each bar ({"": top tab, parent tab: sub-tab})."""
+    level = ""
+    for tab in where:
+        page.setdefault("open", {})[level] = tab
+        level = tab
+
+
+def selected(page):
+    """What the page sends a drawing as its open tabs (app/page/open-tabs.js) for such a test page: the ids of the
+    tabs selected in every bar."""
+    return list(page.get("open", {}).values())

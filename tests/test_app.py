@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from app import views
 from app.bertviz_views import D3_JS, JQUERY_JS, decode, frame_page, host_js, standalone_html, view_data
 from app.common import md_literal
 from app.figures import attention as attention_figures
@@ -25,6 +24,7 @@ from core.bench import ROWS
 from core.instrument import KINDS
 from core.translate import Inspection
 from tests.conftest import ASSETS, needs_shipped, ships_history
+from tests.events import open_in, selected
 from tools import loadtest
 from tools.i18n_report import english, sentence_pieces, value_strings
 
@@ -494,7 +494,7 @@ def test_translate_api_is_named_translate():
             "bertviz-model"} <= drawn
     page = {"open": {"": "translate"}, "drawn": {}}
     translate_tab = next(t for t in demo.tab_views if t.where == ("translate",))
-    assert translate_tab.show(page, "en", None) == gr.skip()  # no translation yet: nothing to draw
+    assert translate_tab.show(page, "en", None, tabs=selected(page)) == gr.skip()  # no translation yet: nothing to draw
     # a shared Space: one bounded queue; the events that run the model (translations, the Masks tab's batch, the
     # Heads tab's translation with heads off) one at a time, together
     assert demo._queue.max_size == QUEUE_SIZE
@@ -533,10 +533,10 @@ def test_switching_views_never_runs_the_model(ins, monkeypatch):
         translate.previous_step(ins, 2)
         view_data(ins)
     page = {"open": {"": "attention", "attention": "one-head"}, "drawn": {}}
-    attn.show(page, "en", ins, kind="cross", layer=0, head=1)
+    attn.show(page, "en", ins, tabs=selected(page), kind="cross", layer=0, head=1)
     for sub in ("all-heads", "layers-heads", "bertviz-head", "bertviz-model"):
-        views.open_tab(page, ("attention", sub))
-        out = attn.show(page, "en", ins, kind="decoder", layer=1, head=2)
+        open_in(page, ("attention", sub))
+        out = attn.show(page, "en", ins, tabs=selected(page), kind="decoder", layer=1, head=2)
         assert out != gr.skip() and all(v is not None for v in out.values())
 
 

@@ -451,6 +451,27 @@ def test_a_link_restores_sentence_settings_tab_and_head(page):
     other.close()
 
 
+def test_requests_that_reach_the_server_out_of_order_leave_the_last_sub_tab_drawn(page):
+    """Two sub-tabs opened one after the other while the server has not yet heard of the first: whatever order the
+    page's requests reach the server in (here, the reverse of the order they were sent), the sub-tab open last is
+    the one drawn. Each drawing reads the open tabs from the page as it is sent (app/page/open-tabs.js), and the
+    page sends a tab's next drawing only once the last one is answered."""
+    translate(page, OTHER)
+    open_tab(page, "Attention", "#heatmap")
+    wait_plot(page, "heatmap")
+    held, holding = [], [True]
+    page.route("**/queue/join*", lambda route: held.append(route) if holding[0] else route.continue_())
+    with page.expect_request("**/queue/join*"):
+        page.get_by_role("tab", name="bertviz head view", exact=True).click()
+    page.get_by_role("tab", name="All heads of the layer", exact=True).click()
+    wait_until(page, "el('[role=tab][aria-selected=true][data-tab-id=all-heads]')", what="the second sub-tab shown")
+    holding[0] = False
+    for route in reversed(held):  # the last sent first
+        route.continue_()
+    wait_until(page, "plot('head-grid') && settled('head-grid')", what="the sub-tab opened last, drawn")
+    assert held
+
+
 def test_a_hostile_link_is_read_as_data(page):
     """Markup in the sentence, an unknown tab, numbers out of range: the page shows the text as typed, keeps
     every control in range and runs nothing."""

@@ -10,7 +10,7 @@ from app import links, translating
 from app.tabs import translate as tab
 from app.tabs import whatif
 from app.translating import SETTINGS
-from app.views import ROOT, page_state
+from app.views import page_state
 from core.checkpoint import read_tokenizer
 from core.data import ASSETS
 from core.decode import DECODING_LIMITS, DEFAULT_METHOD, METHODS
@@ -27,7 +27,7 @@ def first(name):
 def controls():
     """The Translate tab's decoding controls by name, and the What if tab's beam size."""
     with gr.Blocks() as demo:
-        page, state, lang = page_state({ROOT: "translate"}), gr.State(None), gr.State("en")
+        page, state, lang = page_state(), gr.State(None), gr.State("en")
         built = tab.build(demo, page, state, ALPHA, lang)
         beam = whatif.build(page, state, lang).controls["beam"]
     return dict(zip(SETTINGS, built.form[1:])), beam

@@ -13,12 +13,12 @@ from app.figures import heads as figures
 from app.figures import heads as figures_heads
 from app.i18n import speaking
 from app.tabs import heads
-from app.views import ROOT
+from app.views import ROOT, page_state
 from core.analysis.heads import MEASURES, findings
 from core.instrument import KINDS
 from core.words import say
 from tests.conftest import needs_shipped
-from tests.events import by_id
+from tests.events import by_id, selected
 from tests.test_heads import synthetic_atlas
 
 pytestmark = needs_shipped  # the tab reads the shipped model's shape
@@ -160,7 +160,7 @@ def built():
     from app.tabs import attention
     cfg = {"N": 3, "h": 8}
     with gr.Blocks() as demo:
-        lang, page, state = gr.Radio(["zh-CN", "en"], value="en"), gr.State(), gr.State()
+        lang, page, state = gr.Radio(["zh-CN", "en"], value="en"), page_state(), gr.State()
         with gr.Tabs() as top:
             attn = attention.build(cfg, page, state, lang)
             tab = heads.build(cfg, page, state, top, attn, lang)
@@ -168,39 +168,39 @@ def built():
 
 
 def test_a_click_on_the_atlas_opens_that_head_in_the_attention_tab(ins, built):
-    """The click sets the Attention tab's controls and tabs and records the tab open, then asks that tab to draw
-    (its nudge): the Attention tab's listener draws the head, as it draws any."""
+    """The click sets the Attention tab's controls and tabs, then asks that tab to draw (its nudge): the Attention
+    tab's listener, told by the page that the tabs the click selected are open, draws the head, as it draws any."""
     demo, _, top, attn, _ = built
     (dep,) = [d for d in demo.fns.values() if getattr(d.fn, "__name__", "") == "open_head_clicked"]
     assert set(dep.outputs) == {top, attn.tabs, *(attn.controls[n] for n in ("kind", "layer", "head"))}
     (then,) = [d for d in demo.fns.values() if d.trigger_after == dep._id]
     assert list(then.outputs) == [attn.nudge] and then.fn() != then.fn()  # a new value: the nudge's change
 
-    def click(value, page):
-        out = dep.fn(page=page, evt=cell(value))
+    def click(value):
+        out = dep.fn(evt=cell(value))
         assert set(out) <= set(dep.outputs)
         return out
 
-    page = {"open": {ROOT: "heads", "attention": "all-heads"}, "drawn": {}}
-    out = click({"kind": "cross", "layer": 1, "head": 3}, page)
+    out = click({"kind": "cross", "layer": 1, "head": 3})
     assert out[top].selected == "attention" and out[attn.tabs].selected == "one-head"
     values = {n: out[attn.controls[n]] for n in ("kind", "layer", "head")}
     assert list(values.values()) == ["cross", 1, 3]
-    assert page["open"] == {ROOT: "attention", "attention": "one-head"}
-    drawn = by_id(attn.show(page, "en", ins, **values))  # the Attention tab's listener, on the nudge
+    page = {"drawn": {}}
+    tabs = [out[top].selected, out[attn.tabs].selected]  # what the page shows once the click's answer is in
+    drawn = by_id(attn.show(page, "en", ins, tabs=tabs, **values))  # the Attention tab's listener, on the nudge
     one = drawn["heatmap"]
     assert "Cross-attention" in one.layout.title.text and "layer 1, head 3" in one.layout.title.text
     assert not {"head-grid", "overview-grid", "bertviz-head", "bertviz-model"} & set(drawn)  # hidden ones
     # a forged click is kept in range
-    out = click({"kind": "x", "layer": 99, "head": "y"}, page)
+    out = click({"kind": "x", "layer": 99, "head": "y"})
     assert [out[attn.controls[n]] for n in ("kind", "layer", "head")] == ["encoder", 2, 0]
-    out = click("not a head", page)
+    out = click("not a head")
     assert [out[attn.controls[n]] for n in ("kind", "layer", "head")] == ["encoder", 0, 0]
 
 
 def shows(tab, page, ins, lang, **controls):
     """What the Heads tab's show sends, by output name ({} when nothing)."""
-    out = tab.show(page, lang, ins, **dict(dict(measure="delta_loss", map_kind="cross", map_layer=0, switched=None,
+    out = tab.show(page, lang, ins, tabs=selected(page), **dict(dict(measure="delta_loss", map_kind="cross", map_layer=0, switched=None,
                                                 version=0),
                                            **controls))
     return {} if out == gr.skip() else {name: out[c] for name, c in tab.outputs.items() if c in out}

@@ -19,6 +19,7 @@ from core.analysis import inside
 from core.model import LayerNorm, make_model, subsequent_mask
 from core.translate import Translator
 from tests.conftest import needs_shipped
+from tests.events import open_in
 
 
 def unwrapped(title):
@@ -46,8 +47,8 @@ def rec(ins):
 
 def show(page, ins, lang="en", **controls):
     """What the tab's views send for the page as it is ({output name: value}; the controls not given at their
-    first values)."""
-    return views.draw_views(page, ins, tab.VIEWS, {**tab.DEFAULTS, **controls}, lang)
+    first values; `page["open"]`, the tab selected in each bar)."""
+    return views.draw_views(page["open"], page, ins, tab.VIEWS, {**tab.DEFAULTS, **controls}, lang)
 
 
 def traces(fig):
@@ -276,10 +277,9 @@ def test_the_pass_runs_once_per_inspection(tr, monkeypatch, english):
 
 @needs_shipped
 def test_before_a_translation_and_bad_controls(ins, english):
-    from app.views import open_tab, page_state
-    page = page_state({"": "inside", "inside": "lens"}).value
+    page = {"open": {"": "inside", "inside": "lens"}, "drawn": {}}
     assert show(page, None) == {}  # nothing to draw: the views keep WAIT
-    open_tab(page, ("inside", "modules"))
+    open_in(page, ("inside", "modules"))
     drawn = show(page, None, module="nonsense", norm="x", token=-3, gain=7, bias="?", kind="bogus", layer=99,
                  head=-1, ffn="side/9")
     assert "data-path" in drawn["tree"] and "Linear" in drawn["source"]  # the modules need no translation
@@ -292,14 +292,13 @@ def test_before_a_translation_and_bad_controls(ins, english):
 
 @needs_shipped
 def test_a_new_translation_redraws_only_what_reads_it(tr, ins):
-    from app.views import open_tab, page_state
-    page = page_state({"": "inside", "inside": "modules"}).value
+    page = {"open": {"": "inside", "inside": "modules"}, "drawn": {}}
     first = show(page, ins)
     assert "data-path" in first["tree"]
     other = tr.inspect(SENTENCES[1], method="greedy")
     again = show(page, other)
     assert not {"tree", "treemap", "summary", "detail", "source", "weights", "dist"} & set(again)  # left as they are
-    open_tab(page, ("inside", "lens"))
+    open_in(page, ("inside", "lens"))
     lens = show(page, other)["lens"]
     assert "Frau" not in str(lens.to_dict()) and "woman" in str(lens.to_dict())
 
@@ -325,10 +324,9 @@ def test_menus_are_labelled_in_both_languages():
 
 @needs_shipped
 def test_a_hidden_view_is_cleared_to_the_translated_wait_note(tr, ins):
-    from app.views import open_tab, page_state
-    page = page_state({"": "inside", "inside": "layernorm"}).value
+    page = {"open": {"": "inside", "inside": "layernorm"}, "drawn": {}}
     assert "position 0" in show(page, ins, norm="encoder.norm", token=0)["ln_note"]  # the LayerNorm note, drawn
-    open_tab(page, ("inside", "modules"))
+    open_in(page, ("inside", "modules"))
     note = show(page, tr.inspect(SENTENCES[1], method="greedy"), norm="encoder.norm", token=0)["ln_note"]
     assert isinstance(note, gr.i18n.I18nData) and note.key == "ui.inside.wait"
     assert gr.Markdown().postprocess(note) == str(note)  # sent as the key, which the browser translates
@@ -403,9 +401,8 @@ def test_the_words_of_hovers_and_menus_follow_the_language(ins):
 
 @needs_shipped
 def test_switching_the_language_redraws_the_views_on_screen(ins):
-    from app.views import page_state
     assert all(v.uses == () or set(v.uses) <= set(tab.DEFAULTS) for v in tab.VIEWS)  # the language is no control
-    page = page_state({"": "inside", "inside": "ffn"}).value
+    page = {"open": {"": "inside", "inside": "ffn"}, "drawn": {}}
     english_out = show(page, ins)
     assert set(english_out) == {"firing", "units", "ffn_note"}
     assert show(page, ins) == {}  # nothing moved: nothing sent

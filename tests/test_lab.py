@@ -455,7 +455,7 @@ def lab_page():
     from app.tabs import lab as tab
     from tests.events import dependency
     with gr.Blocks() as demo:
-        page = views.page_state({views.ROOT: "overview"})
+        page = views.page_state()
         lang = gr.Radio(["en", "zh-CN"], value="en")
         built = tab.build(page, lang)
     return demo, built, dependency(demo, "train_clicked")
@@ -465,19 +465,20 @@ def test_the_tab_draws_its_view_by_name_when_opened(lab_page):
     """Opening the tab draws its one view, every output by name; opened again, nothing; a control moved, all of
     them again (they read the same controls); the page's language, all of them in it."""
     from app import views
+    from tests.events import open_in, selected
     _, built, _ = lab_page
     page = {"open": {views.ROOT: "overview"}, "drawn": {}}
     controls = dict(task="copy", breaks=[], smoothing=0.0, accum=1, layers=N)
-    assert built.show(page, "en", **controls) == gr_skip()  # a hidden tab draws nothing
-    views.open_tab(page, built.where)  # opened: its select event records it, then its listener draws
-    first = built.show(page, "en", **controls)
+    assert built.show(page, "en", tabs=selected(page), **controls) == gr_skip()  # a hidden tab draws nothing
+    open_in(page, built.where)  # opened: its select event records it, then its listener draws
+    first = built.show(page, "en", tabs=selected(page), **controls)
     assert set(first) == set(built.outputs.values()) and "copy/intact" in first[built.outputs["result"]]
-    assert built.show(page, "en", **controls) == gr_skip()
+    assert built.show(page, "en", tabs=selected(page), **controls) == gr_skip()
     other = {"open": {views.ROOT: "lab"}, "drawn": {}}  # another page: the view is drawn once per process
-    assert built.show(other, "en", **controls)[built.outputs["cross"]] is first[built.outputs["cross"]]
-    moved = built.show(page, "en", **dict(controls, breaks=["no_scale"]))
+    assert built.show(other, "en", tabs=selected(other), **controls)[built.outputs["cross"]] is first[built.outputs["cross"]]
+    moved = built.show(page, "en", tabs=selected(page), **dict(controls, breaks=["no_scale"]))
     assert READINGS["no_scale"] in moved[built.outputs["result"]]
-    zh = built.show(page, "zh-CN", **dict(controls, breaks=["no_scale"]))
+    zh = built.show(page, "zh-CN", tabs=selected(page), **dict(controls, breaks=["no_scale"]))
     assert set(zh) == set(built.outputs.values()) and zh[built.outputs["result"]] != moved[built.outputs["result"]]
     assert reading_in("zh-CN", "no_scale") in zh[built.outputs["result"]]
 

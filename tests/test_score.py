@@ -169,11 +169,10 @@ def test_a_row_opens_its_pair_with_its_reference(monkeypatch):
     with speaking("en"):
         scored = list(score.score_set("\n".join(GERMAN[:4]), "\n".join(ENGLISH[:3] + ["A <b>kid</b> eats."]), None, 2,
                                       None, progress=lambda *a, **k: None))[-1][0]
-    page = {"open": {"": "score"}, "drawn": {}}
-    ins, german, english, tabs = score.open_pair(page, scored, gr.SelectData(None, {
+    ins, german, english, tabs = score.open_pair(scored, gr.SelectData(None, {
         "index": [0, 2], "value": "", "row_value": [4, 10.0, GERMAN[3], "", ""]}))
     assert german == GERMAN[3] and english == scored.hyps[3] == ins.translation
-    assert ins.reference == "A <b>kid</b> eats." and page["open"][""] == "translate"
+    assert ins.reference == "A <b>kid</b> eats."
     assert tabs.selected == "translate"
     tr = get_translator()
     assert ins.tgt_tokens[1:] == [tr.tokenizer.id_to_piece(i) for i in scored.ids[3]]  # the scored ids, not redecoded
@@ -183,7 +182,7 @@ def test_a_row_opens_its_pair_with_its_reference(monkeypatch):
         assert "&lt;b&gt;kid&lt;/b&gt;" in ref and "<b>" not in ref and "chrF" in ref  # escaped
         assert translate.reference_view(tr.inspect(GERMAN[0])) == ""
         assert translate.status_view(ins)
-    assert score.open_pair(page, scored, gr.SelectData(None, {"index": [0, 0], "value": "", "row_value": None})) == (
+    assert score.open_pair(scored, gr.SelectData(None, {"index": [0, 0], "value": "", "row_value": None})) == (
         gr.skip(),) * 4
 
 

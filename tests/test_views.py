@@ -15,7 +15,7 @@ from app.shared import examples
 from app.tabs import attention, masks, translate
 from app.ui import build_demo
 from tests.conftest import needs_shipped, ships_history
-from tests.events import by_id, call, dependency, outputs_of
+from tests.events import by_id, call, dependency, open_in, outputs_of, selected
 
 pytestmark = needs_shipped
 
@@ -59,7 +59,7 @@ def show_translation(demo):
         out = {}
         for t in listening:
             controls = {n: given.get(f"{'/'.join(t.where)}/{n}", c.value) for n, c in t.controls.items()}
-            drawn = call(listener(demo, t), page=page, ins=ins, lang=lang, **controls)
+            drawn = call(listener(demo, t), page=page, ins=ins, lang=lang, tabs=selected(page), **controls)
             out.update(drawn if drawn != SKIP else {})
         return out
     return send
@@ -94,14 +94,14 @@ def new_page(tab):
 def opened(tab, page, where, ins=None, lang="en", **controls):
     """What the opening of the tab at path `where` sends ({elem_id: value}; {} when it sends nothing): recorded as
     open (its select event's first listener), then the tab's listener."""
-    views.open_tab(page, where)
-    out = tab.show(page, lang, ins, **controls)
+    open_in(page, where)
+    out = tab.show(page, lang, ins, tabs=selected(page), **controls)
     return {} if out == SKIP else by_id(out)
 
 
 def shown(tab, page, ins=None, lang="en", **controls):
     """What a tab's show sends for the page as it is ({elem_id: value})."""
-    out = tab.show(page, lang, ins, **controls)
+    out = tab.show(page, lang, ins, tabs=selected(page), **controls)
     return {} if out == SKIP else by_id(out)
 
 
@@ -225,29 +225,38 @@ def test_tabs_without_a_translation_draw_when_first_opened(demo):
     for name, controls in first.items():
         tab = tab_named(demo, name)
         # before its tab is opened a view draws nothing, even when asked
-        assert tab.show(page, "en", **controls) == SKIP
-        views.open_tab(page, tab.where)
-        assert set(tab.show(page, "en", **controls)) == set(tab.outputs.values())
-        assert tab.show(page, "en", **controls) == SKIP
+        assert tab.show(page, "en", tabs=selected(page), **controls) == SKIP
+        open_in(page, tab.where)
+        assert set(tab.show(page, "en", tabs=selected(page), **controls)) == set(tab.outputs.values())
+        assert tab.show(page, "en", tabs=selected(page), **controls) == SKIP
         if name == "training":  # a control moved in the open tab redraws the views that read it: the Noam figure
-            drawn = tab.show(page, "en", **dict(controls, warmup=8000))
+            drawn = tab.show(page, "en", tabs=selected(page), **dict(controls, warmup=8000))
             assert set(drawn) == {tab.outputs["noam"]}
     tab, controls = tab_named(demo, "positional"), first["positional"]
-    drawn = tab.show(page, "en", **dict(controls, k=6))  # a control redraws the views that read it, alone
+    drawn = tab.show(page, "en", tabs=selected(page), **dict(controls, k=6))  # a control redraws the views that read it, alone
     assert set(drawn) == {tab.outputs[n] for n in ("curves", "heat", "sim", "rel", "note")}
-    assert set(tab.show(page, "zh-CN", **dict(controls, k=6))) == set(tab.outputs.values())  # a new language: all
+    assert set(tab.show(page, "zh-CN", tabs=selected(page), **dict(controls, k=6))) == set(tab.outputs.values())  # a new language: all
 
 
-def test_shown_follows_the_open_tab_at_every_level():
-    page = new_page("overview")
-    assert views.shown(page, ()) and views.shown(page, ("overview",)) and not views.shown(page, ("attention",))
-    assert not views.shown(page, ("attention", "one-head"))  # its sub-tab is open, but not the Attention tab
-    views.open_tab(page, ("attention", "bertviz-head"))
-    assert views.shown(page, ("attention", "bertviz-head")) and not views.shown(page, ("attention", "one-head"))
-    views.open_tab(page, ("masks",))
-    assert not views.shown(page, ("attention", "bertviz-head"))
-    views.open_tab(page, ("attention",))  # back to the Attention tab: the sub-tab open before is open again
-    assert views.shown(page, ("attention", "bertviz-head"))
+def test_the_open_tabs_are_what_the_page_says_it_shows():
+    """A tab's listener is told, as the drawing is sent, the ids of the tabs the page shows selected in each tab bar
+    (app/page/open-tabs.js): which of its views are on screen follows from that alone."""
+    subs = ("one-head", "all-heads", "bertviz-head")
+    opened = views.open_tabs(("attention",), subs, json.dumps(["attention", "bertviz-head", "modules"]))
+    assert views.shown(opened, ("attention", "bertviz-head")) and not views.shown(opened, ("attention", "one-head"))
+    assert views.shown(opened, ()) and views.shown(opened, ("attention",))
+    # the Attention tab opened for the first time: the page has not drawn its sub-tabs' bar yet, so its first
+    opened = views.open_tabs(("attention",), subs, ["attention"])
+    assert views.shown(opened, ("attention", "one-head")) and not views.shown(opened, ("attention", "all-heads"))
+    # another tab on screen: none of the Attention tab's views, whatever its sub-tabs' bar still shows
+    opened = views.open_tabs(("attention",), subs, ["masks", "all-heads"])
+    assert not views.shown(opened, ("attention",)) and not views.shown(opened, ("attention", "all-heads"))
+    # a tab without sub-tabs
+    assert views.shown(views.open_tabs(("masks",), (), ["masks", "all-heads"]), ("masks",))
+    # what a page could not have sent reads as no tab open: nothing is drawn for it
+    for forged in ("", "{", "null", '{"attention": 1}', "[1, 2]", json.dumps(["attention"] * 2000), 7, None,
+                   ["attention", 3]):
+        assert not views.shown(views.open_tabs(("attention",), subs, forged), ("attention",)), forged
 
 
 def test_each_tab_names_the_controls_its_views_read(demo):
@@ -271,27 +280,27 @@ def test_each_tab_names_the_controls_its_views_read(demo):
 def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
     """The order of a tab's drawings is Gradio's: one listener per tab draws its views, run once at a time per page
     and once more after what came meanwhile (trigger_mode="always_last"), so that no drawing that began earlier can
-    reach the browser after a later one. Its triggers: its nudge, its controls, the state it reads and the page's
-    language (Learn and Translate redraw their step themselves). An opening is no trigger of it: each of the tab's
-    select events records the tab in the page record and changes the nudge, through the queue (a listener held back
-    is run again by sending the event that started it before, with all that event's listeners: an opening's would
-    record its tab as open again). No other event writes a view's outputs but those named below."""
+    reach the browser after a later one. Its triggers: the openings of the tab and its sub-tabs, its nudge, its
+    controls, the state it reads and the page's language (Learn and Translate redraw their step themselves). The
+    page tells it which tabs are open as the drawing is sent (its js), and no other event records an opening: the
+    server keeps no record of openings that requests reaching it out of order could leave wrong. No other event
+    writes a view's outputs but those named below."""
     said = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lang").said
     by_tab = {}
     for tab in demo.tab_views:
         dep = listener(demo, tab)
         assert dep.trigger_mode == "always_last", tab.where
         targets = set(dep.targets)
-        assert (tab.nudge._id, "change") in targets and not [t for t in targets if t[1] == "select"], tab.where
+        selects = {t for t in targets if t[1] == "select"}
+        assert (tab.nudge._id, "change") in targets and len(selects) == 1 + len(tab.subtabs), tab.where
+        assert "open-tabs" in {getattr(c, "elem_id", None) for c in dep.inputs} and "aria-selected" in dep.js, tab.where
         assert ((said._id, "change") in targets) == (tab.where[0] not in ("learn", "translate")), tab.where
         if tab.state is not None:
             assert (tab.state._id, "change") in targets, tab.where
         for name, c in tab.controls.items():
             assert (c._id, "change") in targets or (c._id, "input") in targets, (tab.where, name)
-        openings = [d for d in demo.fns.values() if list(d.outputs) == [tab.nudge]
-                    and any(event == "select" for _, event in d.targets)]
-        assert openings and all(d.queue is not False and d.trigger_mode == "multiple" for d in openings), tab.where
-        assert {(d.concurrency_id, d.concurrency_limit) for d in openings} == {("opening", 1)}, tab.where
+        assert not [d for d in demo.fns.values() if d is not dep and {t for t in d.targets if t[1] == "select"}
+                    & selects and d.fn is not None], tab.where  # nothing else runs on the server as it opens
         by_tab.update({c._id: tab for c in tab.outputs.values()})
     # the other writers, each named: the Learn path's step and the Translate tab's replay (their own state machines,
     # each redrawing itself in a new language), a refused sentence's message (no translation came, so no state
@@ -316,17 +325,17 @@ def test_a_new_language_redraws_what_each_tab_shows(demo, two):
     attn = tab_named(demo, "attention")
     page = new_page("attention")
     controls = {n: c.value for n, c in attn.controls.items()}
-    first = call(listener(demo, attn), page=page, ins=ins, lang="en", **controls)
-    second = call(listener(demo, attn), page=page, ins=ins, lang="zh-CN", **controls)
+    first = call(listener(demo, attn), page=page, ins=ins, tabs=selected(page), lang="en", **controls)
+    second = call(listener(demo, attn), page=page, ins=ins, tabs=selected(page), lang="zh-CN", **controls)
     # only what is on screen: the one-head view, and the tab's file list (hidden: its button writes the files anew)
     assert list(first) == list(second) and len(second) == 2
     heat, files = (v for c, v in second.items() if c.elem_id in ("heatmap", "attention-numbers-files"))
     assert files["visible"] is False
     assert "层" in heat.layout.title.text and "layer" in first[next(iter(first))].layout.title.text
-    assert call(listener(demo, attn), page=page, ins=ins, lang="zh-CN", **controls) == {}  # drawn already
+    assert call(listener(demo, attn), page=page, ins=ins, tabs=selected(page), lang="zh-CN", **controls) == {}  # drawn already
     for name in ("overview", "masks", "training"):  # a hidden tab sends nothing: its opening draws it
         tab = tab_named(demo, name)
-        assert tab.show(page, "zh-CN", **({"ins": ins} if tab.shows_translation else {}),
+        assert tab.show(page, "zh-CN", tabs=selected(page), **({"ins": ins} if tab.shows_translation else {}),
                         **{n: c.value for n, c in tab.controls.items()}) == SKIP
 
 
@@ -343,10 +352,10 @@ def test_the_language_switch_redraws_the_views_of_the_overview_translate_attenti
     page = new_page("translate")
     assert "Step 1: next-token" in opened(tr_tab, page, ("translate",), ins)["step-cands"]
     relabel = dependency(demo, "relabel")
-    again = by_id(call(relabel, page=page, ins=ins, step=3, lang="zh-CN"))  # moved to step 3, then the language
+    again = by_id(call(relabel, page=page, ins=ins, step=3, lang="zh-CN", tabs=selected(page)))  # moved to step 3, then the language
     assert "step" not in again and "第 3 步" in again["step-cands"] and "源词元" in again["status"]  # switched
     assert "词元" in again["token-probs"]
-    assert call(relabel, page=page, ins=ins, step=3, lang="zh-CN") == {}  # drawn in that language already
+    assert call(relabel, page=page, ins=ins, step=3, lang="zh-CN", tabs=selected(page)) == {}  # drawn in that language already
     svg = opened(ov, page, ("overview",), ins, "zh-CN")["diagram"]
     assert "编码器" in svg and shown(ov, page, ins, "en")["diagram"].count("explore in") == 2 * 7  # two drawings
 
@@ -358,10 +367,10 @@ def test_a_view_is_known_by_the_values_it_resolves_its_controls_to():
     first = lambda ins: len(ins)  # noqa: E731 (the menu's first value for this "translation")
     view = views.View("t/v", ("t",), lambda ins, pick: drawn.append(pick) or pick, outputs=("fig",), uses=("pick",),
                       resolve=lambda ins, pick: {"pick": first(ins) if pick is None else pick})
-    page, ins = {"open": {views.ROOT: "t"}, "drawn": {}}, "abc"
-    assert views.draw_views(page, ins, [view], {"pick": None}, "en") == {"fig": 3}  # opened: the menu is empty
-    assert views.draw_views(page, ins, [view], {"pick": 3}, "en") == {}  # the menu's change, to its first value
-    assert views.draw_views(page, ins, [view], {"pick": 1}, "en") == {"fig": 1}
+    opened, page, ins = {views.ROOT: "t"}, {"drawn": {}}, "abc"
+    assert views.draw_views(opened, page, ins, [view], {"pick": None}, "en") == {"fig": 3}  # opened: the menu empty
+    assert views.draw_views(opened, page, ins, [view], {"pick": 3}, "en") == {}  # the menu's change, to its first
+    assert views.draw_views(opened, page, ins, [view], {"pick": 1}, "en") == {"fig": 1}
     assert drawn == [3, 1]
 
 

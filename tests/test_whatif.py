@@ -9,7 +9,9 @@ from app.figures.whatif import COLORS
 from app.i18n import speaking
 from app.shared import get_translator
 from app.tabs import translate, whatif
+from app.views import page_state
 from tests.conftest import needs_shipped
+from tests.events import selected
 
 pytestmark = needs_shipped
 TEXT = "Ein Mann mit einem roten Hut sitzt auf einer Bank."
@@ -133,7 +135,7 @@ def test_the_tabs_labels_are_in_both_languages():
     from app import i18n
     from tools.i18n_report import count
     with gr.Blocks() as demo:
-        whatif.build(gr.State(), gr.State(), gr.State("en"))
+        whatif.build(page_state(), gr.State(), gr.State("en"))
     done, left = count(demo)["whatif"]
     assert left == 0 and done >= 14
     prefix = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "whatif-prefix")
@@ -166,12 +168,12 @@ def test_the_tab_draws_in_the_pages_language(ins):
         assert log_ps(results[2]) == log_ps(whatif.score_mine(ins, "A man in a red hat sits on a bench."))
         assert {t.name for t in whatif.tree_view(ins, 4).data if t.name} <= set(COLORS)
     with gr.Blocks():
-        tab = whatif.build(gr.State(), gr.State(), gr.State("en"))
+        tab = whatif.build(page_state(), gr.State(), gr.State("en"))
     tree = tab.outputs["tree"]
     page = {"open": {"": "whatif"}, "drawn": {}}
-    assert "束搜索" in tab.show(page, zh, ins, beam=4)[tree].layout.title.text
-    assert "Beam search" in tab.show(page, "en", ins, beam=4)[tree].layout.title.text  # the language redraws it
-    before = tab.show({"open": {"": "whatif"}, "drawn": {}}, zh, None, beam=4)
+    assert "束搜索" in tab.show(page, zh, ins, tabs=selected(page), beam=4)[tree].layout.title.text
+    assert "Beam search" in tab.show(page, "en", ins, tabs=selected(page), beam=4)[tree].layout.title.text  # the language redraws it
+    before = tab.show({"drawn": {}}, zh, None, tabs=["whatif"], beam=4)
     assert set(before) == {tree} and "请先翻译" in before[tree].layout.annotations[0].text
 
 
@@ -181,7 +183,7 @@ def test_the_tabs_events_run_in_the_pages_language():
     import gradio as gr
     with gr.Blocks() as demo:
         lang = gr.Radio(["zh-CN", "en"], value="en")
-        tab = whatif.build(gr.State(), gr.State(), lang)
+        tab = whatif.build(page_state(), gr.State(), lang)
     assert list(tab.controls) == ["beam"] and tab.lang is lang
     fns = {getattr(d.fn, "__name__", None): d for d in demo.fns.values()}
     listener = next(d for d in demo.fns.values() if d.fn == tab.show)  # opened, the beam size moved, a new sentence

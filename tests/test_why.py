@@ -5,9 +5,10 @@ import pytest
 
 from app.i18n import speaking
 from app.tabs import translate, why
-from app.views import ROOT
+from app.views import ROOT, page_state
 from core.analysis.attribution import attribute
 from tests.conftest import needs_shipped
+from tests.events import selected
 
 pytestmark = needs_shipped
 
@@ -77,7 +78,7 @@ def test_controls_from_the_browser_are_kept_in_range(ins):
 def tab():
     import gradio as gr
     with gr.Blocks():
-        return why.build(gr.State(), gr.State(), gr.State("en"))
+        return why.build(page_state(), gr.State(), gr.State("en"))
 
 
 def test_before_any_translation_the_tab_says_what_to_do(tab):
@@ -87,7 +88,7 @@ def test_before_any_translation_the_tab_says_what_to_do(tab):
     page = {"open": {ROOT: "why"}, "drawn": {}}
     said = {}
     for lang in ("en", "zh-CN"):
-        out = tab.show(page, lang, None, position=None)
+        out = tab.show(page, lang, None, tabs=selected(page), position=None)
         assert set(out) == {tab.outputs[n] for n in ("source", "target", "reading")}  # not the token menu
         assert out[tab.outputs["reading"]] == ""
         with speaking(lang):
@@ -95,9 +96,9 @@ def test_before_any_translation_the_tab_says_what_to_do(tab):
         assert [out[tab.outputs[f]].layout.annotations[0].text for f in ("source", "target")] == [said[lang]] * 2
     assert said["zh-CN"] != said["en"] and said["en"].startswith("Translate a sentence")
     page["drawn"]["why/attribution"] = (object(), ((None,), "zh-CN"))  # a closed session's figures of a sentence
-    fig = tab.show(page, "zh-CN", None, position=None)[tab.outputs["source"]]
+    fig = tab.show(page, "zh-CN", None, tabs=selected(page), position=None)[tab.outputs["source"]]
     assert said["zh-CN"] in fig.layout.annotations[0].text
-    assert tab.show(page, "zh-CN", None, position=None) == gr.skip()  # shown already
+    assert tab.show(page, "zh-CN", None, tabs=selected(page), position=None) == gr.skip()  # shown already
 
 
 def test_the_tab_draws_in_the_pages_language(ins):
@@ -123,7 +124,7 @@ def test_the_menu_redraws_when_the_reader_moves_it_not_when_the_tab_sets_it():
     send a second event after every opening, so only the reader's input redraws."""
     import gradio as gr
     with gr.Blocks() as demo:
-        t = why.build(gr.State(), gr.State(), gr.State("en"))
+        t = why.build(page_state(), gr.State(), gr.State("en"))
     token = t.controls["position"]
     triggers = {(target, name) for d in demo.fns.values() for target, name in d.targets}
     assert (token._id, "input") in triggers and (token._id, "change") not in triggers

@@ -5,9 +5,10 @@ page triggers by their index in the app's config. `PageSession` does what an ope
 heartbeat stream open (so the server knows the page is there), joins the queue with an event's inputs (a State
 input is sent empty: the server reads its own copy; an event off the queue is posted directly), reads the answer
 from the session's event stream, and then runs what the page runs after it: its `.then` followers and the
-listeners of each state it changed. Opening a tab runs the listeners of its select event in their order (the
-page record's, then the tab's drawing: app/views.py). Closing it ends the heartbeat, which is how the
-server learns that a tab was closed (its unload events run and its session is marked closed).
+listeners of each state it changed. Opening a tab selects it in its tab bar and runs the listeners of its select
+event, the tab's drawing among them; a drawing is told the tabs selected in every bar, as the page's script tells it
+(app/page/open-tabs.js). Closing it ends the heartbeat, which is how the server learns that a tab was closed (its
+unload events run and its session is marked closed).
 
     app = AppConfig.read(url)
     with PageSession(app) as page:
@@ -30,18 +31,31 @@ class EventFailed(RuntimeError):
     """An event came back with an error (its message is Gradio's)."""
 
 
+def tab_bars(layout, components, bar=None, out=None):
+    """{tab component id: the id of the tab bar it is in} from the app's layout tree."""
+    out = {} if out is None else out
+    for child in layout.get("children", []):
+        kind = components.get(child["id"], {}).get("type")
+        if kind == "tabitem" and bar is not None:
+            out[child["id"]] = bar
+        tab_bars(child, components, child["id"] if kind == "tabs" else bar, out)
+    return out
+
+
 @dataclass
 class AppConfig:
     """What a page needs from the app's /config: its events and its components' first values."""
     url: str
     events: dict      # event id -> its config entry
     components: dict  # component id -> its config entry
+    bars: dict = None  # tab (component id) -> the tab bar (component id) it is in, in the page's order
 
     @classmethod
     def read(cls, url):
         cfg = httpx.get(url.rstrip("/") + "/config", timeout=30).json()
-        return cls(url.rstrip("/"), {d["id"]: d for d in cfg["dependencies"]},
-                   {c["id"]: c for c in cfg["components"]})
+        components = {c["id"]: c for c in cfg["components"]}
+        return cls(url.rstrip("/"), {d["id"]: d for d in cfg["dependencies"]}, components,
+                   tab_bars(cfg["layout"], components))
 
     def named(self, api_name):
         return next(i for i, d in self.events.items() if d.get("api_name") == api_name)
@@ -64,11 +78,16 @@ class AppConfig:
                 and [component, event_name] in [list(t) for t in d["targets"]]]
 
     def drawing(self, tab):
-        """The event that draws a tab's views when it opens: the listener of the state its opening sets (its nudge,
-        app/views.py)."""
-        opening = next(i for i in self.listeners(tab, "select") if self.events[i]["outputs"])
-        nudge = self.events[opening]["outputs"][0]
-        return next(i for i in self.listeners(nudge, "change") if self.events[i]["outputs"])
+        """The event that draws a tab's views when it opens: the listener of its select event that has outputs (the
+        tab's one listener, app/views.py)."""
+        return next(i for i in self.listeners(tab, "select") if self.events[i]["outputs"])
+
+    def told_tabs(self, selected):
+        """{component id: value} of the box through which a drawing is told the open tabs, for `selected` ({tab
+        bar: tab component}): the tabs' ids, as app/page/open-tabs.js sends them."""
+        box = next((i for i, c in self.components.items() if c["props"].get("elem_id") == "open-tabs"), None)
+        ids = [self.components[t]["props"].get("id") for t in selected.values()]
+        return {} if box is None else {box: json.dumps(ids)}
 
     def inputs(self, event, overrides=None):
         """An event's input values as a page sends them: a state empty, a control at its first value."""
@@ -88,6 +107,9 @@ class PageSession:
         self.session = uuid.uuid4().hex[:11]
         self.sent = 0  # events sent so far
         self.answers = {}  # event id -> its outputs, the last time it ran
+        self.selected = {}  # tab bar -> the tab selected in it (each bar's first tab, as the page opens)
+        for tab, bar in (app.bars or {}).items():
+            self.selected.setdefault(bar, tab)
         self.http = httpx.Client(base_url=app.url + API, timeout=timeout)
         self._heartbeat = None
 
@@ -148,7 +170,8 @@ class PageSession:
         """An event and what the page runs after it (its followers, the listeners of the states it changed, one
         after another here where the page sends them side by side): the first one's outputs. Every event's last
         outputs are kept in `answers`."""
-        out, changed = self.call(event, self.app.inputs(event, overrides))
+        told = self.app.told_tabs(self.selected)
+        out, changed = self.call(event, self.app.inputs(event, {**told, **(overrides or {})}))
         self.answers[event] = out
         for state in changed:
             for listener in self.app.listeners(state, "change"):
@@ -164,10 +187,11 @@ class PageSession:
         return self.run(event, {box: text})[0]
 
     def open(self, tab):
-        """Open a tab (by its component id): its select listeners run in order, then the drawing they start, which
-        draws its views for the last translation. The drawing's outputs."""
+        """Open a tab (by its component id): selected in its bar, its select listeners run in order, the tab's
+        drawing among them, which draws its views for the last translation. The drawing's outputs."""
         drawing = self.app.drawing(tab)
         self.answers.pop(drawing, None)
+        self.selected[self.app.bars[tab]] = tab
         for event in self.app.listeners(tab, "select"):
             self.run(event)
         return self.answers.get(drawing)

@@ -48,9 +48,8 @@ export default (TABS) => () => {
   }, true);
   const wanted = new URLSearchParams(window.location.search).get('tab');
   if (!wanted || !paths.has(wanted)) return;
-  // Open it only once the page shows its first translation (drawn on the Learn tab, where the page opens): a
-  // click before that can reach the server ahead of the first tab's own opening, which would then be taken as
-  // the tab on screen. After 30 s, open it anyway.
+  // Open it once the page shows its first translation (drawn on the Learn tab, where the page opens), as a page
+  // opened without a link has it; after 30 s, open it anyway.
   const started = Date.now();
   const ready = () => document.querySelector('#learn-figure .js-plotly-plot') !== null;
   const wait = () => {

@@ -31,7 +31,7 @@ from ..i18n import L, in_language, spoken, text, texts
 from ..models import MODELS
 from ..shared import chosen as chosen_model
 from ..shared import get_translator, is_converted, is_shipped, model_dir, model_of
-from ..views import Tab, View, by_component, open_tab
+from ..views import Tab, View, by_component
 
 _t = texts("heads")
 KIND_CHOICES = kind_choices()
@@ -314,16 +314,15 @@ VIEWS = [View("heads/atlas", WHERE, atlas_view, outputs=("atlas", "reading"), us
 ATTENTION_CONTROLS = ("kind", "layer", "head")  # the Attention tab's controls a click sets
 
 
-def open_head(page, evt: gr.SelectData, top, attn, model=None):
+def open_head(evt: gr.SelectData, top, attn, model=None):
     """A click on an atlas cell: the Attention tab (`attn`, what its build returned, among the page's top-level
-    tabs `top`) opened on that head's one-head view, recorded as open. Returns {component: value}: the tabs
+    tabs `top`) opened on that head's one-head view. Returns {component: value}: the tabs
     selected and the Attention tab's kind, layer and head; the event's `.then` asks that tab to draw."""
     cell = evt.value if isinstance(evt.value, dict) else {}
     cfg = chosen_model(model).config  # the Attention tab's menus are the header's model's
     kind = cell.get("kind") if cell.get("kind") in KINDS else "encoder"
     layer, head = clamp(cell.get("layer"), 0, cfg["N"] - 1), clamp(cell.get("head"), 0, cfg["h"] - 1)
     values = dict(kind=kind, layer=layer, head=head)
-    open_tab(page, (*attn.where, "one-head"))
     return {top: gr.Tabs(selected=attn.where[-1]), attn.tabs: gr.Tabs(selected="one-head"),
             **{attn.controls[name]: values[name] for name in ATTENTION_CONTROLS}}
 
@@ -401,9 +400,9 @@ def build(cfg, page, state, top, attn, lang, model=None):
                      cancels=[measuring], api_visibility="private")
     _wire_switch(view, kind, layer, head, add, but, clear, chosen, run, status)
 
-    def open_head_clicked(page, evt: gr.SelectData, model=None):
-        return open_head(page, evt, top, attn, model)
+    def open_head_clicked(evt: gr.SelectData, model=None):
+        return open_head(evt, top, attn, model)
     # the controls and tabs set, then the Attention tab asked to draw (its listener reads them as they are then)
     atlas.select(open_head_clicked, None, [*(attn.controls[n] for n in ATTENTION_CONTROLS), top, attn.tabs],
-                 inputs_kwargs=dict(page=page, model=model), api_visibility="private").then(**attn.redraw())
+                 inputs_kwargs=dict(model=model), api_visibility="private").then(**attn.redraw())
     return view

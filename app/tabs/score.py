@@ -27,7 +27,7 @@ from ..figures.score import summary_markdown, table_headers, table_rows
 from ..hosting import ON_SPACE, score_pairs_max
 from ..i18n import L, in_language, speaking, text, texts
 from ..shared import chosen
-from ..views import Tab, View, open_tab
+from ..views import Tab, View
 
 _t = texts("score")
 BATCH = 64  # pairs a batch: core.evaluate's default, so that the page and the command line decode alike
@@ -120,7 +120,7 @@ def cancelled():
 
 # ---- a pair opened in the explorer ------------------------------------------------------------------------
 
-def open_pair(page, scored, evt: gr.SelectData):
+def open_pair(scored, evt: gr.SelectData):
     """A row's pair as the translation every tab shows: its scored output recorded teacher-forced (no new
     decoding: Translator.inspect with `output`), its reference kept beside it; the German box, the English and the
     Translate tab opened. Nothing changes for a click outside the rows."""
@@ -135,7 +135,6 @@ def open_pair(page, scored, evt: gr.SelectData):
     ins = tr.inspect(scored.srcs[i], output=scored.ids[i], method="beam" if beam > 1 else "greedy", beam=beam,
                      alpha=alpha, max_len=tr.default_max_len(len(src_ids)))
     ins.server_ms, ins.reference = (time.perf_counter() - t0) * 1e3, scored.refs[i]
-    open_tab(page, ("translate",))
     return ins, scored.srcs[i], ins.translation, gr.Tabs(selected="translate")
 
 
@@ -225,7 +224,7 @@ def build(translation, top):
                api_visibility="private")
     numbers_btn.click(scored_numbers, [scored], outputs["files"], api_visibility="private")
     tab.more["pair_opened"] = opened = outputs["table"].select(
-        open_pair, [page, scored], [state, translation.form[0], translation.results[0], top],
+        open_pair, [scored], [state, translation.form[0], translation.results[0], top],
         api_visibility="private", concurrency_limit=1, concurrency_id="model")
     opened.then(None, js=page_js.function("pair-opened"))  # on a phone, the English and its reference in view
     return tab.wire(top_tab)

@@ -31,7 +31,7 @@ from ..figures.score import reference_markdown
 from ..i18n import L, choices, in_language, speaking, text
 from ..shared import examples, lengths_of, model_of
 from ..translating import first_value, notice_lines, open_hypothesis, refused, status_line, translate
-from ..views import Tab, View, by_component
+from ..views import Tab, View, by_component, telling_tabs
 
 # ---- callbacks -------------------------------------------------------------------------------------
 
@@ -162,12 +162,12 @@ VIEWS = [View("translate/tokens", (), token_probs, outputs=("probs",), blank=dic
          View("translate/numbers", WHERE, numbers_cleared, outputs=("numbers",), blank=dict(numbers=FILES_HIDDEN))]
 
 
-def relabel(tab, page, lang, ins, step, model=None):
+def relabel(tab, page, lang, ins, step, model=None, tabs=()):
     """The tab's views once the page's language changes: as its `show` draws them (`model`: the header's menu, a
-    control of the status view), but a replay of this translation drawn again stays at its step (`replay_start`
+    control of the status view; `tabs`, the tabs the page shows), but a replay of this translation drawn again stays at its step (`replay_start`
     would take it back to step 1)."""
     last = page["drawn"].get(VIEWS[-1].name)
-    out = tab.show(page, lang, ins, model=model)
+    out = tab.show(page, lang, ins, tabs=tabs, model=model)
     if ins is not None and last is not None and last[0] is ins and tab.outputs["step_info"] in out:
         del out[tab.outputs["step"]]  # the slider keeps its range and value
         with speaking(lang):
@@ -279,10 +279,11 @@ def _wire_replay(tab, step, buttons, lang, model):
         button.click(by_component(in_language(move), moved), None, list(moved.values()), inputs_kwargs=named,
                      trigger_mode="always_last", api_visibility="private")
 
-    def relabel_replay(page, lang, ins, step, model):
-        return relabel(tab, page, lang, ins, step, model)
+    def relabel_replay(page, lang, ins, step, model, tabs):
+        return relabel(tab, page, lang, ins, step, model, tabs)
     relabel_replay.__name__ = "relabel"
-    lang.change(relabel_replay, None, list(outputs.values()), inputs_kwargs=dict(named, page=tab.page, model=model),
+    read = dict(named, page=tab.page, model=model, tabs=tab.page.tabs)
+    lang.change(relabel_replay, None, list(outputs.values()), inputs_kwargs=read, js=telling_tabs(read),
                 api_visibility="private")
 
 
