@@ -71,3 +71,94 @@ def test_the_lesson_the_ranking_and_the_patching_grid(app, chromium, width, lang
             wide = page.evaluate("() => document.documentElement.scrollWidth")
             assert wide <= width, wide
         assert not errors, errors
+
+
+LONG = ("Ein älterer Mann mit einem roten Hut und eine junge Frau in einem blauen Kleid sitzen zusammen auf einer "
+        "Holzbank vor einem kleinen Café, während zwei Kinder mit einem braunen Hund im Park spielen.")  # 40 pieces
+
+# JavaScript: the texts of a plot's colour bars and whether each lies across the part of the plot's block on screen
+# (a figure wider than a phone scrolls sideways inside its block)
+SCALE_SHOWN = """(id) => { const block = document.getElementById(id).getBoundingClientRect();
+  return [...document.querySelectorAll(`#${id} .colorbar text`)].map(t => { const r = t.getBoundingClientRect();
+    return [t.textContent, r.left >= block.left && r.right <= block.right]; }); }"""
+# JavaScript: a plot's tick labels of one axis letter: how many, their smallest font size, and how many overlap the
+# one before them
+TICKS = """([id, letter]) => { const boxes = [...document.querySelectorAll(`#${id} .${letter}tick text`)]
+  .map(t => [t.getBoundingClientRect(), parseFloat(getComputedStyle(t).fontSize)]);
+  const along = letter === 'x' ? (([a], [b]) => b.left < a.right - 0.5) : (([a], [b]) => b.top < a.bottom - 0.5);
+  boxes.sort(([a], [b]) => letter === 'x' ? a.left - b.left : a.top - b.top);
+  return [boxes.length, Math.min(...boxes.map(([, f]) => f)), boxes.slice(1).filter((b, i) => along(boxes[i], b)).length]; }"""
+
+
+def test_a_long_sentences_patching_grid_reads_on_a_phone_its_scale_on_screen(app, chromium):
+    """A 40-piece sentence's grid at 390 px in Chinese: a figure wider than the phone, which scrolls sideways; its 42
+    columns' labels (12 px) and its rows' do not overlap, and its diverging scale, -1, 0 and 1 labelled, lies on the
+    first screen (centred across 80 % of the figure's 780 px, it showed the phone its -1 end alone)."""
+    from app.i18n import text
+    with browser_page(chromium, app, TIMEOUT_MS, viewport={"width": 390, "height": 900}) as (page, errors):
+        page.goto(f"{app.url}?lang=zh-CN")
+        page.get_by_role("tab", name="对比", exact=True).click()
+        page.get_by_role("tab", name="两个句子", exact=True).click()
+        page.fill("#cmp-original textarea", LONG)
+        page.locator("#cmp-original textarea").blur()  # the edited copy follows the original
+        page.wait_for_function("() => (document.querySelector('#cmp-edited textarea')?.value || '').includes('Junge')")
+        page.click("#cmp-patch")
+        page.locator("#cmp-grid").scroll_into_view_if_needed()
+        page.wait_for_function("() => [...document.querySelectorAll('#cmp-grid .xtick')].some(t => t.textContent.includes('★'))")
+        assert page.evaluate("() => document.querySelector('#cmp-grid').scrollWidth") > 390  # it scrolls sideways
+        columns, smallest, overlaps = page.evaluate(TICKS, ["cmp-grid", "x"])
+        assert columns == 42 and smallest >= 10 and overlaps == 0, (columns, smallest, overlaps)
+        rows, smallest, overlaps = page.evaluate(TICKS, ["cmp-grid", "y"])
+        assert rows == 4 and smallest >= 10 and overlaps == 0, (rows, smallest, overlaps)
+        scale = dict(page.evaluate(SCALE_SHOWN, "cmp-grid"))
+        zero = text("zh-CN", "compare.patch.zero")
+        assert {"−1", zero, text("zh-CN", "compare.patch.full")} <= set(scale) and all(scale.values()), scale
+        assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def marian_app(tmp_path_factory):
+    """`python app.py` with a folder of models (EXPLORER_MODELS) holding a tiny Marian model (random weights, its own
+    tokenizers trained here, converted by core.convert, as tests/test_converted_app.py builds one): it and the
+    shipped model cut a sentence into different pieces."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers)")
+    import warnings
+
+    from core.convert import convert
+    from core.convert.random_opus import made_up_pairs, write_marian
+    from tests.conftest import SERVED_ENV
+    from tests.test_converted_app import SMALL
+    from tools.serve import AppProcess
+    root = tmp_path_factory.mktemp("marian-app")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source = write_marian(root / "hf", dict(SMALL, max_position_embeddings=256), dict(num_beams=4, max_length=64),
+                              made_up_pairs(300, seed=3), 150, seed=3, scale=3.0)
+        convert(source, root / "models" / "tiny-marian")
+    with AppProcess(log=root / "app.log", env={**SERVED_ENV, "EXPLORER_MODELS": str(root / "models")}) as running:
+        yield running
+
+
+@pytest.mark.parametrize("width, lang, tab", [(1400, "en", "Compare"), (390, "zh-CN", "对比")])
+def test_models_that_cut_the_sentence_differently_are_compared_over_words_and_say_so(marian_app, chromium, width,
+                                                                                        lang, tab):
+    """The shipped model against a Marian model with pieces of its own: the note that everything is compared over
+    words is on screen under the translations, and the maps, whose rows and columns are then words, say so in their
+    title (they said nothing of it before); their two scales' labels lie on the screen."""
+    from app.i18n import text
+    with browser_page(chromium, marian_app, TIMEOUT_MS, viewport={"width": width, "height": 900}) as (page, errors):
+        page.goto(f"{marian_app.url}?lang={lang}&a=shipped&b=tiny-marian")
+        page.get_by_role("tab", name=tab, exact=True).click()
+        page.wait_for_function("() => document.querySelector('#cmp-b input')?.value === 'tiny-marian'")
+        page.click("#cmp-run")
+        note = page.locator("#cmp-table .cmp-note")
+        note.wait_for()
+        assert text(lang, "compare.by-words") in note.inner_text()
+        box = note.bounding_box()
+        assert note.is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        drawn(page, "cmp-maps")
+        title = page.evaluate("() => document.querySelector('#cmp-maps .gtitle').textContent").replace(" ", "")
+        assert text(lang, "compare.maps-words").replace(" ", "") in title, title
+        scale = dict(page.evaluate(SCALE_SHOWN, "cmp-maps"))
+        assert "0" in scale and all(scale.values()), scale
+        assert not errors, errors

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from ..common import kind_name, label, panel_grid, phone_width, title_room, top_colorbar, wrap_title
+from ..common import kind_name, label, panel_grid, phone_width, title_room, wrap_title
 from ..i18n import text, texts
 from .attention import SCALE, hover, positions, rounded
 from .margins import text_lines, text_width
@@ -17,6 +17,17 @@ _t = texts("compare")
 DIVERGING = "RdBu_r"  # A - B: red where A attends more, blue where B does, white at 0
 RECOVERED = "RdBu_r"  # patching: red where restoring a state gives the original's log-probability back
 A_COLOUR, B_COLOUR = "#2f6db5", "#d9822b"
+
+
+SCALE_PX = 180  # px across a colour bar: on a phone's first screen beside the rows' labels, its labels included
+
+
+def left_scale(**bar):
+    """A horizontal colour bar of SCALE_PX px from the plot's left edge (the maps' and the grid's left column):
+    where a phone's figure is wider than the screen and scrolls sideways, the whole scale, its 0 labelled, is on
+    the first screen (a bar across most of the figure's width, centred, showed a phone its left end alone)."""
+    return dict(orientation="h", thickness=10, xref="paper", x=0, xanchor="left", lenmode="pixels", len=SCALE_PX,
+                **bar)
 
 
 def model_name(name):
@@ -147,6 +158,8 @@ def maps_figure(c, kind, layer, head):
     q, k = _tokens(c, kind)
     name = kind_name(kind, long=True)
     title = wrap_title(_t("maps-title", kind=name, layer=layer, head=head))
+    if c.by_words:  # said beside the maps, whose rows and columns are then words, not only above the translations
+        title += "<br>" + wrap_title(_t("maps-words"))
     below = title_room(title)
     top, labels = below + 68, int(max([text_width(label(t)) for t in k] + [20])) + 12
     weight = dict(zmin=0, zmax=1, colorscale=SCALE, hovertemplate=hover())
@@ -160,12 +173,12 @@ def maps_figure(c, kind, layer, head):
                      2, _t("diff-panel"), q, k)]
     data, layout, paper, bar_at = _stack(panels, labels, DIFF_BAR)
     height = top + paper + labels
-    data[0]["colorbar"] = top_colorbar(below, height, len=0.6, title=dict(text=text("attention.weight"), side="bottom"))
+    data[0]["colorbar"] = left_scale(yref="container", y=1 - below / height, yanchor="top",
+                                     title=dict(text=text("attention.weight"), side="bottom"))
     # placed on the plot area (paper): placed from the figure's edge, plotly widened the margin below by the
     # whole distance from the bar to the bottom, and the panels shrank by it
-    data[2]["colorbar"] = dict(orientation="h", thickness=10, x=0.5, xanchor="center", yref="paper",
-                               y=1 - bar_at / paper, yanchor="top", len=0.8, tickvals=[-1, 0, 1],
-                               ticktext=[_t("b-more"), "0", _t("a-more")], title=dict(text="A − B", side="bottom"))
+    data[2]["colorbar"] = left_scale(yref="paper", y=1 - bar_at / paper, yanchor="top", tickvals=[-1, 0, 1],
+                                     ticktext=[_t("b-more"), "0", _t("a-more")], title=dict(text="A − B", side="bottom"))
     # one go.Figure of the whole: update_layout's path-by-path update took twice as long as the figure
     fig = go.Figure(dict(data=data, layout=dict(layout, title=title, height=height,
                                                 margin=dict(l=LEFT, r=10, t=top, b=labels))))
@@ -207,8 +220,8 @@ def patch_figure(grid, token=None):
     title = wrap_title(_t("patch.title", what=what))
     below = title_room(title)
     height = max(360, below + 190 + 34 * len(layers))
-    bar = top_colorbar(below, height, len=0.8, tickvals=[-1, 0, 1],
-                       ticktext=["−1", _t("patch.zero"), _t("patch.full")], title=dict(text=_t("patch.bar"), side="bottom"))
+    bar = left_scale(yref="container", y=1 - below / height, yanchor="top", tickvals=[-1, 0, 1],
+                     ticktext=["−1", _t("patch.zero"), _t("patch.full")], title=dict(text=_t("patch.bar"), side="bottom"))
     trace = dict(type="heatmap", z=np.round(np.clip(z, -1.5, 1.5), 3), x=cols, y=layers, zmin=-1, zmax=1, zmid=0,
                  colorscale=RECOVERED, colorbar=bar,
                  hovertemplate=f"%{{y}} · %{{x}}<br>{_t('patch.bar')} %{{z:.2f}}<extra></extra>")
