@@ -87,6 +87,7 @@ def scores_figure(c):
     fig = panel_grid(panels, 1, wrap_title(_t("scores-title")), height=620, gap=(0.0, 0.3), titles_left=True,
                      barmode="group", legend=dict(orientation="h", x=0, y=-0.2, yanchor="top"),
                      margin=dict(l=40, r=10, t=90, b=150))
+    fig.update_annotations(align="left")  # each panel's title of two lines flush at its panel's left edge
     if c.first_difference is not None:
         for i, s in enumerate(c.scored):
             if c.first_difference < len(s.units):
