@@ -403,7 +403,7 @@ def test_tab_answers_deep_runs_at_once_beside_the_intact_model_at_their_depth(en
     from app.tabs import lab as tab
     runs = shipped_runs()
     out = tab.lab_view("copy", ["post_norm"], 0.0, 1, 6)
-    assert set(out) == set(tab.VIEWS[0].outputs)
+    assert set(out) == {n for v in tab.VIEWS for n in v.outputs}
     run, intact = runs["copy/post_norm@6"], runs["copy/intact@6"]
     assert f"| exact match (500 held-out, greedy) | {run['exact_match']:.1%} | {intact['exact_match']:.1%} |" in out["result"]
     assert READINGS["post_norm@6"] in out["result"] and READINGS["post_norm"] not in out["result"]
@@ -411,7 +411,8 @@ def test_tab_answers_deep_runs_at_once_beside_the_intact_model_at_their_depth(en
     dotted = next(t for t in out["curve"].data if t.name == "intact")
     assert list(dotted.y) == intact["curve"]["loss"]  # the intact model at N = 6, not at N = 2
     updates = list(tab.train_run("copy", ["post_norm"], 0.0, 1, 6))
-    assert len(updates) == 1 and updates[0]["result"] == out["result"]  # shipped: no training
+    assert len(updates) == 1 and updates[0]["training"].record is tab.shipped()["copy/post_norm@6"]  # shipped: no training
+    assert tab.lab_view("copy", ["post_norm"], 0.0, 1, 6, updates[0]["training"])["result"] == out["result"]
     assert updates[0]["progress"].startswith("✓ **copy/post_norm@6** was trained already")
     note = tab.lab_view("copy", ["no_scale"], 0.0, 1, 6)["result"]
     assert "has not been trained yet" in note and "45 s" in note and "N = 6" in note
@@ -465,10 +466,11 @@ def test_the_tab_draws_its_view_by_name_when_opened(lab_page):
     """Opening the tab draws its one view, every output by name; opened again, nothing; a control moved, all of
     them again (they read the same controls); the page's language, all of them in it."""
     from app import views
+    from app.tabs.lab import NO_TRAINING
     from tests.events import open_in, selected
     _, built, _ = lab_page
     page = {"open": {views.ROOT: "overview"}, "drawn": {}}
-    controls = dict(task="copy", breaks=[], smoothing=0.0, accum=1, layers=N)
+    controls = dict(task="copy", breaks=[], smoothing=0.0, accum=1, layers=N, ins=NO_TRAINING)
     assert built.show(page, "en", tabs=selected(page), **controls) == gr_skip()  # a hidden tab draws nothing
     open_in(page, built.where)  # opened: its select event records it, then its listener draws
     first = built.show(page, "en", tabs=selected(page), **controls)
@@ -481,6 +483,45 @@ def test_the_tab_draws_its_view_by_name_when_opened(lab_page):
     zh = built.show(page, "zh-CN", tabs=selected(page), **dict(controls, breaks=["no_scale"]))
     assert set(zh) == set(built.outputs.values()) and zh[built.outputs["result"]] != moved[built.outputs["result"]]
     assert reading_in("zh-CN", "no_scale") in zh[built.outputs["result"]]
+
+
+def test_a_break_toggled_during_a_training_draws_the_configuration_chosen(lab_page, monkeypatch):
+    """The tab's one listener draws from the controls and the session's Training (the state each point of a run
+    sets): a break toggled while a run trains shows the configuration chosen, and the run's next points leave it
+    so (they once wrote the curve and the line over it); toggled back, the run's curve so far; at its end, its
+    result, the examples and maps with it, and nothing but the curve and its line while it trains."""
+    from app.tabs import lab as tab
+    from tests.events import call, open_in, selected
+    _, built, train = lab_page
+    points = [{"step": [20], "loss": [2.5], "lr": [1e-4]}, {"step": [20, 40], "loss": [2.5, 2.0], "lr": [1e-4, 2e-4]}]
+    monkeypatch.setenv("EXPLORER_LAB_MAX_STEPS", "40")  # the server's budget: the view and Train agree
+    training = dict(task="copy", breaks=["no_warmup", "untied"], smoothing=0.0, accum=1, layers=N)
+    cfg = tab.config_from(*training.values())
+    record = dict(tab.shipped()["copy/no_warmup"], breaks=list(cfg.breaks), steps=40, steps_budget=40, curve=points[-1])
+    monkeypatch.setattr(tab, "run_lab", lambda c: iter([*points, record]))
+    monkeypatch.setattr(tab, "RUNS", tab.OrderedDict())  # this test's runs only
+    states = [u[built.state] for u in call(train, **training, lang="en")]
+    assert [t.curve and t.curve["step"][-1] for t in states] == [None, 20, 40, 40] and states[-1].record is record
+    monkeypatch.setattr(tab, "RUNS", tab.OrderedDict())  # as while it trained: not kept yet
+    page, toggled = {"drawn": {}}, dict(training, breaks=["no_warmup"])  # copy/no_warmup: shipped
+    open_in(page, built.where)
+
+    def show(ins, **controls):
+        out = built.show(page, "en", ins, tabs=selected(page), **controls)
+        return {} if out == gr_skip() else {name: out[c] for name, c in built.outputs.items() if c in out}
+    first = show(states[1], **training)
+    assert "Training **copy/no_warmup+untied**: step 20" in first["result"] and "this run" in str(first["curve"])
+    chosen = show(states[1], **toggled)
+    assert READINGS["no_warmup"] in chosen["result"] and set(chosen) == set(built.outputs)
+    later = show(states[2], **toggled)  # the run's next point: the configuration chosen, drawn as before
+    assert later["result"] == chosen["result"] and set(later) == {"curve", "result"}
+    back = show(states[2], **training)
+    assert "Training **copy/no_warmup+untied**: step 40" in back["result"] and "examples" in back
+    assert back["examples"] == "" and "this run" in str(back["curve"])
+    tab.keep(cfg, record)
+    done = show(states[3], **training)
+    assert set(done) == set(built.outputs) and "<table" in done["examples"] and "40 steps" in done["result"]
+    assert show(states[3], **training) == {}  # drawn: nothing again
 
 
 def gr_skip():
@@ -520,7 +561,7 @@ def test_tab_draws_its_words_in_chinese(monkeypatch, lab_page):
     """The Lab's figures, result, examples, readings and the Train button's status lines in the page's language:
     the Train event (called by name, as the browser calls it) runs every one of its steps in it."""
     from app.tabs import lab as tab
-    from tests.events import by_id, call
+    from tests.events import call
     specials = frozenset({"blank", "unk"})  # the toy tasks' own tokens (<blank>, <unk>): data
     for task, breaks, smoothing, accum, layers in (("copy", [], 0.0, 1, N), ("reverse", ["no_positional_encoding"], 0.0, 1, N),
                                                    ("copy", ["post_norm"], 0.0, 1, 6), ("sort", ["no_scale"], 0.1, 2, N)):
@@ -532,18 +573,25 @@ def test_tab_draws_its_words_in_chinese(monkeypatch, lab_page):
         zh = reading_in("zh-CN", name)
         assert CJK.search(zh) and not english(zh) and zh != en, name
     assert reading_in("en", "intact") is None and reading_in("en", "no_scale") == READINGS["no_scale"]
-    # Train, for a run cut off before its result (a stand-in for core.lab's process): every status line in Chinese
+    # Train, for a run cut off before its result (a stand-in for core.lab's process): every status line in Chinese,
+    # the progress line the event's, the curve and the line above it the view's, drawn from each Training it sets
     monkeypatch.setattr(tab, "run_lab", lambda cfg: iter([{"step": [1, 2], "loss": [2.5, 2.0], "lr": [1e-4, 2e-4]}]))
-    _, _, train = lab_page
-    updates = [by_id(u) for u in call(train, task="sort", breaks=["no_scale"], smoothing=0.2, accum=2, layers=N,
-                                      lang="zh-CN")]
-    assert len(updates) == 3 and "lab-curve" not in updates[-1]  # stopped: the curve so far stays
+    _, built, train = lab_page
+    controls = dict(task="sort", breaks=["no_scale"], smoothing=0.2, accum=2, layers=N)
+    updates = call(train, **controls, lang="zh-CN")
+    trainings = []
     for update in updates:
-        assert CJK.search(update["lab-result"]) and not any(
-            english(s) for k in ("lab-curve", "lab-result") for s in value_strings(update.get(k))), update["lab-result"]
-        assert CJK.search(update["lab-progress"]) and not english(update["lab-progress"]), update["lab-progress"]
-    with speaking("en"):
-        statuses = [u["result"] for u in tab.train_run("sort", ["no_scale"], 0.2, 2, N)]  # in English as before
+        assert set(update) == {built.state, built.more["progress"]}  # the state and the line: no view's output
+        trainings.append(update[built.state])
+        progress = update[built.more["progress"]]
+        assert CJK.search(progress) and not english(progress), progress
+        with speaking("zh-CN"):
+            drawn = tab.summary_view(update[built.state], **controls)
+        assert CJK.search(drawn["result"]) and not any(
+            english(s) for v in drawn.values() for s in value_strings(v)), drawn["result"]
+    assert len(trainings) == 3 and trainings[-1].stopped and trainings[-1].curve == trainings[1].curve
+    with speaking("en"):  # in English as before
+        statuses = [tab.summary_view(u["training"], **controls)["result"] for u in tab.train_run(*controls.values())]
     assert statuses[0].startswith("Starting **sort/no_scale**") and statuses[1].startswith("Training **sort/no_scale**: step 2")
     assert statuses[2].startswith("The run stopped without a result")
 
@@ -571,17 +619,19 @@ def test_tab_trains_a_run_and_keeps_it(english, monkeypatch):
     from app.tabs import lab as tab
     monkeypatch.setenv("EXPLORER_LAB_MAX_STEPS", "25")  # the server's budget lowered: the view and Train agree
     assert "has not been trained yet" in tab.lab_view("copy", ["no_warmup"], 0.1, 2)["result"]
-    updates = list(tab.train_run("copy", ["no_warmup"], 0.1, 2))
-    assert "Starting" in updates[0]["result"]
-    assert any("Training" in str(u["result"]) for u in updates[1:-1])  # the curve drawn while it trains
+    controls = dict(task="copy", breaks=["no_warmup"], smoothing=0.1, accum=2, layers=N)
+    updates = list(tab.train_run(*controls.values()))
+    drawn = [tab.lab_view(**controls, training=u["training"]) for u in updates]
+    assert "Starting" in drawn[0]["result"]
+    assert any("Training" in d["result"] for d in drawn[1:-1])  # the curve drawn while it trains
     last = updates[-1]
-    assert set(last) == {*tab.VIEWS[0].outputs, "progress"}
+    assert last["training"].record is not None and last["training"].record is tab.cached(tab.config_from(**controls))
     assert last["progress"].startswith("✓ **copy/no_warmup** on the CPU: 25 steps and the evaluation in ")
     assert all(" of 25 steps · " in u["progress"] for u in updates[:-1])  # the line beside the button, each update
-    assert "25 steps" in last["result"] and "Gradient accumulation: 2 micro-batches" in last["result"]
-    again = list(tab.train_run("copy", ["no_warmup"], 0.1, 2))
-    assert len(again) == 1 and again[0]["result"] == last["result"]  # trained once: the same result at once
-    assert tab.lab_view("copy", ["no_warmup"], 0.1, 2)["result"] == last["result"]  # the view drawn before, anew
+    assert "25 steps" in drawn[-1]["result"] and "Gradient accumulation: 2 micro-batches" in drawn[-1]["result"]
+    again = list(tab.train_run(*controls.values()))
+    assert len(again) == 1 and again[0]["training"].record is last["training"].record  # trained once: at once
+    assert tab.lab_view(**controls)["result"] == drawn[-1]["result"]  # the view drawn before, anew
 
 
 def test_run_clock_says_how_far_a_run_is_and_what_remains(english):

@@ -305,11 +305,12 @@ def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
     # the other writers, each named: the Learn path's step and the Translate tab's replay (their own state machines,
     # each redrawing itself in a new language), a refused sentence's message (no translation came, so no state
     # changed), the buttons that write a result's numbers as files (which the tab's drawing hides for a new
-    # sentence), What if's buttons (each its own result, which no control of the tab draws) and the Lab's Train
+    # sentence) and What if's buttons (each its own result, which no control of the tab draws); the Lab's Train sets
+    # its tab's state, whose change draws the run's points
     own = {"learn": {"act", "check", "back", "forward", "pick", "render"},
            "translate": {"decoding_step", "previous_step", "next_step", "relabel", "input_notice", "numbers_files"},
            "attention": {"numbers_files"}, "compare": {"ranking_numbers", "grid_numbers"}, "score": {"scored_numbers"},
-           "whatif": {"candidates_update", "swap_word", "force_prefix", "score_mine"}, "lab": {"train_clicked"}}
+           "whatif": {"candidates_update", "swap_word", "force_prefix", "score_mine"}}
     for d in demo.fns.values():
         written = {c._id: by_tab[c._id] for c in d.outputs if c._id in by_tab}
         for tab in written.values():

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -94,7 +95,21 @@ def config_from(task, breaks, smoothing, accum, layers=None, steps=None):
     return Config(task, breaks, clamp(smoothing, 0.0, 0.3, float), accum, steps, layers=layers).checked()
 
 
-# ---- callbacks -----------------------------------------------------------------------------------------
+# ---- the view: drawn from the controls and the session's Training ------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Training:
+    """The session's last Train click, as far as its run got: the configuration, the curve so far (a copy: None
+    before its first points), the seconds since the click at this point, and the result record once it came (or
+    `stopped`, when the run ended without one). Each point of the run is a new Training, set in the tab's state,
+    whose change draws the tab's view (its listener reads the state and the controls). Known by identity (eq=False):
+    Gradio hashes a watched state's value after each step of an event (a hash of its lists would raise)."""
+    cfg: Config
+    curve: dict = field(default=None, repr=False)
+    seconds: float = 0.0
+    record: dict = field(default=None, repr=False)
+    stopped: bool = False
+
 
 def outputs_for(run, cfg):
     """The view's outputs for a finished run, by name: its curves, result, examples and two attention figures."""
@@ -106,12 +121,11 @@ def outputs_for(run, cfg):
                 decoder=attention_figure(run["attention"], "decoder"))
 
 
-def lab_view(task, breaks, smoothing, accum, layers=None):
-    """The chosen configuration's result when it was trained already, else the intact model's curve (at the
-    same depth) and what to do; the view's outputs by name. Drawn once per process for a configuration, a
-    language and the run it shows (a run trained here since is drawn anew): it reads no session."""
-    cfg = config_from(task, breaks, smoothing, accum, layers)
-    run, key = cached(cfg), (config_key(cfg), spoken())
+def drawn(cfg, run):
+    """The outputs of `cfg`'s view with `run` (a result record, or None: not trained), in the event's language:
+    drawn once per process for a configuration, a language and the run it shows (a run trained here since is
+    drawn anew). It reads no session."""
+    key = (config_key(cfg), spoken())
     with RUNS_LOCK:
         hit = DRAWN.get(key)
         if hit is not None and hit[0] is run:
@@ -123,6 +137,34 @@ def lab_view(task, breaks, smoothing, accum, layers=None):
         while len(DRAWN) > DRAWN_SIZE:
             DRAWN.popitem(last=False)
     return dict(out)
+
+
+def lab_view(task, breaks, smoothing, accum, layers=None, training=None):
+    """The view's outputs by name for the controls' configuration: the live run of the session's last Train click
+    (`training`) where it is that configuration's and has no result yet, else its result when it was trained
+    (here, or shipped), else the intact model's curve (at the same depth) and what to do."""
+    cfg = config_from(task, breaks, smoothing, accum, layers)
+    if training is None or training.cfg is None or config_key(training.cfg) != config_key(cfg):
+        return drawn(cfg, cached(cfg))
+    if training.record is not None:
+        return drawn(cfg, training.record)
+    return dict(drawn(cfg, None), **live(training))
+
+
+def live(training):
+    """The curve and the line above it of a run still training (or stopped without a result), in the event's
+    language: the curve so far beside the intact model's (at the same depth)."""
+    cfg, name, curve = training.cfg, run_name(training.cfg), training.curve
+    title = _t("title.starting" if curve is None else "title.training", name=name)
+    figure = curve_figure(curve, intact_of(cfg)["curve"], title)
+    if training.stopped:
+        return dict(curve=figure, result=_t("status.stopped"))
+    if curve is None:
+        return dict(curve=figure, result=_t("status.starting", name=html.escape(name), steps=cfg.steps,
+                                            seconds=f"{cfg.seconds:g}"))
+    return dict(curve=figure, result=_t("status.training", name=html.escape(name), step=curve["step"][-1],
+                                         steps=cfg.steps, loss=f"{curve['loss'][-1]:.4f}",
+                                         seconds=f"{training.seconds:.0f}"))
 
 
 def untrained(cfg):
@@ -254,51 +296,82 @@ class RunClock:
 
 
 def train_run(task, breaks, smoothing, accum, layers=None, steps=None):
-    """Press Train, in the event's language: a configuration trained already answers at once; otherwise it
-    trains, its curve redrawn beside the intact model's (at the same depth) as it goes, then its results. Each
-    update names what it changes: the view's outputs (curve, result, examples, cross, decoder), and the progress
-    line beside the button; what it leaves out stays as it is. `steps` (tests) can lower the budget, not raise
-    it."""
+    """Press Train, in the event's language: yields, at each point of the run, {"training": the Training so far,
+    "progress": the line beside the button}. A configuration trained already answers at once with its result;
+    otherwise it trains, a Training after each batch of the curve's points, then one with the result (or stopped).
+    `steps` (tests) can lower the budget, not raise it."""
     cfg = config_from(task, breaks, smoothing, accum, layers, steps)
     run = cached(cfg)
     if run is not None:
-        yield dict(outputs_for(run, cfg), progress=_t("progress.cached", name=html.escape(run_name(cfg))))
+        yield dict(training=Training(cfg, run["curve"], record=run),
+                   progress=_t("progress.cached", name=html.escape(run_name(cfg))))
         return
-    intact = intact_of(cfg)
-    clock, name = RunClock(cfg, intact), run_name(cfg)
-    yield dict(curve=curve_figure(None, intact["curve"], _t("title.starting", name=name)),
-               result=_t("status.starting", name=html.escape(name), steps=cfg.steps, seconds=f"{cfg.seconds:g}"),
-               progress=clock.line())
+    clock, curve = RunClock(cfg, intact_of(cfg)), None
+    yield dict(training=Training(cfg), progress=clock.line())
     for msg in run_lab(cfg):
         if "device" in msg:
             clock.where = msg["device"]
             continue
         if "exact_match" in msg:
             keep(cfg, msg)
-            yield dict(outputs_for(msg, cfg), progress=clock.finished(msg))
+            yield dict(training=Training(cfg, msg["curve"], clock.now() - clock.started, msg),
+                       progress=clock.finished(msg))
             return
         clock.seen(msg["step"][-1])
-        status = _t("status.training", name=html.escape(name), step=msg["step"][-1], steps=cfg.steps,
-                    loss=f"{msg['loss'][-1]:.4f}", seconds=clock.elapsed())
-        yield dict(curve=curve_figure(msg, intact["curve"], _t("title.training", name=name)), result=status,
-                   progress=clock.line())
-    yield dict(result=_t("status.stopped"), progress=clock.stopped())
+        curve = {k: list(v) for k, v in msg.items()}  # a copy: curves() goes on adding to its own
+        yield dict(training=Training(cfg, curve, clock.now() - clock.started), progress=clock.line())
+    yield dict(training=Training(cfg, curve, clock.now() - clock.started, stopped=True), progress=clock.stopped())
 
 
-def train_event(outputs):
+def train_event(state, progress):
     """The Train button's event: train_run for the controls' values, every step in the page's language (its
-    keyword `lang`), each update sent to the components it names (`outputs`: name -> component)."""
+    keyword `lang`), each setting the tab's state (the Training, whose change draws the view) and the line beside
+    the button."""
     @in_language
     def train_clicked(task, breaks, smoothing, accum, layers):
         for update in train_run(task, breaks, smoothing, accum, layers):
-            yield {outputs[name]: value for name, value in update.items()}
+            yield {state: update["training"], progress: update["progress"]}
     return train_clicked
 
 
-# the tab's one view: the chosen configuration's result (shipped, or trained here), drawn from the controls
+# the tab's two views, drawn from the controls and the session's Training (the tab's state), each known by the
+# controls and whether their configuration has a result: the curve and the line above it follow a run as it trains;
+# the examples and the attention maps change only when a result comes
+SUMMARY, MAPS = ("curve", "result"), ("examples", "cross", "decoder")
+CONTROLS = ("task", "breaks", "smoothing", "accum", "layers")
+
+
+def known_by(task, breaks, smoothing, accum, layers=None):
+    """What a view's drawing stands for (app.views View.resolve): the controls, and whether their configuration
+    has a result (trained here or shipped), which a run's end changes."""
+    trained = cached(config_from(task, breaks, smoothing, accum, layers)) is not None
+    return dict(task=task, breaks=breaks, smoothing=smoothing, accum=accum, layers=layers, trained=trained)
+
+
+def summary_view(training, task, breaks, smoothing, accum, layers=None, trained=None):
+    """The curve and the line above it (`trained`: known_by's, read from the cache again)."""
+    out = lab_view(task, breaks, smoothing, accum, layers, training)
+    return {name: out[name] for name in SUMMARY}
+
+
+def maps_view(task, breaks, smoothing, accum, layers=None, trained=None):
+    """The examples and the two attention figures of the configuration's result, blank before one."""
+    out = lab_view(task, breaks, smoothing, accum, layers)
+    return {name: out[name] for name in MAPS}
+
+
+NO_TRAINING = Training(None)  # the state's first value: no Train click yet
 WHERE = ("lab",)
-VIEWS = [View("lab", WHERE, lab_view, outputs=("curve", "result", "examples", "cross", "decoder"),
-              uses=("task", "breaks", "smoothing", "accum", "layers"), reads_translation=False)]
+VIEWS = [View("lab", WHERE, summary_view, outputs=SUMMARY, uses=CONTROLS,
+              resolve=lambda training, **used: known_by(**used)),
+         View("lab/maps", WHERE, maps_view, outputs=MAPS, uses=CONTROLS, reads_translation=False, resolve=known_by)]
+
+
+def results_of(ins):
+    """A Training of the controls' first values two points into its run (tools.i18n_report draws every view with
+    it: the live curve and its line among them)."""
+    cfg = config_from("copy", [], 0.0, 1, SIZE["N"])
+    return Training(cfg, {"step": [20, 40], "loss": [2.5, 2.0], "lr": [1e-4, 2e-4]}, 3.0)
 
 
 # ---- layout and events -----------------------------------------------------------------------------------
@@ -336,10 +409,16 @@ def _layout():
 
 
 def build(page, lang):
-    """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time)."""
+    """Lay out the tab and wire its controls and the Train button (its own queue: one run at a time). The button
+    sets the tab's state at each point of the run (a Training), and the tab's one listener draws the views from it
+    and the controls; the button writes only the line beside it."""
     with gr.Tab(L("ui.tab.lab"), id="lab") as tab:
+        state = gr.State(NO_TRAINING)  # inside the tab: a sibling of the tabs would shift the front end's count of them
         outputs, controls, train, progress = _layout()
-    train.click(train_event(dict(outputs, progress=progress)), None, [*outputs.values(), progress],
-                inputs_kwargs=dict(controls, lang=lang), api_visibility="private", concurrency_limit=1,
-                concurrency_id="lab", show_progress_on=outputs["curve"])
-    return Tab(WHERE, VIEWS, controls, outputs, page, lang).wire(tab)
+    train.click(train_event(state, progress), None, [state, progress], inputs_kwargs=dict(controls, lang=lang),
+                api_visibility="private", concurrency_limit=1, concurrency_id="lab", show_progress_on=outputs["curve"])
+    # its drawings come from the process's cache or a run's points, never the model: none covers an output (the
+    # curve's status is the Train button's)
+    return Tab(WHERE, VIEWS, controls, outputs, page, lang, state,
+               more=dict(results_of=results_of, progress=progress)).wire(
+        tab, show_progress_on=[])
