@@ -1,6 +1,7 @@
 """Leftovers of the page read as a reader reads it: the Learn path's masks step on a phone for any length of sentence,
-the Inside tab's LayerNorm menu of the model of the translation it draws, and the Engineering tab saying whose
-figures it shows."""
+the Inside tab's LayerNorm menu of the model of the translation it draws, the Engineering tab saying whose
+figures it shows, and the Lab's view during a run when the reader chooses another configuration."""
+import os
 import warnings
 
 import pytest
@@ -165,3 +166,55 @@ def test_the_engineering_tab_says_whose_figures_it_shows(marian_folder, monkeypa
         assert key == "ui.engineering.of" and "ui.engineering.of" not in [k for k, _ in rest]
         assert name["en"] in said_in["en"] and "page's own model" in said_in["en"], said_in
         assert name["zh-CN"] in said_in["zh-CN"] and "本页面自己的模型" in said_in["zh-CN"], said_in
+
+
+@needs_shipped
+@pytest.mark.slow  # the run's served app (its Lab capped at 40 steps) in Chromium, and a run trained
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="/usr/bin/chromium not installed")
+def test_a_break_toggled_while_the_lab_trains_shows_the_configuration_chosen(served_app, chromium):
+    """The Lab's view is drawn by its tab's listener alone, from the controls and the state each point of a run
+    sets: its curve grows as the run trains (the state's change reaches the page at each point, not at the end),
+    and a break unticked while it trains shows the configuration now chosen until the run ends (the Train event
+    once drew its next points over it); ticked again, the run's result. Four micro-batches a step at six layers,
+    so that the run is still training when the reader's change is drawn."""
+    from tests.conftest import browser_page
+    from tests.test_browser import TIMEOUT_MS, js, open_tab, wait_until
+    with browser_page(chromium, served_app, TIMEOUT_MS) as (page, errors):
+        page.goto(served_app.url)
+        open_tab(page, "Lab", "#lab-curve")
+        wait_until(page, "text('#lab-result').includes('exact match')", what="the shipped result")
+        page.locator("#lab-accum label", has_text="4").click()
+        page.locator("#lab-layers label", has_text="6").click()
+        for name in ("no_warmup", "untied"):
+            page.locator("#lab-breaks label", has_text=name).click()
+        wait_until(page, "text('#lab-result').includes('copy/no_warmup+untied@6') && "
+                   "text('#lab-result').includes('has not been trained yet')", what="the note of the run to train")
+        page.locator("#lab-train").click()
+        wait_until(page, "/Training copy\\/no_warmup\\+untied@6: step 20 of 40/.test(text('#lab-result')) && "
+                   "plotText('lab-curve').includes('this run')", what="the run's first points, drawn as it trains")
+        page.locator("#lab-breaks label", has_text="untied").click()
+        running = page.wait_for_function(js(
+            "text('#lab-result').includes('copy/no_warmup@6') && text('#lab-result').includes('has not been trained "
+            "yet') && !plotText('lab-curve').includes('this run') && text('#lab-progress')"), timeout=TIMEOUT_MS)
+        assert "steps to go" in running.json_value(), running.json_value()  # drawn while the run still trained
+        page.evaluate(WATCH_UNTICKED)  # from now until `untied` is ticked again: whatever names the run
+        wait_until(page, "text('#lab-progress').startsWith('✓')", what="the run's end")
+        page.evaluate("window.__retick = true")
+        page.locator("#lab-breaks label", has_text="untied").click()
+        wait_until(page, "text('#lab-result').includes('copy/no_warmup+untied@6') && / steps in /.test(text('#lab-result')) "
+                   "&& /exact match \\d/.test(plotText('lab-curve')) && el('#lab-examples table')",
+                   what="the run's result, its examples with it")
+        overwritten = page.evaluate("window.__overwritten")
+        assert overwritten == [], overwritten  # the run's points and result drew over the configuration chosen
+        assert errors == []
+
+
+# the Lab's curve title and the line over it, each time they change, while they name the run trained (`untied`
+# unticked: they should name copy/no_warmup@6) and `untied` is not ticked again
+WATCH_UNTICKED = """() => { window.__overwritten = [];
+  const read = () => [document.querySelector('#lab-result')?.innerText ?? '',
+                      document.querySelector('#lab-curve .gtitle')?.textContent ?? ''];
+  new MutationObserver(() => { if (window.__retick) return;
+    for (const s of read()) if (s.includes('+untied') && !window.__overwritten.includes(s)) window.__overwritten.push(s); })
+    .observe(document.querySelector('#lab-result').closest('.gradio-container') ?? document.body,
+             {subtree: true, childList: true, characterData: true}); }"""
