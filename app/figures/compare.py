@@ -119,7 +119,8 @@ def _panel(trace, n, title, q, k):
     """One panel of the maps: (trace over queries `q` and keys `k`, its title, its x- and y-axis), its axes
     numbered `n` (0: the first)."""
     ax = "" if n == 0 else str(n + 1)
-    axis = dict(type="category", tickmode="array", automargin=False)
+    # no grid lines: each panel's heatmap covers them, and plotly drew one a tick, 105 of the figure's 604 elements
+    axis = dict(type="category", tickmode="array", automargin=False, showgrid=False, zeroline=False)
     x = dict(axis, tickvals=positions(k), ticktext=[label(t) for t in k], tickangle=-90, anchor=f"y{ax}")
     y = dict(axis, tickvals=positions(q), ticktext=[label(t) for t in q], autorange="reversed", anchor=f"x{ax}")
     return dict(trace, x=x["tickvals"], y=y["tickvals"], xaxis=f"x{ax}", yaxis=f"y{ax}"), title, x, y
@@ -228,8 +229,8 @@ def patch_figure(grid, token=None):
                  hovertemplate=f"%{{y}} · %{{x}}<br>{_t('patch.bar')} %{{z:.2f}}<extra></extra>")
     fig = go.Figure([trace])
     fig.update_layout(title=title, height=height, margin=dict(l=120, r=10, t=below + 80, b=120),
-                      xaxis=dict(type="category", tickangle=-90, automargin=False),
-                      yaxis=dict(type="category", autorange="reversed", automargin=False))
+                      xaxis=dict(type="category", tickangle=-90, automargin=False, showgrid=False),
+                      yaxis=dict(type="category", autorange="reversed", automargin=False, showgrid=False))
     return phone_width(fig, len(cols), room=150)
 
 
