@@ -1,6 +1,6 @@
-"""Leftovers of the page read as a reader reads it: the Learn path's masks step on a phone for any length of sentence,
-the Inside tab's LayerNorm menu of the model of the translation it draws, the Engineering tab saying whose
-figures it shows, and the Lab's view during a run when the reader chooses another configuration."""
+"""Leftovers of the page read as a reader reads it: the Learn path's masks and teacher-forcing steps on a phone for any
+length of sentence, the Inside tab's LayerNorm menu of the model of the translation it draws, the Engineering tab
+saying whose figures it shows, and the Lab's view during a run when the reader chooses another configuration."""
 import os
 import warnings
 
@@ -76,6 +76,47 @@ def test_step_5s_maps_fit_a_phone_for_any_length_of_sentence(lang):
                     assert (b >= real) == any(max(a, real) <= y <= b for y in notes), (where, (a, b), real, notes)
             else:
                 assert notes == [], where
+
+
+LONG_ENGLISH = ("A young woman with a red umbrella and an older man with a blue cap walk slowly across the wet bridge, "
+                "while behind them two small dogs play in the rain with a yellow ball and bark loudly, because they "
+                "are happy today, and a child in a green coat watches them from a window of the old house by the river.")
+
+
+@needs_shipped
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_teacher_steps_table_fits_a_phone_for_any_length_of_translation(lang):
+    """The teacher-forcing step's table (a row for each position of the translation) for the 55-piece sentence,
+    decoded and with a long English recorded as its output: at most a screen tall, its rows in windows as steps 4
+    and 5 show theirs where there are many, every row of a window given a label's height and labelled, and the
+    window shown the one that holds the slider's position, its button lit. Drawn whole, the 55-piece sentence's
+    28-piece translation was 686 px tall (412 now, zh-CN) and a translation grew 22 px a piece."""
+    from app.common import BOX_EXTRA
+    from app.figures.margins import fit
+    from app.shared import get_translator
+    tr = get_translator()
+    for ins in (tr.inspect(LONG55, method="beam"), tr.inspect(LONG55, output=LONG_ENGLISH)):
+        c = learn_path.context(ins)
+        n = len(ins.out_tokens)
+        windows = learn_figures.row_windows(n)
+        for pos in sorted({1, n // 2, n}):
+            fig, values = said(learn_figures.draw_teacher, c, pos, lang=lang)
+            layout = fit(fig.to_plotly_json())["layout"]
+            where = (n, pos)
+            assert values["pos"] == pos and layout["height"] + BOX_EXTRA <= SCREEN_PX + BOX_EXTRA, (where, layout["height"])
+            k = next(i for i, (a, b) in enumerate(windows) if a <= pos - 1 <= b)
+            a, b = windows[k]
+            menus = layout.get("updatemenus") or []
+            if len(windows) > 1:
+                assert list(fig.layout.yaxis.range) == [b + 0.5, a - 0.5] and menus[0]["active"] == k, where
+                assert menus[0]["pad"]["b"] >= learn_figures.TOP_LABELS_PX, where  # above the column names
+            else:
+                assert not menus and fig.layout.yaxis.autorange == "reversed", where
+            per_row = (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / (b - a + 1)
+            assert per_row >= LABEL_ROW_PX, (where, per_row)
+            assert list(fig.layout.yaxis.tickvals) == list(range(n)), where  # every row labelled, from 1
+        assert n < 24 or len(windows) > 1, n
+    assert n > 40, n  # the recorded English: windows of rows
 
 
 # a Marian model as transformers saves one, small, converted (tests/test_converted_app.py's shape): post-norm, two

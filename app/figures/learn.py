@@ -675,9 +675,21 @@ def draw_teacher(c, pos):
     # positions counted from 1, as the slider and the fact line count them
     fig.update_yaxes(tickmode="array", tickvals=list(range(rows)), ticktext=[str(i + 1) for i in range(rows)],
                      title=c.t("teacher.position"))
-    return (_compact(fig, c.t("teacher.fig", pos=t + 1), height=table_height(rows)),
-            dict(pos=t + 1, input=md_literal(_piece(inputs[t])), target=md_literal(_piece(targets[t])),
-                 n=len(targets)))
+    # a long translation's rows in windows, as steps 4 and 5 show theirs, the one holding the position shown
+    fig = window_at(windowed(fig, rows, c.t("teacher.fig", pos=t + 1), c.t("rows")), rows, t)
+    return (fig, dict(pos=t + 1, input=md_literal(_piece(inputs[t])), target=md_literal(_piece(targets[t])),
+                      n=len(targets)))
+
+
+def window_at(fig, n, row):
+    """A `windowed` figure of `n` rows showing the window that holds `row` (0-based), its button the active one."""
+    windows = row_windows(n)
+    k = next(i for i, (a, b) in enumerate(windows) if a <= row <= b)
+    if len(windows) > 1 and k:
+        a, b = windows[k]
+        fig.update_yaxes(range=[b + 0.5, a - 0.5])
+        fig.layout.updatemenus[0].active = k
+    return fig
 
 
 # ---- 14. run_epoch: gradient accumulation, freeing the loss ----------------------------------------------
