@@ -208,7 +208,7 @@ class Tab:
             self.nudge = gr.State(0)
         self.subtabs = tuple(subtabs or ())
         triggers = [t.select for t in (tab, *(subtabs or {}).values())] + [self.nudge.change]
-        triggers += [c.input if name in by_hand else c.change for name, c in self.controls.items()]
+        triggers += [_moved(c) if name in by_hand else c.change for name, c in self.controls.items()]
         triggers += [self.state.change] if self.state is not None else []
         # the language switch's `said` (app.i18n.switch); a page built without the switch, its language component
         triggers += [getattr(self.lang, "said", self.lang).change] if relang else []
@@ -221,6 +221,12 @@ class Tab:
               js=telling_tabs(inputs), trigger_mode="always_last",
               api_visibility="private", **{**progress, **event})
         return self
+
+
+def _moved(control):
+    """The event of a control that the reader's own move fires: a menu's choice (its input event comes twice for one
+    choice, which sent the tab's drawing twice), any other control's input."""
+    return control.select if isinstance(control, gr.Dropdown) else control.input
 
 
 def telling_tabs(inputs):

@@ -396,6 +396,20 @@ def test_why_this_word_attributes_the_chosen_token(page):
     assert "</s>" in after and "output " + picked.split()[0] + "," in after
 
 
+def test_a_head_chosen_from_the_menu_sends_one_drawing(page):
+    """A head chosen from the Attention tab's menu is drawn by one request: the tab's drawing listens to the menu's
+    select (its input event comes twice for one choice, and the drawing went twice)."""
+    translate(page, OTHER)
+    open_tab(page, "Attention", "#heatmap")
+    wait_plot(page, "heatmap")
+    first, before = plot_text(page, "heatmap"), len(page.sent)
+    page.locator("#head input").click()
+    page.get_by_role("option", name="3", exact=True).click()
+    assert "head 3" in wait_plot_change(page, "heatmap", first)
+    wait_until(page, "settled('heatmap')", what="the drawing answered")
+    assert read_by_events(page, ["head"], page.sent[before:]) == [[3]]
+
+
 def test_the_translation_exports_as_json_and_figures_save_themselves(page):
     """Export downloads, in one click, a JSON file of the translation's Inspection; a figure saves itself as SVG; a
     bertviz view saves its SVG from inside its sandbox, and the app writes it as one self-contained HTML file."""
