@@ -154,8 +154,8 @@ SERVED_ENV = {"EXPLORER_LAB_MAX_STEPS": "40", "SPACES_ZERO_GPU": None}
 
 @pytest.fixture(scope="session")
 def served_app(tmp_path_factory):
-    """One `python app.py` (tools.serve.AppProcess) for the whole run, started when a test first asks for it: the
-    browser tests (each in a browser context of its own, making whatever translation it reads) and the load tests
+    """One `python app.py` (tools.serve.AppProcess) for the whole run (for each of its pytest-xdist workers,
+    scripts/test.sh), started when a test first asks for it: the browser tests (each in a browser context of its own, making whatever translation it reads) and the load tests
     share it, rather than each starting a server of its own. Its output: the fixture's directory, app.log."""
     from tools.serve import AppProcess
     with AppProcess(log=tmp_path_factory.mktemp("served_app") / "app.log", env=SERVED_ENV) as running:
