@@ -127,7 +127,8 @@ def test_bad_input_says_so_once_and_runs_nothing(monkeypatch, tmp_path):
 @needs_shipped
 def test_the_page_scores_as_the_command_line_does(monkeypatch):
     """The same pairs, the same batch size: the page's generator and core.evaluate.evaluate give the same
-    translations and figures; the progress moves once a batch, and each batch is a step a cancel can stop at."""
+    translations and figures; the progress shows at once (the set read), then moves once a batch, and each batch is
+    a step a cancel can stop at."""
     from app.i18n import speaking
     from app.shared import get_translator
     from app.tabs import score
@@ -137,7 +138,7 @@ def test_the_page_scores_as_the_command_line_does(monkeypatch):
         steps = list(score.score_set("\n".join(GERMAN), "\n".join(ENGLISH), None, 1, None,
                                      progress=lambda value, **k: calls.append(value)))
     assert [c for c in calls] == [(0, 12), (5, 12), (10, 12), (12, 12)]
-    assert [s[1] for s in steps[:-1]] == ["Translated 5 of 12 pairs…", "Translated 10 of 12 pairs…",
+    assert [s[1] for s in steps[:-1]] == ["Translated 0 of 12 pairs…", "Translated 5 of 12 pairs…", "Translated 10 of 12 pairs…",
                                           "Translated 12 of 12 pairs…"]
     scored, status = steps[-1]
     assert status == "Scored 12 pairs."

@@ -92,7 +92,7 @@ def check(german, english, files):
 
 def score_set(german, english, files, beam, previous, model=None, progress=gr.Progress()):
     """Translate and score the set with the model the header chose (`model`): yields (the Scored to keep, the status
-    line) after each batch, the status saying how far it got; then the result. A bad input: one message, the last
+    line) once the set is read and after each batch, the status saying how far it got; then the result. A bad input: one message, the last
     result kept, nothing run."""
     try:
         pairs = check(german, english, files)
@@ -103,6 +103,8 @@ def score_set(german, english, files, beam, previous, model=None, progress=gr.Pr
     srcs, refs = (list(side) for side in zip(*pairs))
     ids, done, t0 = [None] * len(srcs), 0, time.perf_counter()
     progress((0, len(srcs)), desc=_t("progress"), unit=_t("unit"))
+    # at once, before the first batch (a minute of work on a busy machine): the set is read and running
+    yield previous, _t("running", done="0", n=f"{len(srcs):,}")
     for idx, outs in translated_batches(tr, srcs, beam=beam, batch_size=BATCH):
         for i, out in zip(idx, outs):
             ids[i] = out
