@@ -25,7 +25,17 @@ def app(served_app):
 
 
 def status_has(page, words):
-    page.wait_for_function(f"(w) => ({STATUS})().includes(w)", arg=words)
+    """Wait until the status line says `words`; else fail with what the page and the server were doing."""
+    try:
+        page.wait_for_function(f"(w) => ({STATUS})().includes(w)", arg=words)
+    except sync_api.TimeoutError:
+        state = page.evaluate("""() => ({status: document.querySelector('#score-status')?.innerText,
+            files: document.querySelector('#score-files')?.innerText.slice(0, 120),
+            trackers: [...document.querySelectorAll('[data-testid=status-tracker]:not(.hide)')]
+                      .map(t => (t.closest('[id]')?.id || '?') + ': ' + t.innerText.slice(0, 80)),
+            toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200))})""")
+        raise AssertionError(f"not within {TIMEOUT_MS / 1000:.0f} s: the status line saying {words!r}\n"
+                             f"page: {state}\napp log (end):\n{page.app_tail()}") from None
 
 
 @pytest.mark.parametrize("width, lang, words", [
@@ -35,6 +45,7 @@ def status_has(page, words):
                         cancelled="已取消", running="已翻译"))])
 def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words, tmp_path):
     with browser_page(chromium, app, TIMEOUT_MS, viewport={"width": width, "height": 900}) as (page, errors):
+        page.app_tail = lambda: app.tail(3000)
         page.goto(f"{app.url}?lang={lang}")
         page.get_by_role("tab", name=words["tab"], exact=True).click()
         page.wait_for_selector("#score-german textarea")
