@@ -231,25 +231,3 @@ def test_a_scored_set_can_be_a_watched_state():
     one = Scored(["a"], ["b"], ["c"], [[1]], [1.0], {"bleu": 1.0})
     other = Scored(["a"], ["b"], ["c"], [[1]], [1.0], {"bleu": 1.0})
     assert deep_hash(one) == deep_hash(one) != deep_hash(other)
-
-
-def test_the_cancels_message_comes_after_the_runs_last_progress():
-    """The Cancel button's message and the run's progress both write the status line. The cancel's own request and
-    the request that cancels the run may reach the server in either order, and a batch that ends in between writes
-    its progress: the message waits in the run's queue group (one at a time), so it is written once the run has
-    stopped."""
-    import gradio as gr
-
-    from app.tabs import score, translate
-    from app.views import page_state
-    with gr.Blocks() as demo:
-        page, state, lang = page_state(), gr.State(None), gr.State("en")
-        with gr.Tabs() as top:
-            translation = translate.build(demo, page, state, 1.0, lang)
-            score.build(translation, top)
-    run, = [d for d in demo.fns.values() if getattr(d.fn, "__name__", "") == "score_set"]
-    stop, = [d for d in demo.fns.values() if getattr(d.fn, "__name__", "") == "cancelled"]
-    config = demo.get_config_file()["dependencies"]
-    click = [d for d in config if [tuple(t) for t in d["targets"]] == [tuple(t) for t in stop.targets]]
-    assert [d["cancels"] for d in click if d["cancels"]] == [[run._id]]  # the same click cancels the run
-    assert (stop.concurrency_id, stop.concurrency_limit) == (run.concurrency_id, run.concurrency_limit) == ("score", 1)

@@ -222,10 +222,8 @@ def build(translation, top):
                         inputs_kwargs=dict(german=german, english=english, files=files, beam=beam, previous=scored,
                                            model=translation.model, lang=lang), concurrency_id="score", concurrency_limit=1,
                         api_visibility="private", show_progress_on=[status])
-    # the cancel's message waits in the scoring's queue group: the request that cancels the run and the one that says
-    # so may reach the server in either order, and a batch ending meanwhile would write its progress over the message
     stop.click(in_language(cancelled), None, status, inputs_kwargs=dict(lang=lang), cancels=[scoring],
-               concurrency_id="score", concurrency_limit=1, api_visibility="private")
+               api_visibility="private")
     numbers_btn.click(scored_numbers, [scored], outputs["files"], api_visibility="private")
     tab.more["pair_opened"] = opened = outputs["table"].select(
         open_pair, [scored], [state, translation.form[0], translation.results[0], top],
