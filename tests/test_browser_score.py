@@ -89,7 +89,8 @@ def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words,
         page.click("#score-run")
         status_has(page, words["running"])
         page.click("#score-cancel")
-        status_has(page, words["cancelled"])
+        page.wait_for_function("(w) => (document.querySelector('#score-stopped')?.innerText || '').includes(w)",
+                               arg=words["cancelled"])
         assert f"{12 * LONG:,}" not in page.locator("#score-summary").inner_text()  # the set of 12 still shown
         assert page.locator("#score-table [data-testid=cell-0-2]").inner_text().strip() == german
         assert not errors, errors

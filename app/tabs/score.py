@@ -197,6 +197,9 @@ def _layout():
         run = gr.Button(L("ui.score.run"), variant="primary", elem_id="score-run")
         stop = gr.Button(L("ui.score.cancel"), elem_id="score-cancel")
     status = gr.Markdown(elem_id="score-status")
+    # the Cancel button's message: a line of its own, since a batch that ends as the run is cancelled still writes
+    # its progress to the status line, and the two requests reach the server in either order
+    status.stopped = gr.Markdown(elem_id="score-stopped")
     summary = gr.Markdown(elem_id="score-summary")
     table = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="score-table", max_height=600,
                          column_widths=["9%", "11%", "27%", "26%", "27%"])
@@ -222,7 +225,8 @@ def build(translation, top):
                         inputs_kwargs=dict(german=german, english=english, files=files, beam=beam, previous=scored,
                                            model=translation.model, lang=lang), concurrency_id="score", concurrency_limit=1,
                         api_visibility="private", show_progress_on=[status])
-    stop.click(in_language(cancelled), None, status, inputs_kwargs=dict(lang=lang), cancels=[scoring],
+    run.click(lambda: "", None, status.stopped, queue=False, api_visibility="private")  # a new run: no message
+    stop.click(in_language(cancelled), None, status.stopped, inputs_kwargs=dict(lang=lang), cancels=[scoring],
                api_visibility="private")
     numbers_btn.click(scored_numbers, [scored], outputs["files"], api_visibility="private")
     tab.more["pair_opened"] = opened = outputs["table"].select(
