@@ -122,8 +122,13 @@ def diagnostics(page):
                   placing: window.learnPlacing ?? null, path_step: document.querySelector('#learn-path .learn-path')
                     ?.dataset.step, picked: document.querySelector('#learn-question input:checked')?.value ?? null,
                   answer: document.querySelector('#learn-answer')?.innerText.slice(0, 80)}}; }""")
-    return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nlast events sent: {page.events[-6:]}\n"
-            f"app log (end):\n{page.app.tail(2500)}")
+    writes = page.evaluate("""(fns) => { const config = window.gradio_config || {components: [], dependencies: []};
+        const name = Object.fromEntries(config.components.map(c => [c.id, c.props?.elem_id || c.type]));
+        const deps = Object.fromEntries(config.dependencies.map(d => [d.id, d.outputs.map(o => name[o])]));
+        return fns.map(fn => deps[fn] || []); }""", [fn for fn, _ in page.sent[-10:]])
+    sent = [f"{line} -> {', '.join(map(str, outs[:4]))}" for line, outs in zip(page.events[-10:], writes)]
+    return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nlast events sent (-> what they write): {sent}\n"
+            f"app log (end):\n{page.app.tail(2500)}\nthe app's threads:\n{page.app.stacks()}")
 
 
 def js(expression):

@@ -24,7 +24,7 @@ def app(served_app):
     return served_app
 
 
-def status_has(page, words):
+def status_has(page, app, words):
     """Wait until the status line says `words`; else fail with what the page and the server were doing."""
     try:
         page.wait_for_function(f"(w) => ({STATUS})().includes(w)", arg=words)
@@ -35,7 +35,7 @@ def status_has(page, words):
                       .map(t => (t.closest('[id]')?.id || '?') + ': ' + t.innerText.slice(0, 80)),
             toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200))})""")
         raise AssertionError(f"not within {TIMEOUT_MS / 1000:.0f} s: the status line saying {words!r}\n"
-                             f"page: {state}\napp log (end):\n{page.app_tail()}") from None
+                             f"page: {state}\napp log (end):\n{app.tail(3000)}\nthe app's threads:\n{app.stacks()}") from None
 
 
 @pytest.mark.parametrize("width, lang, words", [
@@ -45,7 +45,6 @@ def status_has(page, words):
                         cancelled="已取消", running="已翻译"))])
 def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words, tmp_path):
     with browser_page(chromium, app, TIMEOUT_MS, viewport={"width": width, "height": 900}) as (page, errors):
-        page.app_tail = lambda: app.tail(3000)
         page.goto(f"{app.url}?lang={lang}")
         page.get_by_role("tab", name=words["tab"], exact=True).click()
         page.wait_for_selector("#score-german textarea")
@@ -54,12 +53,12 @@ def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words,
         page.fill("#score-german textarea", "\n".join(GERMAN))
         page.fill("#score-english textarea", "\n".join(ENGLISH[:11]))
         page.click("#score-run")
-        status_has(page, words["bad"])
+        status_has(page, app, words["bad"])
         assert not page.locator("#score-table").is_visible()
         # the set: its figures and signatures, the table worst first
         page.fill("#score-english textarea", "\n".join(ENGLISH))
         page.click("#score-run")
-        status_has(page, words["done"])
+        status_has(page, app, words["done"])
         page.wait_for_selector("#score-table [data-testid=cell-0-2]", state="visible")
         summary = page.locator("#score-summary").inner_text()
         assert all(w in summary for w in ("BLEU", "chrF", "TER", "nrefs:1|case:mixed|eff:no|tok:13a")), summary
@@ -87,7 +86,7 @@ def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words,
         page.set_input_files("#score-files input[type=file]", str(tsv))
         page.wait_for_function("() => (document.querySelector('#score-files')?.innerText || '').includes('long.tsv')")
         page.click("#score-run")
-        status_has(page, words["running"])
+        status_has(page, app, words["running"])
         page.click("#score-cancel")
         page.wait_for_function("(w) => (document.querySelector('#score-stopped')?.innerText || '').includes(w)",
                                arg=words["cancelled"])

@@ -14,6 +14,7 @@ import collections
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL_URL = re.compile(r"Running on local URL:\s+(https?://[^\s,]+)")
+# app.py as __main__, its threads' stacks written to its output on SIGUSR1 (AppProcess.stacks, for failure messages)
+STARTER = ("import faulthandler, runpy, signal, sys; sys.argv[0] = 'app.py'; "
+           "hasattr(signal, 'SIGUSR1') and faulthandler.register(signal.SIGUSR1, all_threads=True); "
+           "runpy.run_path('app.py', run_name='__main__')")
 
 
 class AppProcess:
@@ -33,7 +38,7 @@ class AppProcess:
         self.args, self.log, self.timeout, self.env = args, log, timeout, dict(env or {})
         self.url = None  # the server's address, once it has printed it
         self.lines = collections.deque(maxlen=300)
-        self.proc = self._reader = None
+        self.proc = self._reader = self._caught = None
         self._url_known = threading.Event()  # set when the address is printed or the process has ended
 
     def __enter__(self):
@@ -43,7 +48,7 @@ class AppProcess:
                 env.pop(name, None)
             else:
                 env[name] = value
-        self.proc = subprocess.Popen([sys.executable, "app.py", *self.args], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen([sys.executable, "-c", STARTER, *self.args], cwd=ROOT, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, encoding="utf-8", errors="replace")
         self._reader = threading.Thread(target=self._read_output, daemon=True)
@@ -63,6 +68,8 @@ class AppProcess:
         with open(self.log, "w", encoding="utf-8") if self.log else contextlib.nullcontext() as out:
             for line in self.proc.stdout:
                 self.lines.append(line)
+                if self._caught is not None:
+                    self._caught.append(line)
                 if out:
                     out.write(line)
                     out.flush()
@@ -76,6 +83,23 @@ class AppProcess:
     def tail(self, chars=3000):
         """The end of the app's output, for error messages."""
         return "".join(self.lines)[-chars:]
+
+    def stacks(self, wait=3.0):
+        """What every thread of the app is doing (Python's faulthandler writes their stacks to its output), for a
+        failure message: a test that waited in vain says where the server was (the threads in app/ or core/ in full,
+        the others counted). '' where it cannot be asked."""
+        if self.proc is None or self.proc.poll() is not None or not hasattr(signal, "SIGUSR1"):
+            return ""
+        self._caught = caught = []
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline, size = time.monotonic() + wait, -1
+        while time.monotonic() < deadline and (not caught or len(caught) != size):
+            size = len(caught)
+            time.sleep(0.5)  # (a failure message is being written: the dump has no end to wait on)
+        self._caught = None
+        blocks = "".join(caught).strip().split("\n\n")
+        ours = [b for b in blocks if str(ROOT / "app") in b or str(ROOT / "core") in b]
+        return "\n\n".join(ours) + f"\n({len(blocks) - len(ours)} other threads: none in app/ or core/)"
 
     def wait_until_serving(self):
         """Wait until the server has printed its address, then fetch the page once; fail with the log's tail."""

@@ -199,13 +199,13 @@ def _layout():
     status = gr.Markdown(elem_id="score-status")
     # the Cancel button's message: a line of its own, since a batch that ends as the run is cancelled still writes
     # its progress to the status line, and the two requests reach the server in either order
-    status.stopped = gr.Markdown(elem_id="score-stopped")
+    stopped = gr.Markdown(elem_id="score-stopped")
     summary = gr.Markdown(elem_id="score-summary")
     table = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="score-table", max_height=600,
                          column_widths=["9%", "11%", "27%", "26%", "27%"])
     gr.Markdown(L("ui.score.open"))
     numbers_btn, numbers = download("ui.score.numbers", "score-numbers")
-    return (german, english, files, beam), (run, stop, status, numbers_btn), dict(
+    return (german, english, files, beam), (run, stop, status, stopped, numbers_btn), dict(
         limits=limits, summary=summary, table=table, files=numbers)
 
 
@@ -218,15 +218,15 @@ def build(translation, top):
     page, state, lang = translation.page, translation.state, translation.lang
     with gr.Tab(L("ui.tab.score"), id="score") as top_tab:
         scored = gr.State(None)  # inside the tab: a sibling of the tabs would shift the front end's count of them
-        inputs, (run, stop, status, numbers_btn), outputs = _layout()
+        inputs, (run, stop, status, stopped, numbers_btn), outputs = _layout()
     tab = Tab(WHERE, VIEWS, {}, outputs, page, lang, scored, more=dict(results_of=results_of))
     german, english, files, beam = inputs
     scoring = run.click(in_language(score_set), None, [scored, status],
                         inputs_kwargs=dict(german=german, english=english, files=files, beam=beam, previous=scored,
                                            model=translation.model, lang=lang), concurrency_id="score", concurrency_limit=1,
                         api_visibility="private", show_progress_on=[status])
-    run.click(lambda: "", None, status.stopped, queue=False, api_visibility="private")  # a new run: no message
-    stop.click(in_language(cancelled), None, status.stopped, inputs_kwargs=dict(lang=lang), cancels=[scoring],
+    run.click(lambda: "", None, stopped, queue=False, api_visibility="private")  # a new run: no message
+    stop.click(in_language(cancelled), None, stopped, inputs_kwargs=dict(lang=lang), cancels=[scoring],
                api_visibility="private")
     numbers_btn.click(scored_numbers, [scored], outputs["files"], api_visibility="private")
     tab.more["pair_opened"] = opened = outputs["table"].select(
