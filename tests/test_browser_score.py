@@ -16,6 +16,7 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 TIMEOUT_MS = 120_000
 STATUS = "() => document.querySelector('#score-status')?.innerText || ''"
+SHOTS = os.environ.get("EXPLORER_SHOTS")  # a folder to keep the screenshots in (they are looked at by a person)
 LONG = 1600  # copies of the 12 pairs in the set that is cancelled: 19,200 pairs
 
 
@@ -90,6 +91,8 @@ def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words,
         page.click("#score-cancel")
         page.wait_for_function("(w) => (document.querySelector('#score-stopped')?.innerText || '').includes(w)",
                                arg=words["cancelled"])
+        page.locator("#score-run").scroll_into_view_if_needed()
+        page.screenshot(path=os.path.join(SHOTS or str(tmp_path), f"score-cancelled-{width}-{lang}.png"))
         assert f"{12 * LONG:,}" not in page.locator("#score-summary").inner_text()  # the set of 12 still shown
         assert page.locator("#score-table [data-testid=cell-0-2]").inner_text().strip() == german
         assert not errors, errors

@@ -1,8 +1,11 @@
 """Leftovers of the page read as a reader reads it: the Learn path's masks and teacher-forcing steps on a phone for any
 length of sentence, the Inside tab's LayerNorm menu of the model of the translation it draws, the Engineering tab
 saying whose figures it shows, and the Lab's view during a run when the reader chooses another configuration."""
+import contextlib
 import os
+import signal
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -216,8 +219,9 @@ def test_a_break_toggled_while_the_lab_trains_shows_the_configuration_chosen(ser
     """The Lab's view is drawn by its tab's listener alone, from the controls and the state each point of a run
     sets: its curve grows as the run trains (the state's change reaches the page at each point, not at the end),
     and a break unticked while it trains shows the configuration now chosen until the run ends (the Train event
-    once drew its next points over it); ticked again, the run's result. Four micro-batches a step at six layers,
-    so that the run is still training when the reader's change is drawn."""
+    once drew its next points over it); ticked again, the run's result. The run's process is held (SIGSTOP) from
+    its first points until the reader's change is drawn, so that it is still training then however busy the
+    machine (under two fresh-clone runs side by side, 20 steps once ended before the drawing came)."""
     from tests.conftest import browser_page
     from tests.test_browser import TIMEOUT_MS, js, open_tab, wait_until
     with browser_page(chromium, served_app, TIMEOUT_MS) as (page, errors):
@@ -233,12 +237,14 @@ def test_a_break_toggled_while_the_lab_trains_shows_the_configuration_chosen(ser
         page.locator("#lab-train").click()
         wait_until(page, "/Training copy\\/no_warmup\\+untied@6: step 20 of 40/.test(text('#lab-result')) && "
                    "plotText('lab-curve').includes('this run')", what="the run's first points, drawn as it trains")
-        page.locator("#lab-breaks label", has_text="untied").click()
-        running = page.wait_for_function(js(
-            "text('#lab-result').includes('copy/no_warmup@6') && text('#lab-result').includes('has not been trained "
-            "yet') && !plotText('lab-curve').includes('this run') && text('#lab-progress')"), timeout=TIMEOUT_MS)
-        assert "steps to go" in running.json_value(), running.json_value()  # drawn while the run still trained
-        page.evaluate(WATCH_UNTICKED)  # from now until `untied` is ticked again: whatever names the run
+        with held(lab_run(served_app)):
+            page.locator("#lab-breaks label", has_text="untied").click()
+            running = page.wait_for_function(js(
+                "text('#lab-result').includes('copy/no_warmup@6') && text('#lab-result').includes('has not been "
+                "trained yet') && !plotText('lab-curve').includes('this run') && text('#lab-progress')"),
+                timeout=TIMEOUT_MS)
+            assert "steps to go" in running.json_value(), running.json_value()  # drawn while the run trains
+            page.evaluate(WATCH_UNTICKED)  # from now until `untied` is ticked again: whatever names the run
         wait_until(page, "text('#lab-progress').startsWith('✓')", what="the run's end")
         page.evaluate("window.__retick = true")
         page.locator("#lab-breaks label", has_text="untied").click()
@@ -248,6 +254,29 @@ def test_a_break_toggled_while_the_lab_trains_shows_the_configuration_chosen(ser
         overwritten = page.evaluate("window.__overwritten")
         assert overwritten == [], overwritten  # the run's points and result drew over the configuration chosen
         assert errors == []
+
+
+def lab_run(app):
+    """The pid of the Lab's run the served app started (its child `python -m core.lab`)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue  # (a process that ended meanwhile)
+        if ppid == app.proc.pid and b"core.lab" in cmd:
+            return int(stat.parent.name)
+    raise AssertionError(f"no Lab run under the app (pid {app.proc.pid})")
+
+
+@contextlib.contextmanager
+def held(pid):
+    """The process `pid` stopped (SIGSTOP) while the block runs, then let go."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 # the Lab's curve title and the line over it, each time they change, while they name the run trained (`untied`
