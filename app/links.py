@@ -82,7 +82,7 @@ def wire(demo, state, translation, attn, learn, wrong):
     whose state `wrong` holds a link's model that this server does not have)."""
     head = [attn.controls[name] for name in HEAD]
     boxes = [translation.form[0], learn.parts.src]
-    demo.load(None, boxes, boxes, js=page_js.function("link-text", TEXT_CAP))
+    demo.load(None, None, boxes, js=page_js.function("link-text", TEXT_CAP))
     linked = demo.load(link_opener(), [state, learn.progress, translation.model],
                        [*translation.form[1:], *translation.results, state, *head, learn.progress,
                         translation.model, wrong],

@@ -3,6 +3,7 @@ trained model) draws both translations, the maps and the ranking, a row of the r
 sentences' patching grid is drawn; on a 390 px phone in Chinese the same, with nothing wider than the screen but the
 figures that scroll sideways. Opening the tab leaves every tab button its own id. It waits on what the page shows,
 never for a time."""
+import json
 import os
 
 import pytest
@@ -16,6 +17,7 @@ pytestmark = [pytest.mark.slow, needs_shipped,
 sync_api = pytest.importorskip("playwright.sync_api")
 
 TIMEOUT_MS = 90_000  # a bound on any one condition on a busy machine, never a pause
+STARRED = "[...el.querySelectorAll('.xtick')].some(t => t.textContent.includes('★'))"  # a patching grid drawn: a changed piece's column is starred
 TAB_IDS = "() => [...document.querySelectorAll('.tab-wrapper')[0].querySelectorAll('[role=tab]')].map(b => b.dataset.tabId)"
 
 
@@ -24,10 +26,16 @@ def app(served_app):
     return served_app
 
 
-def drawn(page, elem_id):
-    """Wait until the plot `elem_id` has drawn a figure (scrolled to: plots far off screen wait, plotly-lazy.js)."""
-    page.locator(f"#{elem_id}").scroll_into_view_if_needed()
-    page.wait_for_selector(f"#{elem_id} .js-plotly-plot .main-svg")
+def drawn(page, elem_id, condition="el.querySelector('.js-plotly-plot .main-svg')"):
+    """Wait until the plot `elem_id` shows `condition` (a JavaScript expression of its element `el`; by default, a
+    figure drawn), scrolled to while it waits, as a reader scrolls to a figure: a plot off the screen is drawn when
+    it comes near it (plotly-lazy.js), and a figure drawn above it meanwhile can push it off again (the patching
+    grid, scrolled to before the patch came, was pushed down by the probabilities' plot and never drawn)."""
+    page.wait_for_function(f"""(id) => {{ const el = document.getElementById(id);
+        if (!el) return false;
+        if ({condition}) return true;
+        el.scrollIntoView({{block: 'center'}});
+        return false; }}""", arg=elem_id)
 
 
 def run_lesson(page, tab_name):
@@ -57,16 +65,14 @@ def test_the_lesson_the_ranking_and_the_patching_grid(app, chromium, width, lang
         page.locator("#cmp-ranking").scroll_into_view_if_needed()
         layer, head = (page.locator(f"#cmp-ranking [data-testid=cell-2-{i}]").inner_text().strip() for i in (2, 3))
         page.locator("#cmp-ranking [data-testid=cell-2-1]").click()
-        page.wait_for_function(
-            "([l, h]) => { const t = (document.querySelector('#cmp-maps .gtitle')?.textContent || '')"
-            ".replace(/ /g, ''); return t.includes(l) && t.includes(h); }",
-            arg=[f"layer{layer}" if lang == "en" else f"第{layer}层", f"head{head}" if lang == "en" else f"第{head}头"])
+        said = [f"layer{layer}" if lang == "en" else f"第{layer}层", f"head{head}" if lang == "en" else f"第{head}头"]
+        drawn(page, "cmp-maps", f"{json.dumps(said)}.every(w => (el.querySelector('.gtitle')?.textContent || '')"
+                                ".replace(/ /g, '').includes(w))")
         # two sentences: the default edited copy changes one piece; the grid marks it
         page.get_by_role("tab", name=sentences, exact=True).click()
         page.click("#cmp-patch")
         page.wait_for_function("() => (document.querySelector('#cmp-patch-summary')?.innerText || '').length > 20")
-        drawn(page, "cmp-grid")  # (the placeholder, then the grid, whose changed piece is starred)
-        page.wait_for_function("() => [...document.querySelectorAll('#cmp-grid .xtick')].some(t => t.textContent.includes('★'))")
+        drawn(page, "cmp-grid", STARRED)  # the grid, whose changed piece is starred
         if width < 500:  # nothing but the figures that say so scrolls sideways
             wide = page.evaluate("() => document.documentElement.scrollWidth")
             assert wide <= width, wide
@@ -103,8 +109,7 @@ def test_a_long_sentences_patching_grid_reads_on_a_phone_its_scale_on_screen(app
         page.locator("#cmp-original textarea").blur()  # the edited copy follows the original
         page.wait_for_function("() => (document.querySelector('#cmp-edited textarea')?.value || '').includes('Junge')")
         page.click("#cmp-patch")
-        page.locator("#cmp-grid").scroll_into_view_if_needed()
-        page.wait_for_function("() => [...document.querySelectorAll('#cmp-grid .xtick')].some(t => t.textContent.includes('★'))")
+        drawn(page, "cmp-grid", STARRED)
         assert page.evaluate("() => document.querySelector('#cmp-grid').scrollWidth") > 390  # it scrolls sideways
         columns, smallest, overlaps = page.evaluate(TICKS, ["cmp-grid", "x"])
         assert columns == 42 and smallest >= 10 and overlaps == 0, (columns, smallest, overlaps)

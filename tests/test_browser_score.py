@@ -85,7 +85,9 @@ def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words,
         tsv = tmp_path / "long.tsv"
         tsv.write_text("".join(f"{g}\t{e}\n" for g, e in zip(GERMAN * LONG, ENGLISH * LONG)), encoding="utf-8")
         page.set_input_files("#score-files input[type=file]", str(tsv))
-        page.wait_for_function("() => (document.querySelector('#score-files')?.innerText || '').includes('long.tsv')")
+        # (its name's stem and extension are two boxes, on two lines where the row is narrow)
+        page.wait_for_function("() => (document.querySelector('#score-files')?.innerText || '').replace(/\\s+/g, '')"
+                               ".includes('long.tsv')")
         page.click("#score-run")
         status_has(page, app, words["running"])
         page.click("#score-cancel")

@@ -1,8 +1,10 @@
 """n-best lists: beam search's final pool (core.decode.beam_search(nbest=True)) against an exhaustive float64
 enumeration and against the ids it returns without it; Translator.nbest and an Inspection made for a chosen output
 (Translator.inspect(output=...)) on the shipped model; the Translate tab's table and its choice."""
+import copy
 import itertools
 import math
+import weakref
 
 import pytest
 import torch
@@ -24,14 +26,15 @@ def logprob64(model, src, mask, ids):
     return logp.gather(1, torch.tensor(ids).unsqueeze(1)).sum().item()
 
 
-_doubles = {}
+# each model's float64 copy, while the model lives: keyed by the model itself, not by id(), which a model made
+# after another is freed may reuse (a later seed's sentences were once scored by an earlier model's copy)
+_doubles = weakref.WeakKeyDictionary()
 
 
 def _double(model):
-    import copy
-    if id(model) not in _doubles:
-        _doubles[id(model)] = copy.deepcopy(model).double()
-    return _doubles[id(model)]
+    if model not in _doubles:
+        _doubles[model] = copy.deepcopy(model).double()
+    return _doubles[model]
 
 
 def test_the_pool_of_a_beam_that_covers_everything_is_every_finished_sequence_ranked():

@@ -113,14 +113,14 @@ def test_bad_input_says_so_once_and_runs_nothing(monkeypatch, tmp_path):
     monkeypatch.setattr(score, "translated_batches", never)
     for lang, said in (("en", "The German has 2 lines and the English 1"), ("zh-CN", "德语有 2 行，英语有 1 行")):
         with speaking(lang):
-            steps = list(score.score_set("a\nb", "c", None, 1, "kept", progress=lambda *a, **k: None))
+            steps = list(score.score_set("a\nb", "c", None, 1, "kept"))
         assert len(steps) == 1 and steps[0][0] == "kept" and said in steps[0][1]
     with speaking("en"):
-        assert "no pair to score" in list(score.score_set("", "", None, 1, None, progress=print))[0][1]
+        assert "no pair to score" in list(score.score_set("", "", None, 1, None))[0][1]
         # a file's name is the reader's text: made literal for Markdown
         named = tmp_path / "[x](javascript:alert(1)).bin"
         named.write_bytes(b"\x00\x01")
-        out = list(score.score_set("", "", [str(named)], 1, None, progress=print))[0][1]
+        out = list(score.score_set("", "", [str(named)], 1, None))[0][1]
     assert "not a text file" in out and "[x](" not in out and "\\[x\\]\\(javascript" in out
 
 
@@ -133,11 +133,8 @@ def test_the_page_scores_as_the_command_line_does(monkeypatch):
     from app.shared import get_translator
     from app.tabs import score
     monkeypatch.setattr(score, "BATCH", 5)
-    calls = []
     with speaking("en"):
-        steps = list(score.score_set("\n".join(GERMAN), "\n".join(ENGLISH), None, 1, None,
-                                     progress=lambda value, **k: calls.append(value)))
-    assert [c for c in calls] == [(0, 12), (5, 12), (10, 12), (12, 12)]
+        steps = list(score.score_set("\n".join(GERMAN), "\n".join(ENGLISH), None, 1, None))
     assert [s[1] for s in steps[:-1]] == ["Translated 0 of 12 pairs…", "Translated 5 of 12 pairs…", "Translated 10 of 12 pairs…",
                                           "Translated 12 of 12 pairs…"]
     scored, status = steps[-1]
@@ -169,7 +166,7 @@ def test_a_row_opens_its_pair_with_its_reference(monkeypatch):
     monkeypatch.setattr(score, "BATCH", 64)
     with speaking("en"):
         scored = list(score.score_set("\n".join(GERMAN[:4]), "\n".join(ENGLISH[:3] + ["A <b>kid</b> eats."]), None, 2,
-                                      None, progress=lambda *a, **k: None))[-1][0]
+                                      None))[-1][0]
     ins, german, english, tabs = score.open_pair(scored, gr.SelectData(None, {
         "index": [0, 2], "value": "", "row_value": [4, 10.0, GERMAN[3], "", ""]}))
     assert german == GERMAN[3] and english == scored.hyps[3] == ins.translation
@@ -193,8 +190,7 @@ def test_the_scored_set_exports_read_back(monkeypatch):
     from app.i18n import speaking
     from app.tabs import score
     with speaking("en"):
-        scored = list(score.score_set("\n".join(GERMAN[:5]), "\n".join(ENGLISH[:5]), None, 1, None,
-                                      progress=lambda *a, **k: None))[-1][0]
+        scored = list(score.score_set("\n".join(GERMAN[:5]), "\n".join(ENGLISH[:5]), None, 1, None))[-1][0]
     csv_path, npz_path = exports.scored_files(scored)
     with open(csv_path, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))

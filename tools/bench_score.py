@@ -48,7 +48,7 @@ def run_page(de, en, beam):
     from app.tabs import score
     t0 = time.perf_counter()
     with speaking("en"):
-        steps = list(score.score_set("\n".join(de), "\n".join(en), None, beam, None, progress=lambda *a, **k: None))
+        steps = list(score.score_set("\n".join(de), "\n".join(en), None, beam, None))
     return time.perf_counter() - t0, steps[-1][0]
 
 

@@ -1,8 +1,9 @@
-// The German boxes' sentence when the page loads (a load event's js, run in the page before the reader can type:
-// app/links.py wire): the link's, read as read_link reads it (trimmed, cut to `cap` characters), else the boxes'
-// own. The server's load translates the same sentence; were it to write the boxes when it answers, it would
-// replace what the reader typed meanwhile.
-export default (cap) => (translateBox, learnBox) => {
+// The German boxes' sentence when the page loads (a load event's js: app/links.py wire): the link's, read as
+// read_link reads it (trimmed, cut to `cap` characters). A page without one leaves the boxes alone (an output given
+// `undefined` is skipped): on a busy machine this event's outputs were applied after the reader had typed, and
+// wrote the example read when it was triggered over the reader's German. The server's load translates the same
+// sentence and never writes the boxes, for the same reason.
+export default (cap) => () => {
   const text = [...(new URLSearchParams(window.location.search).get('text') ?? '').trim()].slice(0, cap).join('');
-  return text ? [text, text] : [translateBox, learnBox];
+  return text ? [text, text] : [undefined, undefined];
 };

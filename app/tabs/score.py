@@ -5,8 +5,9 @@ the translation.
 
 One implementation with the command line (core/evaluate.py): the same reading and checks (`read_pairs`, its
 `BadPairs` said in the page's language), the same length-sorted batches (`translated_batches`) and the same figures
-(`report`). The set is translated by a generator that yields after each batch: Gradio's progress bar moves, the
-Cancel button stops it there, and other events run beside it (one set at a time on the server, concurrency_id
+(`report`). The set is translated by a generator that yields after each batch: the status line counts the pairs
+translated (Gradio shows only the seconds beside it: its progress overlay would cover the count), the Cancel button
+stops it there and says so on a line of its own, and other events run beside it (one set at a time on the server, concurrency_id
 "score", outside the model's line of one: translations go on meanwhile). A bad input is one message and nothing
 is run. How many pairs at a time: app/hosting.py (fewer on a public Space).
 """
@@ -90,7 +91,7 @@ def check(german, english, files):
 
 # ---- scoring (the button's generator) ---------------------------------------------------------------------
 
-def score_set(german, english, files, beam, previous, model=None, progress=gr.Progress()):
+def score_set(german, english, files, beam, previous, model=None):
     """Translate and score the set with the model the header chose (`model`): yields (the Scored to keep, the status
     line) once the set is read and after each batch, the status saying how far it got; then the result. A bad input: one message, the last
     result kept, nothing run."""
@@ -102,14 +103,12 @@ def score_set(german, english, files, beam, previous, model=None, progress=gr.Pr
     tr, beam = chosen(model), clamp(beam, 1, int(DECODING_LIMITS["beam"].hi))
     srcs, refs = (list(side) for side in zip(*pairs))
     ids, done, t0 = [None] * len(srcs), 0, time.perf_counter()
-    progress((0, len(srcs)), desc=_t("progress"), unit=_t("unit"))
     # at once, before the first batch (a minute of work on a busy machine): the set is read and running
     yield previous, _t("running", done="0", n=f"{len(srcs):,}")
     for idx, outs in translated_batches(tr, srcs, beam=beam, batch_size=BATCH):
         for i, out in zip(idx, outs):
             ids[i] = out
         done += len(idx)
-        progress((done, len(srcs)), desc=_t("progress"), unit=_t("unit"))
         yield previous, _t("running", done=f"{done:,}", n=f"{len(srcs):,}")  # a cancel stops it here
     hyps = [tr.tokenizer.decode(out) for out in ids]
     result = report(tr, hyps, refs, time.perf_counter() - t0, beam=beam)
@@ -173,8 +172,7 @@ def results_of(ins):
     words = ins.translation.split()
     refs = [ins.translation, " ".join(words[1:]) or ins.translation]
     with speaking("en"):  # (its status lines, not kept)
-        steps = list(score_set(f"{ins.source}\n{ins.source}", "\n".join(refs), None, 1, None,
-                               progress=lambda *a, **k: None))
+        steps = list(score_set(f"{ins.source}\n{ins.source}", "\n".join(refs), None, 1, None))
     return steps[-1][0]
 
 
@@ -224,7 +222,7 @@ def build(translation, top):
     scoring = run.click(in_language(score_set), None, [scored, status],
                         inputs_kwargs=dict(german=german, english=english, files=files, beam=beam, previous=scored,
                                            model=translation.model, lang=lang), concurrency_id="score", concurrency_limit=1,
-                        api_visibility="private", show_progress_on=[status])
+                        api_visibility="private", show_progress="minimal")
     run.click(lambda: "", None, stopped, queue=False, api_visibility="private")  # a new run: no message
     stop.click(in_language(cancelled), None, stopped, inputs_kwargs=dict(lang=lang), cancels=[scoring],
                api_visibility="private")
