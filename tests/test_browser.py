@@ -88,7 +88,9 @@ def record_event(page, request):
         body = json.loads(request.post_data or "{}")
     except ValueError:
         body = {}
-    page.events.append(f"{time.strftime('%X')} fn {body.get('fn_index')}: {str(body.get('data'))[:80]}")
+    now = time.time()
+    page.events.append(f"{time.strftime('%X', time.localtime(now))}.{int(now * 1000) % 1000:03d} fn {body.get('fn_index')}: "
+                       f"{str(body.get('data'))[:80]}")
     page.sent.append((body.get("fn_index"), body.get("data")))
 
 
@@ -125,9 +127,9 @@ def diagnostics(page):
     writes = page.evaluate("""(fns) => { const config = window.gradio_config || {components: [], dependencies: []};
         const name = Object.fromEntries(config.components.map(c => [c.id, c.props?.elem_id || c.type]));
         const deps = Object.fromEntries(config.dependencies.map(d => [d.id, d.outputs.map(o => name[o])]));
-        return fns.map(fn => deps[fn] || []); }""", [fn for fn, _ in page.sent[-10:]])
-    sent = [f"{line} -> {', '.join(map(str, outs[:4]))}" for line, outs in zip(page.events[-10:], writes)]
-    return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nlast events sent (-> what they write): {sent}\n"
+        return fns.map(fn => deps[fn] || []); }""", [fn for fn, _ in page.sent[-40:]])
+    sent = "\n  ".join(f"{line} -> {', '.join(map(str, outs[:3]))}" for line, outs in zip(page.events[-40:], writes))
+    return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nthe last 40 events sent (-> what they write):\n  {sent}\n"
             f"app log (end):\n{page.app.tail(2500)}\nthe app's threads:\n{page.app.stacks()}")
 
 
