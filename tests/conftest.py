@@ -1,10 +1,12 @@
 """Shared fixtures: small synthetic parallel data (never the real dataset) and paths to the real one."""
 import contextlib
 import gzip
+import json
 import os
 import random
 import socket
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -185,11 +187,26 @@ def browser_page(browser, app, timeout_ms, viewport=None, **context_args):
         page = context.new_page()
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.events, page.sent = [], []  # the events it sends (record_event), for failure messages
+        page.on("request", lambda r: record_event(page, r) if "queue/join" in r.url else None)
         page.set_default_timeout(timeout_ms)
         page.app = app
         yield page, errors
     finally:
         context.close()
+
+
+def record_event(page, request):
+    """Keep an event a page sends to the server (its function and inputs) in page.events (a line, timed) and
+    page.sent ((function index, inputs))."""
+    try:
+        body = json.loads(request.post_data or "{}")
+    except ValueError:
+        body = {}
+    now = time.time()
+    page.events.append(f"{time.strftime('%X', time.localtime(now))}.{int(now * 1000) % 1000:03d} fn {body.get('fn_index')}: "
+                       f"{str(body.get('data'))[:80]}")
+    page.sent.append((body.get("fn_index"), body.get("data")))
 
 
 @contextlib.contextmanager

@@ -8,13 +8,12 @@ Needs Debian's chromium at /usr/bin/chromium (scripts/install.sh --dev installs 
 import json
 import os
 import re
-import time
 import urllib.parse
 import urllib.request
 
 import pytest
 
-from tests.conftest import TOP_TABS, needs_shipped
+from tests.conftest import TOP_TABS, needs_shipped, record_event
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -83,17 +82,6 @@ def page(app, browser, tmp_path):
         context.close()
 
 
-def record_event(page, request):
-    try:
-        body = json.loads(request.post_data or "{}")
-    except ValueError:
-        body = {}
-    now = time.time()
-    page.events.append(f"{time.strftime('%X', time.localtime(now))}.{int(now * 1000) % 1000:03d} fn {body.get('fn_index')}: "
-                       f"{str(body.get('data'))[:80]}")
-    page.sent.append((body.get("fn_index"), body.get("data")))
-
-
 def read_by_events(page, elem_ids, sent):
     """For each event in `sent` ((function index, inputs), as the page records them) whose function reads every
     component of `elem_ids`: the values it sent for them, in that order (the page's Gradio config maps each
@@ -129,7 +117,7 @@ def diagnostics(page):
         const deps = Object.fromEntries(config.dependencies.map(d => [d.id, d.outputs.map(o => name[o])]));
         return fns.map(fn => deps[fn] || []); }""", [fn for fn, _ in page.sent[-40:]])
     sent = "\n  ".join(f"{line} -> {', '.join(map(str, outs[:3]))}" for line, outs in zip(page.events[-40:], writes))
-    return (f"page: {state}\nconsole errors: {page.errors[-5:]}\nthe last 40 events sent (-> what they write):\n  {sent}\n"
+    return (f"page: {state}\nconsole errors: {getattr(page, 'errors', [])[-5:]}\nthe last 40 events sent (-> what they write):\n  {sent}\n"
             f"app log (end):\n{page.app.tail(2500)}\nthe app's threads:\n{page.app.stacks()}")
 
 

@@ -4,6 +4,7 @@ saying whose figures it shows, and the Lab's view during a run when the reader c
 import contextlib
 import os
 import signal
+import time
 import warnings
 from pathlib import Path
 
@@ -219,9 +220,11 @@ def test_a_break_toggled_while_the_lab_trains_shows_the_configuration_chosen(ser
     """The Lab's view is drawn by its tab's listener alone, from the controls and the state each point of a run
     sets: its curve grows as the run trains (the state's change reaches the page at each point, not at the end),
     and a break unticked while it trains shows the configuration now chosen until the run ends (the Train event
-    once drew its next points over it); ticked again, the run's result. The run's process is held (SIGSTOP) from
-    its first points until the reader's change is drawn, so that it is still training then however busy the
-    machine (under two fresh-clone runs side by side, 20 steps once ended before the drawing came)."""
+    once drew its next points over it); ticked again, the run's result. The run's process is held (SIGSTOP) as it
+    starts until the page says so, and from its first points until the reader's change is drawn: however busy the
+    machine, a point is drawn on its own (the listener, always_last, draws the newest state once the last drawing
+    is answered: a start still being drawn took step 20 with it) and the run still trains when the change is
+    drawn (20 steps and the evaluation once ended before it)."""
     from tests.conftest import browser_page
     from tests.test_browser import TIMEOUT_MS, js, open_tab, wait_until
     with browser_page(chromium, served_app, TIMEOUT_MS) as (page, errors):
@@ -235,9 +238,13 @@ def test_a_break_toggled_while_the_lab_trains_shows_the_configuration_chosen(ser
         wait_until(page, "text('#lab-result').includes('copy/no_warmup+untied@6') && "
                    "text('#lab-result').includes('has not been trained yet')", what="the note of the run to train")
         page.locator("#lab-train").click()
-        wait_until(page, "/Training copy\\/no_warmup\\+untied@6: step 20 of 40/.test(text('#lab-result')) && "
+        run = lab_run(served_app)
+        with held(run):  # until the page says the run is starting: its first points then make a drawing of their own
+            wait_until(page, "text('#lab-result').includes('Starting copy/no_warmup+untied@6') && settled('lab-result')",
+                       what="the run starting")
+        wait_until(page, "/Training copy\\/no_warmup\\+untied@6: step \\d+ of 40/.test(text('#lab-result')) && "
                    "plotText('lab-curve').includes('this run')", what="the run's first points, drawn as it trains")
-        with held(lab_run(served_app)):
+        with held(run):  # until the reader's change is drawn, the run still training then however busy the machine
             page.locator("#lab-breaks label", has_text="untied").click()
             running = page.wait_for_function(js(
                 "text('#lab-result').includes('copy/no_warmup@6') && text('#lab-result').includes('has not been "
@@ -256,17 +263,21 @@ def test_a_break_toggled_while_the_lab_trains_shows_the_configuration_chosen(ser
         assert errors == []
 
 
-def lab_run(app):
-    """The pid of the Lab's run the served app started (its child `python -m core.lab`)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            cmd = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            continue  # (a process that ended meanwhile)
-        if ppid == app.proc.pid and b"core.lab" in cmd:
-            return int(stat.parent.name)
-    raise AssertionError(f"no Lab run under the app (pid {app.proc.pid})")
+def lab_run(app, within=60.0):
+    """The pid of the Lab's run the served app starts (its child `python -m core.lab`), looked for until it is
+    there (a run just asked for is a process a moment later; Python and torch take seconds to start in it)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                cmd = (stat.parent / "cmdline").read_bytes().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue  # (a process that ended meanwhile)
+            if ppid == app.proc.pid and b"core.lab" in cmd:
+                return int(stat.parent.name)
+        time.sleep(0.02)  # (a process appearing has no event to wait on)
+    raise AssertionError(f"no Lab run under the app (pid {app.proc.pid}) within {within:.0f} s")
 
 
 @contextlib.contextmanager
