@@ -97,4 +97,5 @@ def test_a_set_is_scored_opened_and_cancelled(app, chromium, width, lang, words,
         page.screenshot(path=os.path.join(SHOTS or str(tmp_path), f"score-cancelled-{width}-{lang}.png"))
         assert f"{12 * LONG:,}" not in page.locator("#score-summary").inner_text()  # the set of 12 still shown
         assert page.locator("#score-table [data-testid=cell-0-2]").inner_text().strip() == german
+        assert words["cancelled"] in page.locator("#score-stopped").inner_text()  # still said (nothing cleared it)
         assert not errors, errors

@@ -11,6 +11,7 @@ stops it there and says so on a line of its own, and other events run beside it 
 "score", outside the model's line of one: translations go on meanwhile). A bad input is one message and nothing
 is run. How many pairs at a time: app/hosting.py (fewer on a public Space).
 """
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,16 @@ def cancelled():
     return _t("cancelled")
 
 
+def clearing(steps):
+    """`steps` (a generator function of (Scored, status) pairs) with the Cancel's message line: cleared by the
+    first step, left alone by the others."""
+    @functools.wraps(steps)
+    def run(*args, **kwargs):
+        for i, step in enumerate(steps(*args, **kwargs)):
+            yield (*step, "" if i == 0 else gr.skip())
+    return run
+
+
 # ---- a pair opened in the explorer ------------------------------------------------------------------------
 
 def open_pair(scored, evt: gr.SelectData):
@@ -219,11 +230,12 @@ def build(translation, top):
         inputs, (run, stop, status, stopped, numbers_btn), outputs = _layout()
     tab = Tab(WHERE, VIEWS, {}, outputs, page, lang, scored, more=dict(results_of=results_of))
     german, english, files, beam = inputs
-    scoring = run.click(in_language(score_set), None, [scored, status],
+    # the run alone clears the Cancel's message, with its first step (a second event clearing it could reach the
+    # server after the Cancel and wipe its message); the status line is the run's count, with no tracker over it
+    scoring = run.click(in_language(clearing(score_set)), None, [scored, status, stopped],
                         inputs_kwargs=dict(german=german, english=english, files=files, beam=beam, previous=scored,
                                            model=translation.model, lang=lang), concurrency_id="score", concurrency_limit=1,
-                        api_visibility="private", show_progress="minimal")
-    run.click(lambda: "", None, stopped, queue=False, api_visibility="private")  # a new run: no message
+                        api_visibility="private", show_progress="hidden")
     stop.click(in_language(cancelled), None, stopped, inputs_kwargs=dict(lang=lang), cancels=[scoring],
                api_visibility="private")
     numbers_btn.click(scored_numbers, [scored], outputs["files"], api_visibility="private")
