@@ -191,9 +191,49 @@ def browser_page(browser, app, timeout_ms, viewport=None, **context_args):
         page.on("request", lambda r: record_event(page, r) if "queue/join" in r.url else None)
         page.set_default_timeout(timeout_ms)
         page.app = app
-        yield page, errors
+        page.errors = errors
+        try:
+            yield page, errors
+        except Exception as e:  # a failed wait or check: what the page and the server were doing, in its message
+            if not getattr(e, "diagnosed", False):
+                e.add_note(page_diagnostics(page))
+            raise
     finally:
         context.close()
+
+
+# JavaScript: what the page shows that says where it stands: the tabs selected, the progress trackers still shown,
+# the error toasts, and each status line's text (an element whose id names a status)
+PAGE_STATE = """() => ({
+  tabs: [...document.querySelectorAll('[role=tab][aria-selected=true]')].map(t => t.textContent.trim()),
+  trackers: [...document.querySelectorAll('[data-testid=status-tracker]:not(.hide)')]
+            .map(t => (t.closest('[id]')?.id || '?') + ': ' + t.innerText.slice(0, 40)),
+  toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 160)),
+  statuses: Object.fromEntries([...document.querySelectorAll('[id*=status]')]
+            .map(e => [e.id, e.innerText.trim().slice(0, 100)]).filter(([, t]) => t))})"""
+
+
+def page_diagnostics(page, events=20, log_chars=1000):
+    """What the page and its server were doing, compact enough for CI's tail of the output: the page's tabs,
+    trackers, toasts and status lines, its script errors, the last `events` events it sent (timed, with the outputs
+    each writes), the end of the app's log and the app's threads in app/ or core/ (tools.serve.AppProcess.stacks).
+    Never raises: a page that cannot answer says so."""
+    try:
+        state = page.evaluate(PAGE_STATE)
+        writes = page.evaluate("""(fns) => { const config = window.gradio_config || {components: [], dependencies: []};
+            const name = Object.fromEntries(config.components.map(c => [c.id, c.props?.elem_id || c.type]));
+            const deps = Object.fromEntries(config.dependencies.map(d => [d.id, d.outputs.map(o => name[o])]));
+            return fns.map(fn => deps[fn] || []); }""", [fn for fn, _ in page.sent[-events:]])
+    except Exception as e:  # noqa: BLE001 (a closed or crashed page)
+        state, writes = f"(the page did not answer: {type(e).__name__})", [[] for _ in page.sent[-events:]]
+    sent = "\n  ".join(f"{line} -> {', '.join(map(str, outs[:3]))}"
+                       for line, outs in zip(page.events[-events:], writes))
+    app = getattr(page, "app", None)
+    log = app.tail(log_chars) if hasattr(app, "tail") else ""
+    stacks = app.stacks() if hasattr(app, "stacks") else ""
+    return (f"page: {state}\nscript errors: {getattr(page, 'errors', [])[-5:]}\n"
+            f"the last {events} events sent (-> what they write):\n  {sent}\n"
+            f"app log (end):\n{log}\nthe app's threads:\n{stacks}")
 
 
 def record_event(page, request):
@@ -205,7 +245,7 @@ def record_event(page, request):
         body = {}
     now = time.time()
     page.events.append(f"{time.strftime('%X', time.localtime(now))}.{int(now * 1000) % 1000:03d} fn {body.get('fn_index')}: "
-                       f"{str(body.get('data'))[:80]}")
+                       f"{str(body.get('data'))[:70]}")
     page.sent.append((body.get("fn_index"), body.get("data")))
 
 

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import TOP_TABS, needs_shipped, record_event
+from tests.conftest import TOP_TABS, needs_shipped, page_diagnostics, record_event
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -101,24 +101,15 @@ def diagnostics(page):
         return {tab: document.querySelector('[role=tab][aria-selected=true]')?.textContent.trim(),
                 box: s?.querySelector('input[type=number]')?.value, label: s?.querySelector('label')?.innerText,
                 english: document.querySelector('#out textarea')?.value,
-                trackers: [...document.querySelectorAll('[data-testid=status-tracker]:not(.hide)')]
-                          .map(t => t.closest('[id]')?.id + ': ' + t.innerText.slice(0, 40)),
                 steps_shown: document.body.innerText.match(/Step \\d+: next-token/g),
                 tokens: [...document.querySelectorAll('#token-probs')].map(e => e.innerText.slice(0, 60)),
-                toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText.slice(0, 200)),
                 learn: document.querySelector('#learn-head') && {
                   head_top: Math.round(document.querySelector('#learn-head').getBoundingClientRect().top),
                   scroll: [scrollY, document.documentElement.scrollHeight, innerHeight],
                   placing: window.learnPlacing ?? null, path_step: document.querySelector('#learn-path .learn-path')
                     ?.dataset.step, picked: document.querySelector('#learn-question input:checked')?.value ?? null,
                   answer: document.querySelector('#learn-answer')?.innerText.slice(0, 80)}}; }""")
-    writes = page.evaluate("""(fns) => { const config = window.gradio_config || {components: [], dependencies: []};
-        const name = Object.fromEntries(config.components.map(c => [c.id, c.props?.elem_id || c.type]));
-        const deps = Object.fromEntries(config.dependencies.map(d => [d.id, d.outputs.map(o => name[o])]));
-        return fns.map(fn => deps[fn] || []); }""", [fn for fn, _ in page.sent[-40:]])
-    sent = "\n  ".join(f"{line} -> {', '.join(map(str, outs[:3]))}" for line, outs in zip(page.events[-40:], writes))
-    return (f"page: {state}\nconsole errors: {getattr(page, 'errors', [])[-5:]}\nthe last 40 events sent (-> what they write):\n  {sent}\n"
-            f"app log (end):\n{page.app.tail(2500)}\nthe app's threads:\n{page.app.stacks()}")
+    return f"this page: {state}\n" + page_diagnostics(page, events=30, log_chars=1500)
 
 
 def js(expression):
@@ -131,8 +122,10 @@ def wait_until(page, condition, arg=None, what=None):
     try:
         page.wait_for_function(js(condition), arg=arg, timeout=TIMEOUT_MS)
     except sync_api.TimeoutError:
-        raise AssertionError(f"not within {TIMEOUT_MS / 1000:.0f} s: {what or condition} (arg {arg!r})\n"
-                             + diagnostics(page)) from None
+        failed = AssertionError(f"not within {TIMEOUT_MS / 1000:.0f} s: {what or condition} (arg {arg!r})\n"
+                                + diagnostics(page))
+        failed.diagnosed = True  # (browser_page adds no second copy)
+        raise failed from None
 
 
 def wait_text(page, text):

@@ -31,11 +31,26 @@ def drawn(page, elem_id, condition="el.querySelector('.js-plotly-plot .main-svg'
     figure drawn), scrolled to while it waits, as a reader scrolls to a figure: a plot off the screen is drawn when
     it comes near it (plotly-lazy.js), and a figure drawn above it meanwhile can push it off again (the patching
     grid, scrolled to before the patch came, was pushed down by the probabilities' plot and never drawn)."""
-    page.wait_for_function(f"""(id) => {{ const el = document.getElementById(id);
-        if (!el) return false;
-        if ({condition}) return true;
-        el.scrollIntoView({{block: 'center'}});
-        return false; }}""", arg=elem_id)
+    try:
+        page.wait_for_function(f"""(id) => {{ const el = document.getElementById(id);
+            if (!el) return false;
+            if ({condition}) return true;
+            el.scrollIntoView({{block: 'center'}});
+            return false; }}""", arg=elem_id)
+    except sync_api.TimeoutError as e:  # what the plot shows instead (browser_page adds the page's and server's account)
+        e.add_note(f"{elem_id}: " + json.dumps(page.evaluate(PLOT_STATE, elem_id), ensure_ascii=False))
+        raise
+
+
+# JavaScript: what a plot shows: whether it is drawn or waits (plotly-lazy.js), its size and least width, its title,
+# its x ticks (how many, the first 12) and its y ticks
+PLOT_STATE = """(id) => { const el = document.getElementById(id), plot = el?.querySelector('.js-plotly-plot');
+  if (!el) return 'no element';
+  const r = (plot || el).getBoundingClientRect(), ticks = (a) => [...el.querySelectorAll(`.${a}tick text`)].map(t => t.textContent);
+  return {drawn: !!plot?._fullLayout, waiting: !!plot?.__waiting, queued: !!plot?.__queued,
+          classes: (plot || el).className, box: [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height)],
+          min_width: plot?.style.minWidth, title: el.querySelector('.gtitle')?.textContent,
+          x: [ticks('x').length, ticks('x').slice(0, 12)], y: ticks('y'), text: el.innerText.slice(0, 120)}; }"""
 
 
 def run_lesson(page, tab_name):
