@@ -89,6 +89,26 @@ def test_a_model_with_heads_off_against_itself(compared):
     assert float(c.difference("cross")[2].abs().max()) > 0.0
 
 
+def test_the_edited_copy_follows_the_original_while_it_is_the_pages_own():
+    """follow_original: the box holding the copy the page made gets the new original's copy (box and record alike);
+    a copy the reader wrote, an original the page does not take, or a model it cannot open leave both as they are."""
+    from app.tabs import compare as tab
+    tokenizer = tab.MODELS.get().tokenizer
+    made = tab.edited_default(SENTENCE, tokenizer)
+    other = "Eine Frau liest ein Buch im Park."
+    copy = tab.edited_default(other, tokenizer)
+    assert copy not in (other, made)
+    assert tab.follow_original(other, made, made, "shipped") == (copy, copy)
+    assert tab.follow_original(f"  {other} ", made, made, "shipped") == (copy, copy)
+    skipped = (tab.gr.skip(), tab.gr.skip())
+    with speaking("en"):
+        assert tab.follow_original(other, "Mein eigener Satz.", made, "shipped") == skipped  # the reader's own copy
+        assert tab.follow_original(SENTENCE, made, made, "shipped") == skipped  # nothing new to follow
+        assert tab.follow_original("", made, made, "shipped") == skipped
+        assert tab.follow_original("x" * 100_000, made, made, "shipped") == skipped  # over the page's limit
+        assert tab.follow_original(other, made, made, "no-such-model") == skipped
+
+
 def test_two_sentences_patched_and_drawn(compared):
     tab, pair, *_ = compared
     edited = tab.edited_default(SENTENCE, tab.MODELS.get().tokenizer)

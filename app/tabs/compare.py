@@ -126,6 +126,22 @@ def run_compare(a, b, sentence, off, pair):
             gr.update(choices=list(range(heads))))
 
 
+def follow_original(original, edited, made, model):
+    """The edited copy follows the original while its box holds the copy the page made (`made`): the original's own
+    copy (app/edits.py edited_default, cut by `model`'s tokenizer) for both the box and `made`. A copy the reader
+    wrote stays; so does everything where the original is not a sentence the page takes or the model cannot be
+    opened (the Patch button says why). It runs as the original's box is left and, again, as the first step of the
+    Patch button's event, whose patching reads the boxes after it (`.then`): a click made before the first answer
+    came patches the new sentence's copy, not the old one's."""
+    if edited != made or input_problem(original):
+        return gr.skip(), gr.skip()
+    try:
+        copy = edited_default(original.strip(), opened(model).tokenizer)
+    except Unopened:
+        return gr.skip(), gr.skip()
+    return (copy, copy) if copy != edited else (gr.skip(), gr.skip())
+
+
 def run_patch(model, original, edited, pair):
     """The patching grid of `original` and `edited` on `model`. Returns the new Pair, a status line and the token
     menu; on bad input the Pair is the old one and the status says what is wrong."""
@@ -308,8 +324,9 @@ def _sentences_tab():
         gr.Markdown(L("ui.compare.sentences.intro"))
         model = gr.Dropdown(model_choices(MODELS.names()), value=MODELS.default, label=L("ui.compare.model"), elem_id="cmp-model")
         original = gr.Textbox(value=first, label=L("ui.compare.original"), max_lines=3, elem_id="cmp-original")
-        edited = gr.Textbox(value=edited_default(first, MODELS.get().tokenizer), label=L("ui.compare.edited"),
-                            max_lines=3, elem_id="cmp-edited")
+        made = edited_default(first, MODELS.get().tokenizer)
+        edited = gr.Textbox(value=made, label=L("ui.compare.edited"), max_lines=3, elem_id="cmp-edited")
+        made = gr.State(made)  # the edited copy the page last made, which follows the original (follow_original)
         run = gr.Button(L("ui.compare.patch"), variant="primary", elem_id="cmp-patch")
         status = gr.Markdown(elem_id="cmp-patch-status")
         summary = gr.Markdown(elem_id="cmp-patch-summary")
@@ -319,7 +336,8 @@ def _sentences_tab():
         grid = fitted_plot(elem_id="cmp-grid")
         gr.Markdown(L("ui.compare.grid.read"))
         grid_button, grid_files = download("ui.compare.grid-numbers", "cmp-grid-numbers")
-    parts = dict(model=model, original=original, edited=edited, run=run, status=status, numbers=grid_button)
+    parts = dict(model=model, original=original, edited=edited, made=made, run=run, status=status,
+                 numbers=grid_button)
     return tab, parts, dict(token=token), dict(patch_summary=summary, patch_probs=probs, patch_grid=grid,
                                                grid_files=grid_files)
 
@@ -344,16 +362,20 @@ def build(demo, page, lang):
     if lesson is not None:
         m["lesson"].click(lambda: (*lesson, ""), None, [m["a"], m["b"], m["off"]], api_visibility="private").then(
             **comparing)
-    s["run"].click(in_language(run_patch), None, [state, s["status"], s_controls["token"]],
-                   inputs_kwargs=dict(model=s["model"], original=s["original"], edited=s["edited"], pair=state,
-                                      lang=lang), show_progress_on=[s["status"]], **work)
+    # the edited copy follows the original as its box is left, and as the Patch button's first step, whose patching
+    # then reads the boxes as that step left them
+    following = dict(fn=follow_original, inputs=[s["original"], s["edited"], s["made"], s["model"]],
+                     outputs=[s["edited"], s["made"]], api_visibility="private", show_progress="hidden")
+    s["original"].blur(**following)
+    s["run"].click(**following).then(
+        in_language(run_patch), None, [state, s["status"], s_controls["token"]],
+        inputs_kwargs=dict(model=s["model"], original=s["original"], edited=s["edited"], pair=state, lang=lang),
+        show_progress_on=[s["status"]], **work)
     # each result's numbers as files, written on a click from the session's Pair
     m["numbers"].click(ranking_numbers, [state], m_outputs["ranking_files"], api_visibility="private")
     s["numbers"].click(grid_numbers, [state], s_outputs["grid_files"], api_visibility="private")
     demo.load(linked_models, None, [m["a"], m["b"], m["status"]], api_visibility="private")
     gr.on([m["a"].change, m["b"].change], None, [m["a"], m["b"]], None, js=page_js.function("record-models"))
-    s["original"].blur(lambda text, model: edited_default(text, MODELS.get(model).tokenizer),
-                       [s["original"], s["model"]], s["edited"], api_visibility="private")
 
     # a control the ranking sets redraws on the reader's own moves only (its change events would carry the others'
     # old values); the ranking's click sets all three, then asks the tab to draw. Its views draw from the session's
