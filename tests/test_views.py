@@ -281,7 +281,7 @@ def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
     """The order of a tab's drawings is Gradio's: one listener per tab draws its views, run once at a time per page
     and once more after what came meanwhile (trigger_mode="always_last"), so that no drawing that began earlier can
     reach the browser after a later one. Its triggers: the openings of the tab and its sub-tabs, its nudge, its
-    controls, the state it reads and the page's language (Learn and Translate redraw their step themselves). The
+    controls, the state it reads and the page's language (Translate redraws its replay's step itself). The
     page tells it which tabs are open as the drawing is sent (its js), and no other event records an opening: the
     server keeps no record of openings that requests reaching it out of order could leave wrong. No other event
     writes a view's outputs but those named below."""
@@ -294,7 +294,7 @@ def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
         selects = {t for t in targets if t[1] == "select" and not isinstance(demo.blocks[t[0]], gr.Dropdown)}
         assert (tab.nudge._id, "change") in targets and len(selects) == 1 + len(tab.subtabs), tab.where
         assert "open-tabs" in {getattr(c, "elem_id", None) for c in dep.inputs} and "aria-selected" in dep.js, tab.where
-        assert ((said._id, "change") in targets) == (tab.where[0] not in ("learn", "translate")), tab.where
+        assert ((said._id, "change") in targets) == (tab.where[0] != "translate"), tab.where
         if tab.state is not None:
             assert (tab.state._id, "change") in targets, tab.where
         for name, c in tab.controls.items():
@@ -302,12 +302,12 @@ def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
         assert not [d for d in demo.fns.values() if d is not dep and {t for t in d.targets if t[1] == "select"}
                     & selects and d.fn is not None], tab.where  # nothing else runs on the server as it opens
         by_tab.update({c._id: tab for c in tab.outputs.values()})
-    # the other writers, each named: the Learn path's step and the Translate tab's replay (their own state machines,
-    # each redrawing itself in a new language), a refused sentence's message (no translation came, so no state
+    # the other writers, each named: the Learn path's moves and the Translate tab's replay (their own state machines;
+    # the replay redraws itself in a new language), a refused sentence's message (no translation came, so no state
     # changed), the buttons that write a result's numbers as files (which the tab's drawing hides for a new
     # sentence) and What if's buttons (each its own result, which no control of the tab draws); the Lab's Train sets
     # its tab's state, whose change draws the run's points
-    own = {"learn": {"act", "check", "back", "forward", "pick", "render"},
+    own = {"learn": {"act", "check", "back", "forward", "pick"},
            "translate": {"decoding_step", "previous_step", "next_step", "relabel", "input_notice", "numbers_files"},
            "attention": {"numbers_files"}, "compare": {"ranking_numbers", "grid_numbers"}, "score": {"scored_numbers"},
            "whatif": {"candidates_update", "swap_word", "force_prefix", "score_mine"}}
@@ -319,8 +319,8 @@ def test_a_tabs_views_are_drawn_by_its_one_listener_alone(demo):
 
 
 def test_a_new_language_redraws_what_each_tab_shows(demo, two):
-    """A change of language sets the radio's `said` state, whose change each tab's listener takes (but Learn's and
-    Translate's, which redraw their step themselves): it draws what is on screen in the new language, and sends
+    """A change of language sets the radio's `said` state, whose change each tab's listener takes (but Translate's,
+    which redraws its replay's step itself): it draws what is on screen in the new language, and sends
     nothing else."""
     ins, _ = two
     attn = tab_named(demo, "attention")

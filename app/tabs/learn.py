@@ -276,14 +276,14 @@ def build(page, state, lang):
         progress = gr.State(new_progress())  # inside the tab: a child of gr.Tabs that is not a tab upsets them
         outputs, p = _layout()
     view = Tab(WHERE, VIEWS, dict(progress=progress), outputs, page, lang, state,
-               more=dict(progress=progress, parts=p)).wire(tab, relang=False)
+               more=dict(progress=progress, parts=p)).wire(tab)
     _wire_step(view, p)
     return view
 
 
 def _wire_step(view, p):
     """The step's action, its Check, the moves along the path, the step's buttons, and the language switch, which
-    redraws the step, then the notice under the sentence box, in the new language."""
+    redraws the notice and the English under the sentence box in the new language (the step: the tab's listener)."""
     state, progress, lang, outputs = view.state, view.progress, view.lang, view.outputs
     named = dict(ins=state, progress=progress, lang=lang)
 
@@ -302,13 +302,12 @@ def _wire_step(view, p):
         button.click(fn, None, out, inputs_kwargs=named, api_visibility="private")
     p.where.change(None, p.where, None, js=page_js.function("learn-where"))  # kept in the address (?learn=K)
     p.open.click(None, [p.where, outputs["fill"]], None, js=page_js.function("learn-open"))
-    lang.change(by_component(in_language(render), outputs), None, list(outputs.values()), inputs_kwargs=named,
-                api_visibility="private").then(in_language(sentence_notice), None, p.notice,
-                                               inputs_kwargs=dict(typed=p.src, ins=state, lang=lang),
-                                               api_visibility="private"
-                                               ).then(in_language(english_line), None, p.english,
-                                                      inputs_kwargs=dict(ins=state, lang=lang),
-                                                      api_visibility="private")
+    # the step itself is redrawn in a new language by the tab's listener (app/views.py), as every tab's is: a second
+    # event drawing it raced the listener, and a page opened in Chinese could get its step drawn before the load's
+    # translation came after the listener's drawing with it, the step's figure then gone for good
+    lang.change(in_language(sentence_notice), None, p.notice, inputs_kwargs=dict(typed=p.src, ins=state, lang=lang),
+                api_visibility="private").then(in_language(english_line), None, p.english,
+                                               inputs_kwargs=dict(ins=state, lang=lang), api_visibility="private")
 
 
 def translates(learn, translation, state, lang, linked=None):
