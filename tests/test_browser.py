@@ -172,6 +172,9 @@ def translate(page, german):
     English once the views of the translation are shown."""
     page.locator("[role=tab][data-tab-id=translate]").click()
     page.locator("#src").first.wait_for(state="visible")
+    # the tab drawn before the reader types (German filled in as the tab mounted was lost once, in
+    # test_browser_plots: the click translated the example)
+    wait_until(page, "text('#token-probs') && settled('token-probs') && settled('out')", what="the Translate tab drawn")
     english, tokens = page.evaluate("[document.querySelector('#out textarea').value, "
                                     "document.querySelector('#token-probs').innerText]")
     page.locator("#src textarea").fill(german)
