@@ -249,6 +249,49 @@ def record_event(page, request):
     page.sent.append((body.get("fn_index"), body.get("data")))
 
 
+# the functions (their indexes) of the page's events that write the component with this elem_id
+WRITERS = """(id) => { const config = window.gradio_config;
+    const component = config.components.find(c => c.props?.elem_id === id)?.id;
+    return config.dependencies.filter(d => d.outputs.includes(component)).map(d => d.id); }"""
+
+
+def sent_to(page, elem_id):
+    """A predicate for page.expect_request: the request sends an event that writes the component `elem_id`."""
+    writers = set(page.evaluate(WRITERS, elem_id))
+
+    def sends(request):
+        if "queue/join" not in request.url:
+            return False
+        try:
+            return json.loads(request.post_data or "{}").get("fn_index") in writers
+        except ValueError:
+            return False
+    return sends
+
+
+def open_sending(page, tab_id, drawn):
+    """Click the tab `tab_id` and return once it has sent its drawing of `drawn` (an elem_id), which a tab sends as
+    it opens (a tab already open: at once). The caller then waits for the drawing's answer before it types into the
+    tab, as a reader does: German typed into the Translate tab while its first drawing was still to come was lost
+    twice in the fresh-clone pairs (p14, p17), the click then translating the example."""
+    tab = page.locator(f"[role=tab][data-tab-id={tab_id}]")
+    if tab.get_attribute("aria-selected") != "true":
+        with page.expect_request(sent_to(page, drawn)):
+            tab.click()
+
+
+def click_sending(page, button, elem_id, index, expected):
+    """Click `button` (a selector) and check the event it sends to write `elem_id` carries `expected` as its input
+    `index`: where it does not, say what the page's box showed at that moment, at once, rather than wait for an
+    answer that cannot come."""
+    with page.expect_request(sent_to(page, elem_id)) as request:
+        page.locator(button).click()
+    sent = json.loads(request.value.post_data)["data"][index]
+    if sent != expected:
+        shown = page.evaluate("[...document.querySelectorAll('textarea')].map(t => [t.closest('[id]')?.id, t.value])")
+        raise AssertionError(f"the click sent {sent!r}, not {expected!r}; the page's text boxes: {shown}")
+
+
 @contextlib.contextmanager
 def app_page(browser, log, timeout_ms):
     """A `python app.py` of its own (tools.serve.AppProcess, its output in `log`; for a test that needs the app

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import TOP_TABS, needs_shipped, page_diagnostics, record_event
+from tests.conftest import TOP_TABS, click_sending, needs_shipped, open_sending, page_diagnostics, record_event
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -170,15 +170,13 @@ def set_number(page, elem_id, value):
 def translate(page, german):
     """Translate `german` in the Translate tab (opened by its id: its name is in the page's language); return the
     English once the views of the translation are shown."""
-    page.locator("[role=tab][data-tab-id=translate]").click()
-    page.locator("#src").first.wait_for(state="visible")
-    # the tab drawn before the reader types (German filled in as the tab mounted was lost once, in
-    # test_browser_plots: the click translated the example)
+    # the tab drawn before the reader types (its drawing sent as it opens, and answered)
+    open_sending(page, "translate", "token-probs")
     wait_until(page, "text('#token-probs') && settled('token-probs') && settled('out')", what="the Translate tab drawn")
     english, tokens = page.evaluate("[document.querySelector('#out textarea').value, "
                                     "document.querySelector('#token-probs').innerText]")
     page.locator("#src textarea").fill(german)
-    page.locator("#translate-btn").click()
+    click_sending(page, "#translate-btn", "out", 0, german)
     # the status line is no signal (while the event runs, its progress text shows inside it): the translation
     # is done when the English box holds a new text and its event has completed
     wait_until(page, "el('#out textarea').value !== arg && settled('out')", english, what="a new translation")

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.conftest import browser_page, needs_shipped
+from tests.conftest import browser_page, click_sending, needs_shipped, open_sending
 from tools.bench_browser import CHROMIUM
 
 pytestmark = [pytest.mark.slow, needs_shipped,
@@ -78,14 +78,13 @@ def test_each_figure_is_drawn_once_into_the_plot_on_the_page(served_app, chromiu
         # a new sentence, then the Attention tab again: its map redrawn for it (and whatever the translation drew)
         before = page.evaluate(f"() => {{ {JS}\nreturn words('heatmap'); }}")
         page.evaluate(RESET)
-        page.get_by_role("tab", name="Translate", exact=True).click()
-        # the tab drawn before the reader types: German typed into the box the moment the tab mounted was lost in
-        # the pair p14 (the click translated the example), the tab's drawing then still to come
+        # the tab drawn before the reader types (its drawing sent as it opens, and answered)
+        open_sending(page, "translate", "token-probs")
         wait(page, "el('#out textarea')?.value && settled('out') && el('#token-probs')?.innerText.trim() "
                    "&& settled('token-probs')")
         english = page.locator("#out textarea").input_value()
         page.locator("#src textarea").fill(SENTENCE)
-        page.locator("#translate-btn").click()
+        click_sending(page, "#translate-btn", "out", 0, SENTENCE)
         wait(page, "el('#out textarea').value !== arg && settled('out')", english)
         page.get_by_role("tab", name="Attention", exact=True).click()
         # the new sentence's map (its tokens on the axes), not the emptied one a hidden view is given meanwhile
