@@ -90,23 +90,46 @@ def test_a_model_with_heads_off_against_itself(compared):
 
 
 def test_the_edited_copy_follows_the_original_while_it_is_the_pages_own():
-    """follow_original: the box holding the copy the page made gets the new original's copy (box and record alike);
-    a copy the reader wrote, an original the page does not take, or a model it cannot open leave both as they are."""
+    """follow_original: the box holding a copy the page made gets the new original's copy, which joins the page's
+    record of its copies; a copy the reader wrote, an original the page does not take, or a model it cannot open
+    leave both as they are."""
     from app.tabs import compare as tab
     tokenizer = tab.MODELS.get().tokenizer
     made = tab.edited_default(SENTENCE, tokenizer)
     other = "Eine Frau liest ein Buch im Park."
     copy = tab.edited_default(other, tokenizer)
     assert copy not in (other, made)
-    assert tab.follow_original(other, made, made, "shipped") == (copy, copy)
-    assert tab.follow_original(f"  {other} ", made, made, "shipped") == (copy, copy)
+    assert tab.follow_original(other, made, (made,), "shipped") == (copy, (made, copy))
+    assert tab.follow_original(f"  {other} ", made, (made,), "shipped") == (copy, (made, copy))
     skipped = (tab.gr.skip(), tab.gr.skip())
     with speaking("en"):
-        assert tab.follow_original(other, "Mein eigener Satz.", made, "shipped") == skipped  # the reader's own copy
-        assert tab.follow_original(SENTENCE, made, made, "shipped") == skipped  # nothing new to follow
-        assert tab.follow_original("", made, made, "shipped") == skipped
-        assert tab.follow_original("x" * 100_000, made, made, "shipped") == skipped  # over the page's limit
-        assert tab.follow_original(other, made, made, "no-such-model") == skipped
+        assert tab.follow_original(other, "Mein eigener Satz.", (made,), "shipped") == skipped  # the reader's own
+        assert tab.follow_original(SENTENCE, made, (made,), "shipped") == skipped  # nothing new to follow
+        assert tab.follow_original("", made, (made,), "shipped") == skipped
+        assert tab.follow_original("x" * 100_000, made, (made,), "shipped") == skipped  # over the page's limit
+        assert tab.follow_original(other, made, (made,), "no-such-model") == skipped
+
+
+def test_the_patch_clicks_follow_writes_the_copy_its_twin_made_first():
+    """The Patch click leaves the original's box, so the box's own follow and the click's first step run at once,
+    from the same boxes. Whichever comes second finds the new copy already in the record, the box (as sent) still
+    holding the old one, and writes the new copy itself: the patching after the click reads the new sentence's copy
+    whichever of the two answered first (pair p20: the click's step skipped, and the patching read the old copy)."""
+    from app.tabs import compare as tab
+    tokenizer = tab.MODELS.get().tokenizer
+    made = tab.edited_default(SENTENCE, tokenizer)
+    other = "Eine Frau liest ein Buch im Park."
+    copy = tab.edited_default(other, tokenizer)
+    first = tab.follow_original(other, made, (made,), "shipped")
+    assert first == (copy, (made, copy))
+    second = tab.follow_original(other, made, first[1], "shipped")  # the same box, the record the first one left
+    assert second[0] == copy and second[1][-1] == copy and second[1].count(copy) == 1
+    # the record stays small: only the last few copies the page made count as its own
+    record = (made,)
+    for i in range(10):
+        _, record = tab.follow_original(f"Ein Hund läuft {i} Mal im Park.", record[-1], record, "shipped")
+    assert len(record) == tab.COPIES_KEPT
+    assert tab.follow_original(other, made, record, "shipped") == (tab.gr.skip(), tab.gr.skip())
 
 
 def test_two_sentences_patched_and_drawn(compared):

@@ -126,20 +126,28 @@ def run_compare(a, b, sentence, off, pair):
             gr.update(choices=list(range(heads))))
 
 
+# how many of the copies the page made in a session follow_original remembers as its own
+COPIES_KEPT = 4
+
+
 def follow_original(original, edited, made, model):
-    """The edited copy follows the original while its box holds the copy the page made (`made`): the original's own
-    copy (app/edits.py edited_default, cut by `model`'s tokenizer) for both the box and `made`. A copy the reader
-    wrote stays; so does everything where the original is not a sentence the page takes or the model cannot be
-    opened (the Patch button says why). It runs as the original's box is left and, again, as the first step of the
-    Patch button's event, whose patching reads the boxes after it (`.then`): a click made before the first answer
-    came patches the new sentence's copy, not the old one's."""
-    if edited != made or input_problem(original):
+    """The edited copy follows the original while its box holds a copy the page made (`made`, the last few, newest
+    last): the original's own copy (app/edits.py edited_default, cut by `model`'s tokenizer) goes to the box and
+    joins `made`. A copy the reader wrote stays; so does everything where the original is not a sentence the page
+    takes or the model cannot be opened (the Patch button says why). It runs as the original's box is left and,
+    again, as the first step of the Patch button's event, whose patching reads the boxes after it (`.then`). A click
+    leaves the box too, so both run at once from the same boxes: the step that comes second may find the new copy
+    already made, with the box still holding an older one of the page's, and writes the new copy itself, so the
+    patching after it never reads the old sentence's copy."""
+    if edited not in made or input_problem(original):
         return gr.skip(), gr.skip()
     try:
         copy = edited_default(original.strip(), opened(model).tokenizer)
     except Unopened:
         return gr.skip(), gr.skip()
-    return (copy, copy) if copy != edited else (gr.skip(), gr.skip())
+    if copy == edited:
+        return gr.skip(), gr.skip()
+    return copy, (*[m for m in made if m != copy], copy)[-COPIES_KEPT:]
 
 
 def run_patch(model, original, edited, pair):
@@ -326,7 +334,7 @@ def _sentences_tab():
         original = gr.Textbox(value=first, label=L("ui.compare.original"), max_lines=3, elem_id="cmp-original")
         made = edited_default(first, MODELS.get().tokenizer)
         edited = gr.Textbox(value=made, label=L("ui.compare.edited"), max_lines=3, elem_id="cmp-edited")
-        made = gr.State(made)  # the edited copy the page last made, which follows the original (follow_original)
+        made = gr.State((made,))  # the edited copies the page made, newest last, which follow the original
         run = gr.Button(L("ui.compare.patch"), variant="primary", elem_id="cmp-patch")
         status = gr.Markdown(elem_id="cmp-patch-status")
         summary = gr.Markdown(elem_id="cmp-patch-summary")
