@@ -233,7 +233,7 @@ def page_diagnostics(page, events=20, log_chars=1000):
     stacks = app.stacks() if hasattr(app, "stacks") else ""
     return (f"page: {state}\nscript errors: {getattr(page, 'errors', [])[-5:]}\n"
             f"the last {events} events sent (-> what they write):\n  {sent}\n"
-            f"app log (end):\n{log}\nthe app's threads:\n{stacks}")
+            f"app log (end):\n{log}\nthe app's threads and Gradio queue:\n{stacks}")
 
 
 def record_event(page, request):

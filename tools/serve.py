@@ -24,10 +24,43 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL_URL = re.compile(r"Running on local URL:\s+(https?://[^\s,]+)")
-# app.py as __main__, its threads' stacks written to its output on SIGUSR1 (AppProcess.stacks, for failure messages)
+# app.py as __main__, its threads' stacks written to its output on SIGUSR1 and its Gradio queue's state on SIGUSR2
+# (AppProcess.stacks, for failure messages)
 STARTER = ("import faulthandler, runpy, signal, sys; sys.argv[0] = 'app.py'; "
            "hasattr(signal, 'SIGUSR1') and faulthandler.register(signal.SIGUSR1, all_threads=True); "
+           "from tools.serve import report_queue; "
+           "hasattr(signal, 'SIGUSR2') and signal.signal(signal.SIGUSR2, lambda *_: report_queue()); "
            "runpy.run_path('app.py', run_name='__main__')")
+QUEUE_HEADER = "gradio queue:"
+
+
+def report_queue():
+    """Print what each Gradio queue of this process holds: the events its workers run, each concurrency group's
+    running and waiting events (function, session, seconds since sent) and the messages each session has yet to
+    fetch. For the failure message of a test whose page waits on an event while no thread of the app runs it."""
+    import gc
+    try:
+        now, lines = time.monotonic(), [QUEUE_HEADER]
+
+        def named(event):
+            return f"{event.fn.name}#{event.fn._id} ({event.session_hash[:6]}, {now - event.enqueue_time:.1f} s)"
+        for queue in [o for o in gc.get_objects() if type(o).__name__ == "Queue"
+                      and type(o).__module__ == "gradio.queueing"]:
+            for worker, job in enumerate(queue.active_jobs):
+                if job:
+                    lines.append(f"  worker {worker} runs: {', '.join(named(e) for e in job)}")
+            for group, waiting in queue.event_queue_per_concurrency_id.items():
+                if waiting.queue or waiting.current_concurrency:
+                    lines.append(f"  group {group}: {waiting.current_concurrency} running (limit "
+                                 f"{waiting.concurrency_limit}), waiting: {[named(e) for e in waiting.queue]}")
+            unread = {session[:6]: messages.qsize() for session, messages in queue.pending_messages_per_session.items()
+                      if messages.qsize()}
+            lines.append(f"  messages not yet fetched, by session: {unread}")
+            lines.append(f"  events sent and not ended, by session: "
+                         f"{ {s[:6]: len(ids) for s, ids in queue.pending_event_ids_session.items() if ids} }")
+        print("\n" + "\n".join(lines) + "\n", flush=True)
+    except Exception as e:  # a failure message is being written: it says the queue could not be read
+        print(f"\n{QUEUE_HEADER} not read ({type(e).__name__}: {e})\n", flush=True)
 
 
 class AppProcess:
@@ -87,18 +120,20 @@ class AppProcess:
     def stacks(self, wait=3.0):
         """What every thread of the app is doing (Python's faulthandler writes their stacks to its output), for a
         failure message: a test that waited in vain says where the server was (the threads in app/ or core/ in full,
-        the others counted). '' where it cannot be asked."""
+        the others counted, and what Gradio's queue holds: report_queue). '' where it cannot be asked."""
         if self.proc is None or self.proc.poll() is not None or not hasattr(signal, "SIGUSR1"):
             return ""
         self._caught = caught = []
         self.proc.send_signal(signal.SIGUSR1)
+        if hasattr(signal, "SIGUSR2"):
+            self.proc.send_signal(signal.SIGUSR2)
         deadline, size = time.monotonic() + wait, -1
         while time.monotonic() < deadline and (not caught or len(caught) != size):
             size = len(caught)
             time.sleep(0.5)  # (a failure message is being written: the dump has no end to wait on)
         self._caught = None
         blocks = "".join(caught).strip().split("\n\n")
-        ours = [b for b in blocks if str(ROOT / "app") in b or str(ROOT / "core") in b]
+        ours = [b for b in blocks if str(ROOT / "app") in b or str(ROOT / "core") in b or QUEUE_HEADER in b]
         return "\n\n".join(ours) + f"\n({len(blocks) - len(ours)} other threads: none in app/ or core/)"
 
     def wait_until_serving(self):
