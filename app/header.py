@@ -35,28 +35,38 @@ def line():
     return gr.Markdown(L(key, **values), elem_id="model-line")
 
 
-def unknown_note(wrong, model):
-    """The note under the menu, in the event's language: a link's model this server does not have (`wrong`, the
-    name as the link gave it, escaped), and the model the page stays on; empty where there is none."""
+def unknown_note(wrong, model=None):
+    """The note under the menu, in the event's language: a link's model this server does not have (`wrong`: the
+    name as the link gave it, escaped, and the model the page stayed on); empty where there is none."""
     if not wrong:
         return ""
     from .figures.compare import model_name
-    return text("ui.model.unknown", name=md_literal(str(wrong)[:100]), model=md_literal(model_name(model or MODELS.default)))
+    name, stayed = wrong
+    return text("ui.model.unknown", name=md_literal(str(name)[:100]), model=md_literal(model_name(stayed or model
+                                                                                                   or MODELS.default)))
+
+
+def header(model, wrong):
+    """The header for the menu's model: its line, and the note on a link's model refused (`wrong`, which the
+    link's load sets) while the menu still shows the model the page stayed on. A model chosen since ends the note
+    for good: the event clears `wrong` itself, so that the one event writing the note also decides when it goes
+    (a second event clearing `wrong` on the menu's input raced this one, whose answer drawn from the old `wrong`
+    could follow and leave the note: the pairs p1 and p21)."""
+    if wrong and (model or MODELS.default) != wrong[1]:
+        return header_line(model), "", None
+    return header_line(model), unknown_note(wrong, model), gr.skip()
 
 
 def wire(demo, model, model_line, note, lang):
     """The header's events: the line and the note drawn in the page's language for the model chosen (and a link's
-    name refused: the state `wrong`, which app/links.py's load sets), and the choice recorded in the address.
-    Returns `wrong`."""
+    name refused: the state `wrong`, which app/links.py's load sets, and `header` clears once another model is
+    chosen), and the choice recorded in the address. Returns `wrong`."""
     wrong = gr.State(None)
-
-    def header(model, wrong):
-        return header_line(model), unknown_note(wrong, model)
-    # in the queue: a model chosen the first time is loaded here (a second or so), or by the translation beside it
-    gr.on([model.change, wrong.change, lang.said.change], in_language(header), None, [model_line, note],
+    # in the queue: a model chosen the first time is loaded here (a second or so), or by the translation beside it;
+    # a trigger while it runs draws the header once more after it, as the page then is
+    gr.on([model.change, wrong.change, lang.said.change], in_language(header), None, [model_line, note, wrong],
           inputs_kwargs=dict(model=model, wrong=wrong, lang=lang), api_visibility="private",
-          show_progress="hidden")
-    model.input(lambda: None, None, wrong, api_visibility="private", show_progress="hidden")
+          show_progress="hidden", trigger_mode="always_last")
     model.change(None, model, None, js=page_js.function("record-model", MODELS.default))
     return wrong
 

@@ -53,7 +53,7 @@ def link_opener():
     translated already (the reader was quicker than the load: it waits its turn behind that translation) the
     load changes nothing. The German boxes show the linked sentence from the start (app/page/link-text.js). Then
     the model: the link's, set in the header's menu, where this server has it (the sentence is translated on it);
-    else the name refused (for the header's note) and the menu's model (`model`) kept."""
+    else the name refused with the model kept, the menu's (`model`), for the header's note (app/header.py)."""
     def open_link(previous, progress, model, request: gr.Request):
         if previous is not None:
             return gr.skip()  # every output (app.gradio_adapter.leave_skipped_alone)
@@ -65,7 +65,7 @@ def link_opener():
         english, status, ins = translate(v["text"], *(v[k] for k in SETTINGS), previous, tr.name)
         named = {k: v[k] if k in params else gr.skip() for k in (*SETTINGS, *HEAD)}
         step = gr.skip() if "learn" not in params else dict(progress or {"done": []}, step=v["learn"] - 1)
-        menu = (linked, None) if known else (gr.skip(), linked[:TEXT_CAP] if linked is not None else gr.skip())
+        menu = (linked, None) if known else (gr.skip(), (linked[:TEXT_CAP], tr.name) if linked is not None else gr.skip())
         return (*(named[k] for k in SETTINGS), english, status, ins, *(named[k] for k in HEAD), step, *menu)
     return open_link
 

@@ -269,15 +269,28 @@ def sent_to(page, elem_id):
     return sends
 
 
+# JavaScript: resolves once the page has drawn two more frames and run the tasks queued meanwhile. Gradio 6.31 mounts
+# a tab's components when the tab is first opened and, at the frame after, hands each the value it holds on record
+# (the front end's render_previously_invisible_children): text typed into a box in between is replaced by that
+# value. A reader is never that quick; a test is (p14, p17, p21: German and dimensions typed into a tab just
+# opened were replaced by the box's first value, the click then sending that).
+MOUNTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done))))"
+
+
+def after_mounting(page):
+    """Return once a tab just opened has been mounted and given its values (MOUNTED): what is typed then stays."""
+    page.evaluate(MOUNTED)
+
+
 def open_sending(page, tab_id, drawn):
     """Click the tab `tab_id` and return once it has sent its drawing of `drawn` (an elem_id), which a tab sends as
-    it opens (a tab already open: at once). The caller then waits for the drawing's answer before it types into the
-    tab, as a reader does: German typed into the Translate tab while its first drawing was still to come was lost
-    twice in the fresh-clone pairs (p14, p17), the click then translating the example."""
+    it opens, and has been mounted (after_mounting); a tab already open: at once. The caller then waits for the
+    drawing's answer before it types into the tab, as a reader does."""
     tab = page.locator(f"[role=tab][data-tab-id={tab_id}]")
     if tab.get_attribute("aria-selected") != "true":
         with page.expect_request(sent_to(page, drawn)):
             tab.click()
+        after_mounting(page)
 
 
 def click_sending(page, button, elem_id, index, expected):

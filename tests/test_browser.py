@@ -13,7 +13,15 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import TOP_TABS, click_sending, needs_shipped, open_sending, page_diagnostics, record_event
+from tests.conftest import (
+    TOP_TABS,
+    after_mounting,
+    click_sending,
+    needs_shipped,
+    open_sending,
+    page_diagnostics,
+    record_event,
+)
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.slow, needs_shipped, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")]
@@ -133,7 +141,8 @@ def wait_text(page, text):
 
 
 def open_tab(page, name, content=None):
-    """Click a tab and wait until its panel alone shows in its set of tabs (and `content`, a selector, is visible)."""
+    """Click a tab and wait until its panel alone shows in its set of tabs (and `content`, a selector, is visible),
+    its components mounted and given their values (tests/conftest.py after_mounting), ready to be typed into."""
     page.get_by_role("tab", name=name, exact=True).click()
     wait_until(page, """(() => {
         const tab = [...document.querySelectorAll('[role=tab]')].find(t => t.textContent.trim() === arg);
@@ -142,6 +151,7 @@ def open_tab(page, name, content=None):
         return shown.length === 1; })()""", name, what=f"the {name} tab")
     if content:
         page.locator(content).first.wait_for(state="visible")
+    after_mounting(page)
 
 
 def wait_plot(page, elem_id):

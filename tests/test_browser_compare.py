@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.conftest import TOP_TABS, browser_page, needs_shipped, ships_history
+from tests.conftest import TOP_TABS, after_mounting, browser_page, needs_shipped, ships_history
 from tools.bench_browser import CHROMIUM
 
 pytestmark = [pytest.mark.slow, needs_shipped,
@@ -120,6 +120,7 @@ def test_a_long_sentences_patching_grid_reads_on_a_phone_its_scale_on_screen(app
         page.goto(f"{app.url}?lang=zh-CN")
         page.get_by_role("tab", name="对比", exact=True).click()
         page.get_by_role("tab", name="两个句子", exact=True).click()
+        after_mounting(page)  # (text typed into a tab just mounted can be replaced by its first value)
         page.fill("#cmp-original textarea", LONG)
         page.click("#cmp-patch")  # at once: the edited copy follows the original as the patching's first step
         drawn(page, "cmp-grid", STARRED)

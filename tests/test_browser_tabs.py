@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import browser_page, needs_shipped
+from tests.conftest import after_mounting, browser_page, needs_shipped
 from tools.bench_browser import CHROMIUM
 
 pytestmark = [pytest.mark.slow, needs_shipped,
@@ -43,6 +43,7 @@ def test_every_tab_shows_the_new_sentence(served_app, chromium):
         page.on("request", lambda r: again.append(r.url) if urlsplit(r.url).path in ("", "/") else None)
         for exp, words, gone in ((a, bench_tabs.new_words(a, b), []), (b, new, old)):
             page.get_by_role("tab", name="Translate", exact=True).click()
+            after_mounting(page)  # (text typed into a tab just mounted can be replaced by its first value)
             page.locator("#src textarea").fill(exp.text)
             page.locator("#translate-btn").click()
             page.wait_for_function("e => document.querySelector('#out textarea')?.value.trim() === e", arg=exp.english)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from app import links
-from app.header import unknown_note
+from app.header import header, unknown_note
 from app.i18n import speaking
 from app.models import MODELS
 from app.shared import header_line, model_of
@@ -92,7 +92,7 @@ def test_a_name_not_on_the_list_is_said_and_nothing_changes():
     english, status, kept = translate("Ein Hund.", "greedy", previous=before, model=BAD)
     assert (english, kept) == ("", before) and "no model named" in status and "<img" not in status
     with speaking("zh-CN"):
-        note = unknown_note(BAD, "shipped")
+        note = unknown_note((BAD, "shipped"))
     assert "没有" in note and "<img" not in note and "随附的模型" in note  # the page stays on the shipped model
 
 
@@ -106,11 +106,30 @@ def test_a_link_names_the_model_and_a_bad_one_gets_the_message():
     assert ins.model == first_point() and menu == first_point() and wrong is None
     out = open_link({"model": BAD, "text": "Ein Hund läuft."}, menu="shipped")
     ins, menu, wrong = out[8], out[-2], out[-1]
-    assert ins.model == "shipped" and menu == gr.skip() and wrong == BAD  # the menu stays; the header says why
+    # the menu stays; the header says why, and on which model the page stays
+    assert ins.model == "shipped" and menu == gr.skip() and wrong == (BAD, "shipped")
     with speaking("en"):
-        note = unknown_note(wrong, "shipped")
+        note = unknown_note(wrong)
     assert "does not have" in note and "&lt;img" in note and "<img" not in note
     assert open_link({"text": "Ein Hund läuft."})[-2:] == (gr.skip(), gr.skip())
+
+
+def test_the_note_on_a_refused_model_stays_until_another_model_is_chosen_then_goes_for_good():
+    """header: the note while the menu shows the model the page stayed on (in each language); another model chosen
+    draws no note and clears the refused name, so that choosing the first model again brings no note back."""
+    wrong = (BAD, "shipped")
+    for lang, word in (("en", "does not have"), ("zh-CN", "没有")):
+        with speaking(lang):
+            line, note, kept = header("shipped", wrong)
+            assert line == header_line("shipped")
+            assert header(None, wrong)[1] == note  # a menu not read yet stands for the page's own model
+        assert word in note and "<img" not in note and kept == gr.skip()
+    point = first_point()
+    with speaking("en"):
+        line, note, cleared = header(point, wrong)
+        assert (line, note, cleared) == (header_line(point), "", None)
+        assert header("shipped", cleared)[1:] == ("", gr.skip())
+        assert header("shipped", None) == (header_line("shipped"), "", gr.skip())
 
 
 def test_the_header_line_names_a_point_in_both_languages():
