@@ -35,15 +35,14 @@ def line():
     return gr.Markdown(L(key, **values), elem_id="model-line")
 
 
-def unknown_note(wrong, model=None):
+def unknown_note(wrong):
     """The note under the menu, in the event's language: a link's model this server does not have (`wrong`: the
     name as the link gave it, escaped, and the model the page stayed on); empty where there is none."""
     if not wrong:
         return ""
     from .figures.compare import model_name
     name, stayed = wrong
-    return text("ui.model.unknown", name=md_literal(str(name)[:100]), model=md_literal(model_name(stayed or model
-                                                                                                   or MODELS.default)))
+    return text("ui.model.unknown", name=md_literal(str(name)[:100]), model=md_literal(model_name(stayed)))
 
 
 def header(model, wrong):
@@ -54,7 +53,7 @@ def header(model, wrong):
     could follow and leave the note: the pairs p1 and p21)."""
     if wrong and (model or MODELS.default) != wrong[1]:
         return header_line(model), "", None
-    return header_line(model), unknown_note(wrong, model), gr.skip()
+    return header_line(model), unknown_note(wrong), gr.skip()
 
 
 def wire(demo, model, model_line, note, lang):
